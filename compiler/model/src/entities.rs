@@ -1,0 +1,492 @@
+//! Entity types of the bundle, one per kind of metadata.
+//!
+//! Field names follow OpenMRS where one exists. Localised display texts are maps from a
+//! locale (`fr`, `en`, `en_GB`) to text; `display_in` picks the best one.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Locale → text.
+pub type Localized = BTreeMap<String, String>;
+
+/// Picks the text for `locale`, then its language alone, then each fallback in order, then
+/// English, then any.
+pub fn display_in<'a>(texts: &'a Localized, locale: &str, fallbacks: &[&str]) -> Option<&'a str> {
+    let language = locale.split(['_', '-']).next().unwrap_or(locale);
+    std::iter::once(locale)
+        .chain(std::iter::once(language))
+        .chain(fallbacks.iter().copied())
+        .chain(std::iter::once("en"))
+        .find_map(|l| texts.get(l))
+        .or_else(|| texts.values().next())
+        .map(String::as_str)
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Locales {
+    /// From `locale.allowed.list`, in the order written.
+    pub allowed: Vec<String>,
+    /// From `default_locale`.
+    pub default: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GlobalProperty {
+    pub uuid: String,
+    pub property: String,
+    pub value: String,
+    pub description: Option<String>,
+}
+
+/// Visit types, encounter roles, location tags, map types: uuid, name, description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedMetadata {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub retired: bool,
+    /// `Display:<locale>` columns.
+    pub display: Localized,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConceptSource {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub hl7_code: Option<String>,
+    pub unique_id: Option<String>,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConceptClass {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConceptDatatype {
+    pub uuid: String,
+    pub name: String,
+    pub hl7_abbreviation: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ConceptNameType {
+    FullySpecified,
+    Short,
+    IndexTerm,
+    Synonym,
+}
+
+impl ConceptNameType {
+    /// The OpenMRS REST spelling (`null` for a synonym).
+    pub fn rest_name(self) -> Option<&'static str> {
+        match self {
+            ConceptNameType::FullySpecified => Some("FULLY_SPECIFIED"),
+            ConceptNameType::Short => Some("SHORT"),
+            ConceptNameType::IndexTerm => Some("INDEX_TERM"),
+            ConceptNameType::Synonym => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConceptName {
+    pub uuid: String,
+    pub name: String,
+    pub locale: String,
+    pub name_type: ConceptNameType,
+    pub locale_preferred: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConceptDescription {
+    pub uuid: String,
+    pub description: String,
+    pub locale: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConceptMapping {
+    pub uuid: String,
+    /// Map type name, e.g. `SAME-AS`.
+    pub map_type: String,
+    /// Concept source name as defined by the package.
+    pub source: String,
+    pub code: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConceptNumeric {
+    pub hi_absolute: Option<f64>,
+    pub hi_critical: Option<f64>,
+    pub hi_normal: Option<f64>,
+    pub low_absolute: Option<f64>,
+    pub low_critical: Option<f64>,
+    pub low_normal: Option<f64>,
+    pub units: Option<String>,
+    pub allow_decimal: bool,
+    pub display_precision: Option<i32>,
+}
+
+/// Where a concept's final definition came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConceptOrigin {
+    /// A concepts CSV, with the file path relative to the project root.
+    Csv(String),
+    /// An OCL archive, with the archive path relative to the project root.
+    Ocl(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Concept {
+    pub uuid: String,
+    pub class: String,
+    pub datatype: String,
+    pub is_set: bool,
+    pub retired: bool,
+    pub version: Option<String>,
+    pub names: Vec<ConceptName>,
+    pub descriptions: Vec<ConceptDescription>,
+    pub mappings: Vec<ConceptMapping>,
+    /// Answer concept uuids, in order.
+    pub answers: Vec<String>,
+    /// Set member concept uuids, in order.
+    pub set_members: Vec<String>,
+    pub numeric: Option<ConceptNumeric>,
+    pub complex_handler: Option<String>,
+    pub origin: ConceptOrigin,
+}
+
+impl Concept {
+    /// The fully specified name in `locale`, falling back as `display_in` does; the
+    /// locale-preferred name wins over the FSN within one locale.
+    pub fn display_name(&self, locale: &str, fallbacks: &[&str]) -> Option<&ConceptName> {
+        let language = locale.split(['_', '-']).next().unwrap_or(locale);
+        let best_in = |l: &str| {
+            let in_locale = || self.names.iter().filter(move |n| n.locale == l);
+            in_locale()
+                .find(|n| n.locale_preferred)
+                .or_else(|| in_locale().find(|n| n.name_type == ConceptNameType::FullySpecified))
+        };
+        std::iter::once(locale)
+            .chain(std::iter::once(language))
+            .chain(fallbacks.iter().copied())
+            .chain(std::iter::once("en"))
+            .find_map(best_in)
+            .or_else(|| self.names.first())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Address {
+    pub address1: Option<String>,
+    pub address2: Option<String>,
+    pub address3: Option<String>,
+    pub address4: Option<String>,
+    pub address5: Option<String>,
+    pub address6: Option<String>,
+    pub city_village: Option<String>,
+    pub county_district: Option<String>,
+    pub state_province: Option<String>,
+    pub postal_code: Option<String>,
+    pub country: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Location {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub parent: Option<String>,
+    /// Tag uuids, sorted.
+    pub tags: Vec<String>,
+    pub address: Address,
+    pub retired: bool,
+    pub display: Localized,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Privilege {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// True for privileges OpenMRS core provides.
+    pub core: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Role {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// Names of directly inherited roles.
+    pub inherited_roles: Vec<String>,
+    /// Names of directly granted privileges.
+    pub privileges: Vec<String>,
+    /// Every privilege granted directly or through inheritance, sorted.
+    pub all_privileges: Vec<String>,
+    pub core: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LocationBehavior {
+    Required,
+    NotUsed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UniquenessBehavior {
+    Unique,
+    NonUnique,
+    Location,
+}
+
+impl UniquenessBehavior {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UniquenessBehavior::Unique => "UNIQUE",
+            UniquenessBehavior::NonUnique => "NON_UNIQUE",
+            UniquenessBehavior::Location => "LOCATION",
+        }
+    }
+}
+
+impl LocationBehavior {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocationBehavior::Required => "REQUIRED",
+            LocationBehavior::NotUsed => "NOT_USED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatientIdentifierType {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub required: bool,
+    pub format: Option<String>,
+    pub format_description: Option<String>,
+    /// Java class name of the check-digit validator.
+    pub validator: Option<String>,
+    pub location_behavior: Option<LocationBehavior>,
+    pub uniqueness_behavior: Option<UniquenessBehavior>,
+    pub retired: bool,
+    pub display: Localized,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum IdentifierSourceKind {
+    Sequential {
+        prefix: Option<String>,
+        suffix: Option<String>,
+        first_identifier_base: String,
+        base_character_set: String,
+        min_length: Option<u32>,
+        max_length: Option<u32>,
+    },
+    Pool {
+        pool_source: String,
+    },
+    Remote {
+        url: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdentifierSource {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub identifier_type: String,
+    pub kind: IdentifierSourceKind,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutogenerationOption {
+    pub uuid: String,
+    pub identifier_type: String,
+    pub source: String,
+    pub location: Option<String>,
+    pub manual_entry_enabled: bool,
+    pub automatic_generation_enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncounterType {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub view_privilege: Option<String>,
+    pub edit_privilege: Option<String>,
+    pub retired: bool,
+    pub display: Localized,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RelationshipType {
+    pub uuid: String,
+    pub description: Option<String>,
+    pub a_is_to_b: String,
+    pub b_is_to_a: String,
+    pub weight: i32,
+    pub preferred: bool,
+    pub retired: bool,
+    pub display: Localized,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersonAttributeType {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub format: Option<String>,
+    pub foreign_key: Option<String>,
+    pub searchable: bool,
+    pub edit_privilege: Option<String>,
+    pub retired: bool,
+    pub display: Localized,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub concept: String,
+    pub outcomes_concept: Option<String>,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramWorkflow {
+    pub uuid: String,
+    pub program: String,
+    pub concept: String,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramWorkflowState {
+    pub uuid: String,
+    pub workflow: String,
+    pub concept: String,
+    pub initial: bool,
+    pub terminal: bool,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drug {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub strength: Option<String>,
+    pub concept: String,
+    pub dosage_form: Option<String>,
+    pub mappings: Vec<ConceptMapping>,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderFrequency {
+    pub uuid: String,
+    pub frequency_per_day: Option<f64>,
+    pub concept: String,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaymentModeAttribute {
+    pub name: String,
+    pub format: Option<String>,
+    pub regex: Option<String>,
+    pub required: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaymentMode {
+    pub uuid: String,
+    pub name: String,
+    pub attributes: Vec<PaymentModeAttribute>,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Queue {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// Service concept uuid.
+    pub service: String,
+    pub status_concept_set: Option<String>,
+    pub priority_concept_set: Option<String>,
+    pub location: String,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Form {
+    pub uuid: String,
+    pub name: String,
+    pub version: String,
+    pub description: Option<String>,
+    pub published: bool,
+    pub retired: bool,
+    /// Encounter type uuid, for encounter forms.
+    pub encounter_type: Option<String>,
+    /// The form's JSON schema, verbatim.
+    pub schema_json: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FormTranslation {
+    pub form: String,
+    pub language: String,
+    pub form_name_translation: Option<String>,
+    pub translations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AddressTemplate {
+    /// Field (e.g. `cityVillage`) → label or message code.
+    pub name_mappings: BTreeMap<String, String>,
+    pub size_mappings: BTreeMap<String, String>,
+    /// Each line: the field names on it.
+    pub lines: Vec<Vec<String>>,
+    pub element_defaults: BTreeMap<String, String>,
+    pub required_elements: Vec<String>,
+    /// Hierarchy levels, top first (e.g. `country`, `stateProvince`, `countyDistrict`).
+    pub hierarchy_levels: Vec<String>,
+}
+
+/// One node of the address hierarchy: `path` runs from the top level down.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AddressHierarchyEntry {
+    pub path: Vec<String>,
+    pub user_generated_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OclArchive {
+    pub path: String,
+    pub content_name: Option<String>,
+    pub version: Option<u32>,
+    pub concept_count: u32,
+    pub mapping_count: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpaqueFile {
+    /// Path relative to `openmrs_config/`.
+    pub path: String,
+    pub bytes: Vec<u8>,
+}

@@ -1,0 +1,194 @@
+//! The sealed bundle: the data model shared by the compiler (which writes it) and the
+//! runtime (which embeds and reads it).
+//!
+//! This crate does no IO and knows nothing about CSV, JSON, XML, zip, HTTP or redb.
+//! It owns the only `encode` / `decode` functions for bundle bytes (see `codec`), so the
+//! format version lives in exactly one place. See `docs/bundle-format.md`.
+
+mod codec;
+mod entities;
+
+pub use codec::{DecodeError, FORMAT_VERSION, MAGIC, decode, decode_header, encode, hex};
+pub use entities::*;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which content a bundle was compiled from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BuildType {
+    /// The base package alone.
+    Distro,
+    /// The base package with one site's overrides.
+    Site,
+}
+
+impl BuildType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildType::Distro => "distro",
+            BuildType::Site => "site",
+        }
+    }
+}
+
+/// What a reader checks before trusting the rest of the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    pub format_version: u16,
+    /// Version of the compiler that wrote the bundle.
+    pub compiler_version: String,
+    pub build_type: BuildType,
+    /// The site's name for a site build.
+    pub site: Option<String>,
+    /// Hex SHA-256 over the selected input files (relative path and bytes, sorted) and the
+    /// build selection: identical content gives an identical hash.
+    pub content_hash: String,
+    /// Hex SHA-256 of the encoded body, checked on decode.
+    pub body_sha256: String,
+}
+
+/// Everything the runtime serves. Every collection is sorted (by uuid, or by key) so the
+/// encoding is deterministic.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Content {
+    pub global_properties: Vec<GlobalProperty>,
+    pub locales: Locales,
+    pub concept_sources: Vec<ConceptSource>,
+    pub concept_classes: Vec<ConceptClass>,
+    pub concept_datatypes: Vec<ConceptDatatype>,
+    pub concept_map_types: Vec<NamedMetadata>,
+    pub concepts: Vec<Concept>,
+    pub location_tags: Vec<NamedMetadata>,
+    pub locations: Vec<Location>,
+    pub privileges: Vec<Privilege>,
+    pub roles: Vec<Role>,
+    pub patient_identifier_types: Vec<PatientIdentifierType>,
+    pub identifier_sources: Vec<IdentifierSource>,
+    pub autogeneration_options: Vec<AutogenerationOption>,
+    pub visit_types: Vec<NamedMetadata>,
+    pub encounter_types: Vec<EncounterType>,
+    pub encounter_roles: Vec<NamedMetadata>,
+    pub relationship_types: Vec<RelationshipType>,
+    pub person_attribute_types: Vec<PersonAttributeType>,
+    pub programs: Vec<Program>,
+    pub program_workflows: Vec<ProgramWorkflow>,
+    pub program_workflow_states: Vec<ProgramWorkflowState>,
+    pub drugs: Vec<Drug>,
+    pub order_frequencies: Vec<OrderFrequency>,
+    pub payment_modes: Vec<PaymentMode>,
+    pub queues: Vec<Queue>,
+    pub forms: Vec<Form>,
+    pub form_translations: Vec<FormTranslation>,
+    pub address_template: Option<AddressTemplate>,
+    pub address_hierarchy: Vec<AddressHierarchyEntry>,
+    /// locale → (code → text).
+    pub messages: BTreeMap<String, BTreeMap<String, String>>,
+    pub ocl_archives: Vec<OclArchive>,
+    /// Files of domains the compiler does not interpret, carried verbatim.
+    pub opaque_files: Vec<OpaqueFile>,
+    /// The merged and validated front-end configuration, as JSON text.
+    pub frontend_config: String,
+    pub logo_png: Vec<u8>,
+    pub indexes: Indexes,
+}
+
+/// Lookup tables precomputed at build time so the runtime answers without scanning.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Indexes {
+    /// `SOURCE:CODE` in upper case (source name or HL7 code) → index into `concepts`.
+    pub concept_by_mapping: BTreeMap<String, u32>,
+    /// Lower-cased fully specified name (any locale) → indexes into `concepts`.
+    pub concept_by_name: BTreeMap<String, Vec<u32>>,
+}
+
+/// A compiled bundle: header plus content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bundle {
+    pub header: Header,
+    pub content: Content,
+}
+
+impl Content {
+    /// Binary search by uuid in a collection sorted by uuid.
+    pub fn concept(&self, uuid: &str) -> Option<&Concept> {
+        find_by_uuid(&self.concepts, uuid, |c| &c.uuid)
+    }
+
+    /// Resolves `uuid`, or `SOURCE:CODE`, to a concept.
+    pub fn concept_by_reference(&self, reference: &str) -> Option<&Concept> {
+        if let Some(c) = self.concept(reference) {
+            return Some(c);
+        }
+        let (source, code) = reference.split_once(':')?;
+        let key = mapping_key(source, code);
+        self.indexes
+            .concept_by_mapping
+            .get(&key)
+            .and_then(|&i| self.concepts.get(i as usize))
+    }
+
+    pub fn global_property(&self, name: &str) -> Option<&GlobalProperty> {
+        self.global_properties
+            .binary_search_by(|gp| gp.property.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.global_properties[i])
+    }
+
+    /// Counts per entity type, for `compiler inspect` and the runtime's start-up line.
+    pub fn counts(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("global_properties", self.global_properties.len()),
+            ("concept_sources", self.concept_sources.len()),
+            ("concept_classes", self.concept_classes.len()),
+            ("concept_datatypes", self.concept_datatypes.len()),
+            ("concept_map_types", self.concept_map_types.len()),
+            ("concepts", self.concepts.len()),
+            ("location_tags", self.location_tags.len()),
+            ("locations", self.locations.len()),
+            ("privileges", self.privileges.len()),
+            ("roles", self.roles.len()),
+            ("patient_identifier_types", self.patient_identifier_types.len()),
+            ("identifier_sources", self.identifier_sources.len()),
+            ("autogeneration_options", self.autogeneration_options.len()),
+            ("visit_types", self.visit_types.len()),
+            ("encounter_types", self.encounter_types.len()),
+            ("encounter_roles", self.encounter_roles.len()),
+            ("relationship_types", self.relationship_types.len()),
+            ("person_attribute_types", self.person_attribute_types.len()),
+            ("programs", self.programs.len()),
+            ("program_workflows", self.program_workflows.len()),
+            ("program_workflow_states", self.program_workflow_states.len()),
+            ("drugs", self.drugs.len()),
+            ("order_frequencies", self.order_frequencies.len()),
+            ("payment_modes", self.payment_modes.len()),
+            ("queues", self.queues.len()),
+            ("forms", self.forms.len()),
+            ("form_translations", self.form_translations.len()),
+            ("address_hierarchy_entries", self.address_hierarchy.len()),
+            (
+                "messages",
+                self.messages.values().map(BTreeMap::len).sum::<usize>(),
+            ),
+            ("ocl_archives", self.ocl_archives.len()),
+            ("opaque_files", self.opaque_files.len()),
+        ]
+    }
+}
+
+/// The key under which `Indexes::concept_by_mapping` stores a mapping.
+pub fn mapping_key(source: &str, code: &str) -> String {
+    format!(
+        "{}:{}",
+        source.trim().to_uppercase(),
+        code.trim().to_uppercase()
+    )
+}
+
+/// Binary search in a slice sorted by the key `key` returns.
+pub fn find_by_uuid<'a, T>(items: &'a [T], uuid: &str, key: impl Fn(&T) -> &String) -> Option<&'a T> {
+    items
+        .binary_search_by(|item| key(item).as_str().cmp(uuid))
+        .ok()
+        .map(|i| &items[i])
+}

@@ -1,0 +1,151 @@
+//! Metadata that OpenMRS core (and common modules) provide without any content package
+//! defining it: privileges, roles, concept datatypes and classes, map types, identifier
+//! validators. Packages refer to these by name; the compiler resolves against them and
+//! puts them in the bundle so the runtime can serve them.
+
+use crate::csvtable::derive_uuid;
+
+/// Core privileges (OpenMRS `PrivilegeConstants` and the REST module's needs).
+pub const CORE_PRIVILEGES: &[&str] = &[
+    "Add Allergies", "Add Cohorts", "Add Concept Proposals", "Add Encounters", "Add Observations",
+    "Add Orders", "Add Patient Identifiers", "Add Patient Programs", "Add Patients", "Add People",
+    "Add Problems", "Add Relationships", "Add Report Objects", "Add Reports", "Add Users",
+    "Add Visits", "Configure Visits", "Delete Cohorts", "Delete Concept Proposals",
+    "Delete Encounters", "Delete Observations", "Delete Orders", "Delete Patient Identifiers",
+    "Delete Patient Programs", "Delete Patients", "Delete People", "Delete Relationships",
+    "Delete Report Objects", "Delete Reports", "Delete Users", "Delete Visits",
+    "Edit Allergies", "Edit Cohorts", "Edit Concept Proposals", "Edit Encounters",
+    "Edit Observations", "Edit Orders", "Edit Patient Identifiers", "Edit Patient Programs",
+    "Edit Patients", "Edit People", "Edit Problems", "Edit Relationships", "Edit Report Objects",
+    "Edit Reports", "Edit User Passwords", "Edit Users", "Edit Visits", "Form Entry",
+    "Get Allergies", "Get Care Settings", "Get Concept Attribute Types", "Get Concept Classes",
+    "Get Concept Datatypes", "Get Concept Map Types", "Get Concept Proposals",
+    "Get Concept Reference Terms", "Get Concept Sources", "Get Concepts", "Get Database Changes",
+    "Get Encounter Roles", "Get Encounter Types", "Get Encounters", "Get Field Types",
+    "Get Forms", "Get Global Properties", "Get HL7 Inbound Archive", "Get HL7 Inbound Exception",
+    "Get HL7 Inbound Queue", "Get HL7 Source", "Get Identifier Types",
+    "Get Location Attribute Types", "Get Locations", "Get Observations", "Get Order Frequencies",
+    "Get Order Set Attribute Types", "Get Order Sets", "Get Order Types", "Get Orders",
+    "Get Patient Cohorts", "Get Patient Identifiers", "Get Patient Programs", "Get Patients",
+    "Get People", "Get Person Attribute Types", "Get Privileges", "Get Problems",
+    "Get Programs", "Get Providers", "Get Relationship Types", "Get Relationships", "Get Roles",
+    "Get Users", "Get Visit Attribute Types", "Get Visit Types", "Get Visits",
+    "Manage Address Templates", "Manage Alerts", "Manage Concept Attribute Types",
+    "Manage Concept Classes", "Manage Concept Datatypes", "Manage Concept Map Types",
+    "Manage Concept Name tags", "Manage Concept Reference Terms", "Manage Concept Sources",
+    "Manage Concept Stop Words", "Manage Concepts", "Manage Encounter Roles",
+    "Manage Encounter Types", "Manage Field Types", "Manage Forms", "Manage Global Properties",
+    "Manage HL7 Messages", "Manage Identifier Types", "Manage Implementation Id",
+    "Manage Location Attribute Types", "Manage Location Tags", "Manage Locations",
+    "Manage Modules", "Manage Order Frequencies", "Manage Order Set Attribute Types",
+    "Manage Order Sets", "Manage Order Types", "Manage Person Attribute Types",
+    "Manage Privileges", "Manage Programs", "Manage Providers", "Manage Relationship Types",
+    "Manage Relationships", "Manage Roles", "Manage Scheduler", "Manage Search Index",
+    "Manage Tokens", "Manage Visit Attribute Types", "Manage Visit Types",
+    "Patient Dashboard - View Demographics Section", "Patient Dashboard - View Encounters Section",
+    "Patient Dashboard - View Forms Section", "Patient Dashboard - View Overview Section",
+    "Patient Dashboard - View Patient Summary", "Patient Dashboard - View Regimen Section",
+    "Patient Overview - View Allergies", "Patient Overview - View Patient Flags",
+    "Patient Overview - View Problem List", "Patient Overview - View Programs",
+    "Patient Overview - View Relationships", "Purge Field Types", "Purge Global Properties",
+    "Remove Allergies", "Remove Problems", "Update HL7 Inbound Archive",
+    "Update HL7 Inbound Exception", "Update HL7 Inbound Queue", "Update HL7 Source",
+    "Upload XSN", "View Administration Functions", "View Allergies", "View Concept Classes",
+    "View Concept Datatypes", "View Concept Proposals", "View Concept Sources", "View Concepts",
+    "View Data Entry Statistics", "View Encounter Types", "View Encounters", "View Field Types",
+    "View Forms", "View Global Properties", "View Identifier Types", "View Locations",
+    "View Navigation Menu", "View Observations", "View Order Types", "View Orders",
+    "View Patient Cohorts", "View Patient Programs", "View Patients", "View People",
+    "View Person Attribute Types", "View Privileges", "View Problems", "View Programs",
+    "View Providers", "View Relationship Types", "View Relationships", "View Roles",
+    "View Unpublished Forms", "View Users",
+];
+
+/// Core roles with their OpenMRS uuids.
+pub const CORE_ROLES: &[(&str, &str, &str)] = &[
+    ("Anonymous", "774b2af3-6437-4e5a-a310-547554c7c65c", "Privileges for non-authenticated users."),
+    ("Authenticated", "f7fd42ef-880e-40c5-972d-e4ae7c990de2", "Privileges gained once authentication has been established."),
+    ("Provider", "8d94f280-c2cc-11de-8d13-0010c6dffd0f", "All users with the 'Provider' role will appear as options in the default Infopath"),
+    ("System Developer", "8d94f852-c2cc-11de-8d13-0010c6dffd0f", "Developers of the OpenMRS .. have additional access to change fundamental structure of the database model."),
+];
+
+/// The role that holds every privilege.
+pub const SUPER_USER_ROLE: &str = "System Developer";
+
+/// Concept datatypes: name, uuid, HL7 abbreviation.
+pub const DATATYPES: &[(&str, &str, &str)] = &[
+    ("Numeric", "8d4a4488-c2cc-11de-8d13-0010c6dffd0f", "NM"),
+    ("Coded", "8d4a48b6-c2cc-11de-8d13-0010c6dffd0f", "CWE"),
+    ("Text", "8d4a4ab4-c2cc-11de-8d13-0010c6dffd0f", "ST"),
+    ("N/A", "8d4a4c94-c2cc-11de-8d13-0010c6dffd0f", "ZZ"),
+    ("Document", "8d4a4e74-c2cc-11de-8d13-0010c6dffd0f", "RP"),
+    ("Date", "8d4a505e-c2cc-11de-8d13-0010c6dffd0f", "DT"),
+    ("Time", "8d4a591e-c2cc-11de-8d13-0010c6dffd0f", "TM"),
+    ("Datetime", "8d4a5af4-c2cc-11de-8d13-0010c6dffd0f", "TS"),
+    ("Boolean", "8d4a5cca-c2cc-11de-8d13-0010c6dffd0f", "BIT"),
+    ("Rule", "8d4a5e96-c2cc-11de-8d13-0010c6dffd0f", "ZZ"),
+    ("Structured Numeric", "8d4a606c-c2cc-11de-8d13-0010c6dffd0f", "SN"),
+    ("Complex", "8d4a6242-c2cc-11de-8d13-0010c6dffd0f", "ED"),
+];
+
+/// Seed concept classes of OpenMRS core.
+pub const CONCEPT_CLASSES: &[(&str, &str)] = &[
+    ("Test", "8d4907b2-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Procedure", "8d490bf4-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Drug", "8d490dfc-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Diagnosis", "8d4918b0-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Finding", "8d491a9a-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Anatomy", "8d491c7a-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Question", "8d491e50-c2cc-11de-8d13-0010c6dffd0f"),
+    ("LabSet", "8d492026-c2cc-11de-8d13-0010c6dffd0f"),
+    ("MedSet", "8d4923b4-c2cc-11de-8d13-0010c6dffd0f"),
+    ("ConvSet", "8d492594-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Misc", "8d492774-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Symptom", "8d492954-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Symptom/Finding", "8d492b2a-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Specimen", "8d492d0a-c2cc-11de-8d13-0010c6dffd0f"),
+    ("Misc Order", "8d492ee0-c2cc-11de-8d13-0010c6dffd0f"),
+];
+
+/// Concept map types known to core.
+pub const MAP_TYPES: &[&str] = &[
+    "SAME-AS", "NARROWER-THAN", "BROADER-THAN", "Associated finding", "Associated morphology",
+    "Associated procedure", "Associated with", "Causative agent", "Finding site",
+    "Has specimen", "Laterality", "Severity", "Has access", "Has direct device",
+    "Has interpretation", "Is a", "Q-AND-A", "CONCEPT-SET",
+];
+
+/// Uuid of the SAME-AS map type.
+pub const SAME_AS_UUID: &str = "35543629-7d8c-11e1-909d-c80aa9edcf4e";
+
+pub fn map_type_uuid(name: &str) -> String {
+    if name == "SAME-AS" {
+        SAME_AS_UUID.to_string()
+    } else {
+        derive_uuid(&format!("conceptmaptype/{name}"))
+    }
+}
+
+/// Check-digit validators that core and idgen provide (Java class names).
+pub const IDENTIFIER_VALIDATORS: &[&str] = &[
+    "org.openmrs.patient.impl.LuhnIdentifierValidator",
+    "org.openmrs.patient.impl.VerhoeffIdentifierValidator",
+    "org.openmrs.module.idgen.validator.LuhnMod10IdentifierValidator",
+    "org.openmrs.module.idgen.validator.LuhnMod25IdentifierValidator",
+    "org.openmrs.module.idgen.validator.LuhnMod30IdentifierValidator",
+];
+
+/// Location tags that modules create themselves.
+pub const MODULE_LOCATION_TAGS: &[&str] = &["Appointment Location"];
+
+/// Finds a core privilege by exact or case-insensitive name.
+pub fn core_privilege(name: &str) -> Option<&'static str> {
+    CORE_PRIVILEGES
+        .iter()
+        .find(|p| p.eq_ignore_ascii_case(name))
+        .copied()
+}
+
+pub fn datatype(name: &str) -> Option<&'static (&'static str, &'static str, &'static str)> {
+    DATATYPES.iter().find(|d| d.0.eq_ignore_ascii_case(name))
+}

@@ -1,0 +1,438 @@
+//! Diagnostics: the codes, the collector, and the three renderings (human, JSON, GitHub).
+//!
+//! Contributor guide:
+//! - Every problem the compiler can report has a `Code` below, with a stable identifier
+//!   (`E…` errors, `W…` warnings), a kebab-case name and a page in `docs/diagnostics.md`.
+//! - Stages never stop at the first problem: they push into a `Sink` and carry on.
+//! - Emit through the `Sink` helpers; the four messages whose first line is fixed by the
+//!   project rules have dedicated helpers (`unknown_concept`, `missing_column`,
+//!   `duplicate_uuid`, `invalid_parent`), so their wording lives in one place.
+//! - Messages are short phrases; the why goes in `label`, `notes` and `help`.
+
+use crate::source::{Loc, Position};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+macro_rules! codes {
+    ($($variant:ident = $id:literal, $name:literal, $sev:ident;)*) => {
+        /// Every diagnostic the compiler emits.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code { $($variant,)* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+            pub fn id(self) -> &'static str { match self { $(Code::$variant => $id,)* } }
+            pub fn name(self) -> &'static str { match self { $(Code::$variant => $name,)* } }
+            pub fn severity(self) -> Severity { match self { $(Code::$variant => Severity::$sev,)* } }
+            pub fn from_id(id: &str) -> Option<Code> { match id { $($id => Some(Code::$variant),)* _ => None } }
+        }
+    };
+}
+
+codes! {
+    Io = "E0001", "unreadable-file", Error;
+    InvalidUtf8 = "E0002", "invalid-utf8", Error;
+    TooLarge = "E0003", "file-too-large", Error;
+    BadArchive = "E0004", "invalid-archive", Error;
+    Selection = "E0005", "invalid-selection", Error;
+    CsvSyntax = "E0101", "csv-syntax", Error;
+    MissingColumn = "E0102", "required-column-missing", Error;
+    MisalignedRow = "E0103", "misaligned-row", Error;
+    InvalidBoolean = "E0104", "invalid-boolean", Error;
+    InvalidNumber = "E0105", "invalid-number", Error;
+    InvalidUuid = "E0106", "invalid-uuid", Error;
+    DuplicateUuid = "E0107", "duplicate-uuid", Error;
+    MissingValue = "E0108", "required-value-missing", Error;
+    InvalidValue = "E0109", "invalid-value", Error;
+    InvalidLocale = "E0110", "invalid-locale", Error;
+    JsonSyntax = "E0111", "json-syntax", Error;
+    XmlSyntax = "E0112", "xml-syntax", Error;
+    InvalidRegex = "E0113", "invalid-regex", Error;
+    FormSchema = "E0114", "invalid-form", Error;
+    UnknownConcept = "E0201", "unknown-concept", Error;
+    AmbiguousConcept = "E0202", "ambiguous-concept-name", Error;
+    UnknownReference = "E0203", "unknown-reference", Error;
+    InvalidParent = "E0204", "invalid-parent", Error;
+    Cycle = "E0205", "reference-cycle", Error;
+    InvalidGlobalProperty = "E0206", "invalid-global-property", Error;
+    FrontendConfig = "E0207", "invalid-frontend-config", Error;
+    InvalidLogo = "E0208", "invalid-logo", Error;
+    WrongReferenceKind = "E0209", "wrong-reference-kind", Error;
+    UnknownDomain = "W0001", "uninterpreted-domain", Warning;
+    UnknownColumn = "W0002", "unknown-column", Warning;
+    IgnoredCells = "W0003", "values-under-empty-header", Warning;
+    NumericBoolean = "W0004", "numeric-boolean", Warning;
+    DerivedUuid = "W0005", "derived-uuid", Warning;
+    NonStandardUuid = "W0006", "non-standard-uuid", Warning;
+    UnknownPrivilege = "W0007", "unknown-privilege", Warning;
+    InvalidOrder = "W0008", "invalid-order-header", Warning;
+    ArchiveName = "W0009", "unrecognised-archive-name", Warning;
+    FormUuidMismatch = "W0010", "form-uuid-ignored", Warning;
+    StaleBaseline = "W0011", "stale-baseline-entry", Warning;
+    DuplicateProperty = "W0012", "duplicate-global-property", Warning;
+    PaddedReference = "W0013", "padded-reference", Warning;
+    ByteOrderMark = "W0014", "byte-order-mark", Warning;
+    StrayFile = "W0015", "stray-file", Warning;
+    OclLocale = "W0016", "non-standard-locale", Warning;
+}
+
+/// One reported problem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: String,
+    pub name: String,
+    /// The first line without its `ERROR: ` / `WARNING: ` prefix.
+    pub message: String,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, loc: &Loc, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: code.severity(),
+            code: code.id().to_string(),
+            name: code.name().to_string(),
+            message: message.into(),
+            position: loc.position(),
+            label: None,
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    fn sort_key(&self) -> (String, u32, u32, String, String) {
+        let (path, line, col) = self
+            .position
+            .as_ref()
+            .map_or((String::new(), 0, 0), |p| (p.path.clone(), p.line, p.column));
+        (path, line, col, self.code.clone(), self.message.clone())
+    }
+
+    /// The key a baseline entry matches on: no line or column, so edits elsewhere in a
+    /// file do not invalidate it.
+    pub fn baseline_key(&self) -> BaselineEntry {
+        BaselineEntry {
+            code: self.code.clone(),
+            path: self.position.as_ref().map(|p| p.path.clone()).unwrap_or_default(),
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// Collects diagnostics; the helper methods are the one place each wording lives.
+#[derive(Debug, Default)]
+pub struct Sink {
+    items: Vec<Diagnostic>,
+}
+
+impl Sink {
+    pub fn push(&mut self, d: Diagnostic) {
+        self.items.push(d);
+    }
+
+    pub fn emit(&mut self, code: Code, loc: &Loc, message: impl Into<String>) -> &mut Diagnostic {
+        self.items.push(Diagnostic::new(code, loc, message));
+        self.items.last_mut().expect("just pushed")
+    }
+
+    /// The most recent diagnostic, to add a note to it.
+    pub fn last_mut(&mut self) -> Option<&mut Diagnostic> {
+        self.items.last_mut()
+    }
+
+    pub fn extend(&mut self, other: Sink) {
+        self.items.extend(other.items);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(Diagnostic::is_error)
+    }
+
+    /// Sorted by path, line, column, code, message; exact duplicates removed.
+    pub fn into_sorted(mut self) -> Vec<Diagnostic> {
+        self.items.sort_by_key(Diagnostic::sort_key);
+        self.items.dedup();
+        self.items
+    }
+
+    pub fn unknown_concept(&mut self, loc: &Loc, reference: &str) -> &mut Diagnostic {
+        let d = self.emit(
+            Code::UnknownConcept,
+            loc,
+            format!("Concept with UUID '{reference}' not found"),
+        );
+        d.label = Some("not defined in base, site or OCL concepts".into());
+        d.help = Some(
+            "refer to a concept by uuid, by SOURCE:CODE, or by its fully specified name".into(),
+        );
+        d
+    }
+
+    pub fn missing_column(&mut self, loc: &Loc, column: &str) -> &mut Diagnostic {
+        let d = self.emit(
+            Code::MissingColumn,
+            loc,
+            format!("Column '{column}' is required but missing"),
+        );
+        d.help = Some(format!("add a '{column}' column to the header line"));
+        d
+    }
+
+    pub fn duplicate_uuid(&mut self, loc: &Loc, uuid: &str, first: &Loc) -> &mut Diagnostic {
+        let first = first
+            .position()
+            .map(|p| format!("first defined at {}:{}:{}", p.path, p.line, p.column))
+            .unwrap_or_else(|| "first defined earlier".into());
+        let d = self.emit(
+            Code::DuplicateUuid,
+            loc,
+            format!("UUID '{uuid}' is already used by another entity"),
+        );
+        d.label = Some("defined again here".into());
+        d.notes.push(first);
+        d.help = Some(
+            "give each entity its own uuid; to override a base entity, define it in a site package"
+                .into(),
+        );
+        d
+    }
+
+    pub fn invalid_parent(&mut self, loc: &Loc, parent: &str, location: &str) -> &mut Diagnostic {
+        let d = self.emit(
+            Code::InvalidParent,
+            loc,
+            format!("Invalid parent location '{parent}' for location '{location}'"),
+        );
+        d.label = Some("no location has this name or uuid".into());
+        d.help = Some("name an existing location, by name or uuid, or leave the cell empty".into());
+        d
+    }
+
+    pub fn unknown_reference(&mut self, loc: &Loc, kind: &str, reference: &str) -> &mut Diagnostic {
+        let d = self.emit(
+            Code::UnknownReference,
+            loc,
+            format!("{kind} '{reference}' not found"),
+        );
+        d.label = Some(format!("no {} with this name or uuid", kind.to_lowercase()));
+        d
+    }
+}
+
+/// Output formats of `compiler check` and `compiler build`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Github,
+}
+
+pub fn render(diagnostics: &[Diagnostic], format: Format, color: bool) -> String {
+    match format {
+        Format::Human => diagnostics.iter().map(|d| render_human(d, color)).collect(),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(diagnostics).expect("diagnostics serialize");
+            s.push('\n');
+            s
+        }
+        Format::Github => diagnostics.iter().map(render_github).collect(),
+    }
+}
+
+/// rustc-style: the project's fixed first line, then the located snippet, notes and help.
+pub fn render_human(d: &Diagnostic, color: bool) -> String {
+    use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+    let mut out = String::new();
+    let prefix = match d.severity {
+        Severity::Error => "ERROR",
+        Severity::Warning => "WARNING",
+    };
+    if color {
+        let code = if d.is_error() { "\x1b[1;31m" } else { "\x1b[1;33m" };
+        let _ = writeln!(out, "{code}{prefix}\x1b[0m\x1b[1m: {}\x1b[0m", d.message);
+    } else {
+        let _ = writeln!(out, "{prefix}: {}", d.message);
+    }
+    let level = if d.is_error() { Level::ERROR } else { Level::WARNING };
+    let renderer = if color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
+    let code_note = format!("code: {} {}", d.code, d.name);
+    match &d.position {
+        Some(Position {
+            snippet: Some(line_text),
+            line,
+            snippet_column,
+            len,
+            path,
+            ..
+        }) => {
+            let start = byte_index(line_text, *snippet_column as usize - 1);
+            let end = byte_index(line_text, *snippet_column as usize - 1 + (*len).max(1) as usize);
+            let mut group = Group::with_level(level.clone()).element(
+                Snippet::source(line_text.as_str())
+                    .line_start(*line as usize)
+                    .path(path.as_str())
+                    .fold(false)
+                    .annotation(
+                        AnnotationKind::Primary
+                            .span(start..end.max(start))
+                            .label(d.label.as_deref().unwrap_or("")),
+                    ),
+            );
+            for n in &d.notes {
+                group = group.element(Level::NOTE.message(n.as_str()));
+            }
+            group = group.element(Level::NOTE.message(code_note.as_str()));
+            if let Some(h) = &d.help {
+                group = group.element(Level::HELP.message(h.as_str()));
+            }
+            out.push_str(&renderer.render(&[group]));
+            out.push('\n');
+        }
+        other => {
+            if let Some(p) = other {
+                if p.line > 0 {
+                    let _ = writeln!(out, "  --> {}:{}:{}", p.path, p.line, p.column);
+                } else {
+                    let _ = writeln!(out, "  --> {}", p.path);
+                }
+            }
+            if let Some(l) = &d.label {
+                let _ = writeln!(out, "   = {l}");
+            }
+            for n in &d.notes {
+                let _ = writeln!(out, "   = note: {n}");
+            }
+            let _ = writeln!(out, "   = {code_note}");
+            if let Some(h) = &d.help {
+                let _ = writeln!(out, "help: {h}");
+            }
+        }
+    }
+    out.push('\n');
+    out
+}
+
+fn byte_index(s: &str, chars: usize) -> usize {
+    s.char_indices().nth(chars).map_or(s.len(), |(i, _)| i)
+}
+
+/// GitHub Actions workflow commands (`::error file=…,line=…::message`).
+pub fn render_github(d: &Diagnostic) -> String {
+    let level = if d.is_error() { "error" } else { "warning" };
+    let mut props = String::new();
+    if let Some(p) = &d.position {
+        let _ = write!(props, " file={}", escape_property(&p.path));
+        if p.line > 0 {
+            let _ = write!(props, ",line={},col={}", p.line, p.column);
+        }
+        let _ = write!(props, ",title={}", escape_property(&format!("{} {}", d.code, d.name)));
+    } else {
+        let _ = write!(props, " title={}", escape_property(&format!("{} {}", d.code, d.name)));
+    }
+    let mut message = d.message.clone();
+    if let Some(h) = &d.help {
+        message.push_str("\nhelp: ");
+        message.push_str(h);
+    }
+    format!("::{level}{props}::{}\n", escape_data(&message))
+}
+
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// A recorded diagnostic that is accepted for now.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct BaselineEntry {
+    pub code: String,
+    pub path: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub entries: Vec<BaselineEntry>,
+}
+
+impl Baseline {
+    pub fn from_diagnostics(diagnostics: &[Diagnostic]) -> Baseline {
+        let mut entries: Vec<_> = diagnostics.iter().map(Diagnostic::baseline_key).collect();
+        entries.sort();
+        entries.dedup();
+        Baseline { entries }
+    }
+
+    /// Splits diagnostics into (new ones, baselined ones) and adds a warning for each
+    /// baseline entry that no longer occurs.
+    pub fn apply(&self, diagnostics: Vec<Diagnostic>, baseline_path: &str) -> (Vec<Diagnostic>, usize) {
+        let known: std::collections::BTreeSet<_> = self.entries.iter().collect();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut kept = Vec::new();
+        let mut suppressed = 0;
+        for d in diagnostics {
+            let key = d.baseline_key();
+            if known.contains(&key) {
+                suppressed += 1;
+                seen.insert(key);
+            } else {
+                kept.push(d);
+            }
+        }
+        for stale in self.entries.iter().filter(|e| !seen.contains(*e)) {
+            kept.push(
+                Diagnostic::new(
+                    Code::StaleBaseline,
+                    &Loc::File(baseline_path.into()),
+                    format!(
+                        "Baseline entry no longer occurs: {} in {}: {}",
+                        stale.code, stale.path, stale.message
+                    ),
+                )
+                .help("remove the entry, or write the baseline again with --write-baseline"),
+            );
+        }
+        (kept, suppressed)
+    }
+}

@@ -1,0 +1,403 @@
+//! One module per content folder (domain): each turns its files into entities in `Loaded`.
+//!
+//! `load` dispatches the overlaid files by domain in Initializer's load order; CSV files
+//! of a domain load in `_order` then path order. Domains the compiler does not interpret
+//! are carried as opaque files with one warning each. References between entities are
+//! resolved afterwards, in `crate::link`, so row and file order never matter.
+
+pub mod address;
+pub mod concepts;
+pub mod forms;
+pub mod globalproperties;
+pub mod identifiers;
+pub mod locations;
+pub mod messages;
+pub mod metadata;
+pub mod ocl;
+pub mod orders;
+pub mod programs;
+pub mod roles;
+
+use crate::csvtable::{self, Columns, Row, Table, UuidRule};
+use crate::diagnostics::{Code, Sink};
+use crate::source::{Loc, TextFile, decode_utf8};
+use crate::store::{Entry, Registry};
+use crate::vfs::{InputFile, Layer};
+use model::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Everything loaded from the package, before references are resolved.
+#[derive(Default)]
+pub struct Loaded {
+    /// Keyed by property name.
+    pub global_properties: Registry<GlobalProperty>,
+    pub concept_sources: Registry<ConceptSource>,
+    pub concept_classes: Registry<ConceptClass>,
+    pub ocl: ocl::OclLoaded,
+    /// Concepts from CSV files (they override OCL concepts with the same uuid).
+    pub csv_concepts: Registry<Concept>,
+    pub location_tags: Registry<NamedMetadata>,
+    pub locations: Registry<Location>,
+    pub privileges: Registry<Privilege>,
+    pub roles: Registry<Role>,
+    pub identifier_types: Registry<PatientIdentifierType>,
+    pub identifier_sources: Registry<IdentifierSource>,
+    pub autogeneration_options: Registry<AutogenerationOption>,
+    pub visit_types: Registry<NamedMetadata>,
+    pub encounter_types: Registry<EncounterType>,
+    pub encounter_roles: Registry<NamedMetadata>,
+    pub relationship_types: Registry<RelationshipType>,
+    pub person_attribute_types: Registry<PersonAttributeType>,
+    pub programs: Registry<Program>,
+    pub program_workflows: Registry<ProgramWorkflow>,
+    pub program_workflow_states: Registry<ProgramWorkflowState>,
+    pub drugs: Registry<Drug>,
+    pub order_frequencies: Registry<OrderFrequency>,
+    pub payment_modes: Registry<PaymentMode>,
+    pub queues: Registry<Queue>,
+    pub forms: Registry<forms::LoadedForm>,
+    pub form_translations: Vec<Entry<FormTranslation>>,
+    pub address_template: Option<Entry<AddressTemplate>>,
+    pub address_hierarchy: Vec<AddressHierarchyEntry>,
+    pub messages: BTreeMap<String, BTreeMap<String, String>>,
+    pub opaque_files: Vec<OpaqueFile>,
+}
+
+/// Domains in Initializer's load order (content-format.md 1.3), with their file type.
+const DOMAINS: &[(&str, &str)] = &[
+    ("conceptclasses", "csv"),
+    ("conceptsources", "csv"),
+    ("visittypes", "csv"),
+    ("patientidentifiertypes", "csv"),
+    ("relationshiptypes", "csv"),
+    ("locationtags", "csv"),
+    ("privileges", "csv"),
+    ("encountertypes", "csv"),
+    ("encounterroles", "csv"),
+    ("roles", "csv"),
+    ("globalproperties", "xml"),
+    ("locations", "csv"),
+    ("addresshierarchy", "*"),
+    ("ocl", "zip"),
+    ("concepts", "csv"),
+    ("paymentmodes", "csv"),
+    ("programs", "csv"),
+    ("programworkflows", "csv"),
+    ("programworkflowstates", "csv"),
+    ("personattributetypes", "csv"),
+    ("idgen", "csv"),
+    ("autogenerationoptions", "csv"),
+    ("drugs", "csv"),
+    ("orderfrequencies", "csv"),
+    ("queues", "csv"),
+    ("ampathforms", "json"),
+    ("ampathformstranslations", "json"),
+    ("messageproperties", "properties"),
+];
+
+/// Progress reporting for the long part (OCL archives).
+pub trait Progress: Sync {
+    fn start(&self, total: u64);
+    fn advance(&self);
+    fn finish(&self);
+}
+
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: u64) {}
+    fn advance(&self) {}
+    fn finish(&self) {}
+}
+
+pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Loaded {
+    let mut loaded = Loaded::default();
+    let mut by_domain: BTreeMap<&str, Vec<&InputFile>> = BTreeMap::new();
+    for f in files {
+        if !f.rel.contains('/') {
+            sink.emit(
+                Code::StrayFile,
+                &Loc::File(f.display.clone()),
+                "File outside any domain folder is carried without being read",
+            )
+            .help = Some("move it into the folder of its domain".into());
+            loaded.opaque_files.push(OpaqueFile {
+                path: f.rel.clone(),
+                bytes: f.bytes.clone(),
+            });
+            continue;
+        }
+        by_domain.entry(f.domain()).or_default().push(f);
+    }
+
+    for (domain, files) in &by_domain {
+        if DOMAINS.iter().any(|(d, _)| d == domain) {
+            continue;
+        }
+        let first = files.first().map(|f| f.display.clone()).unwrap_or_default();
+        sink.emit(
+            Code::UnknownDomain,
+            &Loc::File(first),
+            format!(
+                "Domain '{domain}' is not interpreted: its {} file{} are carried into the bundle as they are",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" }
+            ),
+        )
+        .help = Some("nothing in it is validated; check the folder name if it should be".into());
+        for f in files {
+            loaded.opaque_files.push(OpaqueFile {
+                path: f.rel.clone(),
+                bytes: f.bytes.clone(),
+            });
+        }
+    }
+
+    for (domain, ext) in DOMAINS {
+        let Some(files) = by_domain.get(domain) else {
+            continue;
+        };
+        let (mut wanted, stray): (Vec<&InputFile>, Vec<&InputFile>) = files
+            .iter()
+            .partition(|f| *ext == "*" || f.extension() == *ext);
+        for f in stray {
+            sink.emit(
+                Code::StrayFile,
+                &Loc::File(f.display.clone()),
+                format!("Not a .{ext} file: '{domain}' ignores it"),
+            )
+            .help = Some(format!("the {domain} domain reads only .{ext} files"));
+        }
+        match *domain {
+            "ocl" => loaded.ocl = ocl::load(&wanted, progress, sink),
+            "addresshierarchy" => address::load_hierarchy(&wanted, &mut loaded, sink),
+            "globalproperties" => globalproperties::load(&wanted, &mut loaded, sink),
+            "ampathforms" => forms::load_forms(&wanted, &mut loaded, sink),
+            "ampathformstranslations" => forms::load_translations(&wanted, &mut loaded, sink),
+            "messageproperties" => messages::load(&wanted, &mut loaded.messages, sink),
+            _ => {
+                let columns = columns_of(domain);
+                let mut tables: Vec<(Table, Layer)> = wanted
+                    .drain(..)
+                    .filter_map(|f| {
+                        let text = decode(f, sink)?;
+                        Table::parse(text, columns, sink).map(|t| (t, f.layer))
+                    })
+                    .collect();
+                tables.sort_by(|a, b| (a.0.order, &a.0.file.path).cmp(&(b.0.order, &b.0.file.path)));
+                for (table, layer) in &tables {
+                    for row in &table.rows {
+                        let ctx = Ctx {
+                            table,
+                            row,
+                            layer: *layer,
+                            domain,
+                        };
+                        load_row(domain, &ctx, &mut loaded, sink);
+                    }
+                }
+            }
+        }
+    }
+    loaded
+}
+
+fn columns_of(domain: &str) -> &'static Columns {
+    match domain {
+        "concepts" => &concepts::COLUMNS,
+        "locations" => &locations::COLUMNS,
+        "roles" => &roles::ROLE_COLUMNS,
+        "privileges" => &roles::PRIVILEGE_COLUMNS,
+        "patientidentifiertypes" => &identifiers::TYPE_COLUMNS,
+        "idgen" => &identifiers::IDGEN_COLUMNS,
+        "autogenerationoptions" => &identifiers::AUTOGEN_COLUMNS,
+        "programs" => &programs::PROGRAM_COLUMNS,
+        "programworkflows" => &programs::WORKFLOW_COLUMNS,
+        "programworkflowstates" => &programs::STATE_COLUMNS,
+        "drugs" => &orders::DRUG_COLUMNS,
+        "orderfrequencies" => &orders::FREQUENCY_COLUMNS,
+        "paymentmodes" => &orders::PAYMENT_COLUMNS,
+        "queues" => &orders::QUEUE_COLUMNS,
+        "conceptsources" => &metadata::SOURCE_COLUMNS,
+        "encountertypes" => &metadata::ENCOUNTER_TYPE_COLUMNS,
+        "relationshiptypes" => &metadata::RELATIONSHIP_COLUMNS,
+        "personattributetypes" => &metadata::PERSON_ATTRIBUTE_COLUMNS,
+        _ => &metadata::NAMED_COLUMNS,
+    }
+}
+
+fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
+    match domain {
+        "concepts" => concepts::load_row(ctx, loaded, sink),
+        "locations" => locations::load_row(ctx, loaded, sink),
+        "roles" => roles::load_role(ctx, loaded, sink),
+        "privileges" => roles::load_privilege(ctx, loaded, sink),
+        "patientidentifiertypes" => identifiers::load_type(ctx, loaded, sink),
+        "idgen" => identifiers::load_source(ctx, loaded, sink),
+        "autogenerationoptions" => identifiers::load_autogen(ctx, loaded, sink),
+        "programs" => programs::load_program(ctx, loaded, sink),
+        "programworkflows" => programs::load_workflow(ctx, loaded, sink),
+        "programworkflowstates" => programs::load_state(ctx, loaded, sink),
+        "drugs" => orders::load_drug(ctx, loaded, sink),
+        "orderfrequencies" => orders::load_frequency(ctx, loaded, sink),
+        "paymentmodes" => orders::load_payment_mode(ctx, loaded, sink),
+        "queues" => orders::load_queue(ctx, loaded, sink),
+        _ => metadata::load_row(domain, ctx, loaded, sink),
+    }
+}
+
+/// Decodes a file as UTF-8 text, reporting invalid bytes and a byte-order mark.
+pub fn decode(f: &InputFile, sink: &mut Sink) -> Option<Arc<TextFile>> {
+    decode_bytes(f.display.clone(), f.bytes.clone(), sink)
+}
+
+pub fn decode_bytes(path: Arc<str>, bytes: Vec<u8>, sink: &mut Sink) -> Option<Arc<TextFile>> {
+    match decode_utf8(bytes) {
+        Ok((text, bom)) => {
+            let file = TextFile::new(path, text);
+            if bom {
+                sink.emit(Code::ByteOrderMark, &file.whole(), "File starts with a byte-order mark")
+                    .help = Some(
+                    "the compiler strips it, but Initializer keeps it in the first header cell; save the file as UTF-8 without BOM"
+                        .into(),
+                );
+            }
+            Some(file)
+        }
+        Err(p) => {
+            sink.emit(
+                Code::InvalidUtf8,
+                &Loc::Point {
+                    path,
+                    line: p.line,
+                    col: p.column,
+                },
+                format!("Invalid UTF-8 at byte {}", p.offset),
+            )
+            .help = Some("save the file as UTF-8".into());
+            None
+        }
+    }
+}
+
+/// One CSV row being read, with the helpers every domain uses.
+pub struct Ctx<'a> {
+    pub table: &'a Table,
+    pub row: &'a Row,
+    pub layer: Layer,
+    pub domain: &'a str,
+}
+
+impl Ctx<'_> {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.table.get(self.row, key)
+    }
+
+    pub fn string(&self, key: &str) -> Option<String> {
+        self.get(key).map(str::to_string)
+    }
+
+    pub fn loc(&self, key: &str) -> Loc {
+        self.table.loc(self.row, key)
+    }
+
+    pub fn row_loc(&self) -> Loc {
+        self.table.row_loc(self.row)
+    }
+
+    pub fn bool(&self, key: &str, default: bool, sink: &mut Sink) -> bool {
+        match self.get(key) {
+            None => default,
+            Some(v) => {
+                csvtable::parse_bool(v, &self.header_name(key), &self.loc(key), sink).unwrap_or(default)
+            }
+        }
+    }
+
+    pub fn f64(&self, key: &str, sink: &mut Sink) -> Option<f64> {
+        self.get(key)
+            .and_then(|v| csvtable::parse_f64(v, &self.header_name(key), &self.loc(key), sink))
+    }
+
+    pub fn int<T: std::str::FromStr>(&self, key: &str, sink: &mut Sink) -> Option<T> {
+        self.get(key)
+            .and_then(|v| csvtable::parse_int(v, &self.header_name(key), &self.loc(key), sink))
+    }
+
+    pub fn list(&self, key: &str) -> Vec<String> {
+        self.get(key)
+            .map(|v| csvtable::split_list(v).into_iter().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    /// The header as the author wrote it, for messages.
+    pub fn header_name(&self, key: &str) -> String {
+        self.table
+            .col(key)
+            .map(|i| self.table.headers[i].name.clone())
+            .unwrap_or_else(|| key.to_string())
+    }
+
+    pub fn retired(&self, sink: &mut Sink) -> bool {
+        self.bool("void/retire", false, sink)
+    }
+
+    /// A value that must not be empty; reports `required-value-missing`.
+    pub fn required(&self, key: &str, sink: &mut Sink) -> Option<String> {
+        if !self.table.has(key) {
+            return None; // The missing column was reported once for the file.
+        }
+        let v = self.string(key);
+        if v.is_none() {
+            sink.emit(
+                Code::MissingValue,
+                &self.row_loc(),
+                format!("Column '{}' is empty", self.header_name(key)),
+            )
+            .help = Some("this column needs a value in every row".into());
+        }
+        v
+    }
+
+    pub fn uuid(&self, rule: UuidRule, natural_key: &str, sink: &mut Sink) -> Option<String> {
+        let loc = if self.get("uuid").is_some() {
+            self.loc("uuid")
+        } else {
+            self.row_loc()
+        };
+        csvtable::check_uuid(self.get("uuid"), rule, self.domain, natural_key, &loc, sink)
+    }
+
+    /// `Display:<locale>` columns.
+    pub fn display(&self, sink: &mut Sink) -> Localized {
+        let mut out = Localized::new();
+        for (i, locale) in self.table.prefixed("display:") {
+            if let Some(v) = self.table.cell(self.row, i) {
+                if csvtable::is_locale(locale) {
+                    out.insert(locale.to_string(), v.to_string());
+                } else {
+                    sink.emit(
+                        Code::InvalidLocale,
+                        &self.table.cell_loc(self.row, i),
+                        format!("Invalid locale '{locale}' in a Display column"),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    pub fn entry<T>(&self, value: T) -> Entry<T> {
+        Entry::new(value, self.layer, self.row_loc())
+    }
+
+    /// An entry with the listed fields' cells recorded for later diagnostics.
+    pub fn entry_with<T>(&self, value: T, fields: &[(&'static str, &str)]) -> Entry<T> {
+        let mut e = self.entry(value);
+        for (field, key) in fields {
+            e.cells.insert(field, self.loc(key));
+        }
+        e
+    }
+}

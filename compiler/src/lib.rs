@@ -1,0 +1,120 @@
+//! The content compiler: reads an OpenMRS content package (the base `openmrs_config/`
+//! and, for a site build, `sites/<site>/openmrs_config/`), validates it, and produces the
+//! sealed bundle the runtime embeds.
+//!
+//! Pipeline (each stage collects diagnostics and carries on; none panics on bad input):
+//! 1. `vfs` reads the selected layers and applies the flat overlay;
+//! 2. `domains` parse each content folder into entities (`Loaded`), OCL archives in
+//!    parallel;
+//! 3. `link` resolves every reference and builds the bundle's `model::Content`;
+//! 4. `frontend` merges and checks the front-end configuration and logo;
+//! 5. `model::encode` writes the bytes.
+//!
+//! `diagnostics` holds the codes and renderings; `main.rs` is the command line.
+
+pub mod builtin;
+pub mod csvtable;
+pub mod diagnostics;
+pub mod domains;
+pub mod frontend;
+pub mod link;
+pub mod resolve;
+pub mod source;
+pub mod store;
+pub mod vfs;
+pub mod xml;
+
+use diagnostics::{Code, Diagnostic, Sink};
+use model::{BuildType, Content, Header};
+use std::path::Path;
+use vfs::Selection;
+
+pub use domains::{NoProgress, Progress};
+
+/// The version written into every bundle header.
+pub const COMPILER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The result of a compilation: content (best effort, even with errors) and diagnostics.
+pub struct Compiled {
+    pub header: Header,
+    pub content: Content,
+    /// Sorted, deduplicated.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Compiled {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The bundle bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        model::encode(&self.header, &self.content)
+    }
+
+    pub fn entity_count(&self) -> usize {
+        self.content.counts().iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// Reads the build selection the way the Docker build and CI pass it: `BUILD_TYPE`
+/// (`distro` or `site`, default `distro`) and `MVN_PROJECT` (the site). Explicit values
+/// (command-line flags) win over the environment.
+pub fn selection_from(
+    build_type: Option<&str>,
+    site: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Selection, String> {
+    let build_type = build_type
+        .map(str::to_string)
+        .or_else(|| env("BUILD_TYPE"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "distro".into());
+    let site = site
+        .map(str::to_string)
+        .or_else(|| env("MVN_PROJECT"))
+        .filter(|s| !s.is_empty());
+    match build_type.as_str() {
+        "distro" => Ok(Selection::distro()),
+        "site" => Ok(Selection {
+            build_type: BuildType::Site,
+            site,
+        }),
+        other => Err(format!(
+            "unknown build type '{other}': use 'distro' or 'site'"
+        )),
+    }
+}
+
+/// Compiles the project at `root`.
+pub fn compile(root: &Path, selection: &Selection, progress: &dyn Progress) -> Compiled {
+    let mut sink = Sink::default();
+    let project = vfs::load(root, selection, &mut sink);
+    let loaded = domains::load(&project.files, progress, &mut sink);
+    let mut content = link::link(loaded, &mut sink);
+    if !project.files.is_empty() {
+        let fe = frontend::check(&project, &content, &mut sink);
+        content.frontend_config = fe.config_json;
+        content.logo_png = fe.logo_png;
+    }
+    if project.files.is_empty() && !sink.has_errors() {
+        sink.emit(
+            Code::Selection,
+            &source::Loc::None,
+            "The base package 'openmrs_config/' holds no files",
+        );
+    }
+    let header = Header {
+        format_version: model::FORMAT_VERSION,
+        compiler_version: COMPILER_VERSION.to_string(),
+        build_type: selection.build_type,
+        site: selection.site.clone(),
+        content_hash: project.content_hash,
+        body_sha256: String::new(),
+    };
+    Compiled {
+        header,
+        content,
+        diagnostics: sink.into_sorted(),
+    }
+}

@@ -1,0 +1,667 @@
+//! Cross-reference resolution: turns `Loaded` (references as written) into the bundle's
+//! `Content` (references as uuids), adding the built-in metadata and reporting every
+//! reference that resolves nowhere, every cycle, and every malformed known setting.
+
+use crate::builtin;
+use crate::csvtable::{derive_uuid, is_locale};
+use crate::diagnostics::{Code, Sink};
+use crate::domains::{Loaded, address, ocl::normalise_source};
+use crate::resolve::ConceptIndex;
+use crate::source::Loc;
+use crate::store::{Entry, NameIndex, Registry};
+use model::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Names and uuids of one kind of metadata, for `uuid or name` references.
+struct Lookup {
+    uuids: BTreeSet<String>,
+    names: NameIndex,
+}
+
+impl Lookup {
+    fn new<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Lookup {
+        let pairs: Vec<_> = pairs.collect();
+        Lookup {
+            uuids: pairs.iter().map(|(_, u)| u.to_string()).collect(),
+            names: NameIndex::build(pairs.into_iter()),
+        }
+    }
+
+    fn find(&self, reference: &str) -> Option<String> {
+        if self.uuids.contains(reference) {
+            return Some(reference.to_string());
+        }
+        match self.names.find(reference) {
+            [one] => Some(one.clone()),
+            _ => None,
+        }
+    }
+
+    fn resolve(&self, reference: &str, kind: &str, loc: &Loc, sink: &mut Sink) -> Option<String> {
+        let found = self.find(reference);
+        if found.is_none() {
+            sink.unknown_reference(loc, kind, reference);
+        }
+        found
+    }
+}
+
+fn sorted<T>(mut items: Vec<T>, key: impl Fn(&T) -> &String) -> Vec<T> {
+    items.sort_by(|a, b| key(a).cmp(key(b)));
+    items
+}
+
+pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
+    let mut content = Content::default();
+    let Loaded {
+        global_properties,
+        concept_sources,
+        concept_classes,
+        ocl,
+        csv_concepts,
+        location_tags,
+        locations,
+        privileges,
+        roles,
+        identifier_types,
+        identifier_sources,
+        autogeneration_options,
+        visit_types,
+        encounter_types,
+        encounter_roles,
+        relationship_types,
+        person_attribute_types,
+        programs,
+        program_workflows,
+        program_workflow_states,
+        drugs,
+        order_frequencies,
+        payment_modes,
+        queues,
+        forms,
+        form_translations,
+        address_template,
+        address_hierarchy,
+        messages,
+        opaque_files,
+    } = loaded;
+
+    // Privileges: the package's, then core's that the package does not redefine.
+    let mut all_privileges: Vec<Privilege> = privileges.into_sorted();
+    for p in &mut all_privileges {
+        p.core = builtin::core_privilege(&p.name).is_some();
+    }
+    let defined: BTreeSet<String> = all_privileges.iter().map(|p| p.name.to_lowercase()).collect();
+    for name in builtin::CORE_PRIVILEGES {
+        if !defined.contains(&name.to_lowercase()) {
+            all_privileges.push(Privilege {
+                uuid: derive_uuid(&format!("privilege/{name}")),
+                name: name.to_string(),
+                description: None,
+                core: true,
+            });
+        }
+    }
+    let privilege_lookup = Lookup::new(all_privileges.iter().map(|p| (p.name.as_str(), p.uuid.as_str())));
+    let privilege_name: HashMap<String, String> = all_privileges.iter().map(|p| (p.uuid.clone(), p.name.clone())).collect();
+    let check_privilege = |name: &str, loc: &Loc, sink: &mut Sink| -> String {
+        match privilege_lookup.find(name) {
+            Some(uuid) => privilege_name[&uuid].clone(),
+            None => {
+                sink.emit(Code::UnknownPrivilege, loc, format!("Privilege '{name}' is defined neither by the package nor by OpenMRS core"))
+                    .help = Some("if a module provides it, this is fine; otherwise define it in privileges/ or check the spelling".into());
+                name.to_string()
+            }
+        }
+    };
+
+    content.roles = link_roles(roles, &check_privilege, &all_privileges, sink);
+    content.privileges = sorted(all_privileges, |p| &p.uuid);
+
+    // Concept sources: the package's, plus those OCL mappings name (created as the importer does).
+    let mut sources: BTreeMap<String, ConceptSource> = concept_sources.into_sorted().into_iter().map(|s| (s.uuid.clone(), s)).collect();
+    let mut source_by_norm: HashMap<String, String> = sources.values().map(|s| (normalise_source(&s.name), s.name.clone())).collect();
+    for s in sources.values() {
+        if let Some(h) = &s.hl7_code {
+            source_by_norm.entry(normalise_source(h)).or_insert_with(|| s.name.clone());
+        }
+    }
+
+    // Concepts: OCL first, then CSV rows override what they cover.
+    let mut concepts: BTreeMap<String, Entry<Concept>> = ocl.concepts;
+    for entry in concepts.values_mut() {
+        for m in &mut entry.value.mappings {
+            let norm = normalise_source(&m.source);
+            match source_by_norm.get(&norm) {
+                Some(canonical) => m.source = canonical.clone(),
+                None => {
+                    let uuid = uuid::Uuid::new_v5(&uuid::uuid!("672c6cb2-4f47-4cb0-9fca-b5f6116cd33a"), format!("source/{}", m.source).as_bytes()).to_string();
+                    source_by_norm.insert(norm, m.source.clone());
+                    sources.insert(uuid.clone(), ConceptSource {
+                        uuid,
+                        name: m.source.clone(),
+                        description: Some("Created from an OCL export".into()),
+                        hl7_code: None,
+                        unique_id: None,
+                        retired: false,
+                    });
+                }
+            }
+        }
+    }
+    let mut csv_uuids = Vec::new();
+    for (uuid, mut entry) in csv_concepts.items {
+        if let Some(previous) = concepts.get(&uuid) {
+            if !entry.cells.contains_key("has_answers") {
+                entry.value.answers = previous.value.answers.clone();
+            }
+            if !entry.cells.contains_key("has_members") {
+                entry.value.set_members = previous.value.set_members.clone();
+                entry.value.is_set |= previous.value.is_set;
+            }
+        }
+        csv_uuids.push(uuid.clone());
+        concepts.insert(uuid, entry);
+    }
+
+    // Concept classes: package, core seed, and OCL-created.
+    let mut classes: BTreeMap<String, ConceptClass> = concept_classes.into_sorted().into_iter().map(|c| (c.uuid.clone(), c)).collect();
+    let mut class_names: HashMap<String, String> = classes.values().map(|c| (c.name.to_lowercase(), c.name.clone())).collect();
+    for (name, uuid) in builtin::CONCEPT_CLASSES {
+        if !class_names.contains_key(&name.to_lowercase()) && !classes.contains_key(*uuid) {
+            class_names.insert(name.to_lowercase(), name.to_string());
+            classes.insert(uuid.to_string(), ConceptClass { uuid: uuid.to_string(), name: name.to_string(), description: None, retired: false });
+        }
+    }
+    for entry in concepts.values_mut() {
+        let class_loc = entry.at("class").clone();
+        let c = &mut entry.value;
+        match class_names.get(&c.class.to_lowercase()) {
+            Some(canonical) => c.class = canonical.clone(),
+            None if matches!(c.origin, ConceptOrigin::Ocl(_)) => {
+                let uuid = uuid::Uuid::new_v5(&uuid::uuid!("672c6cb2-4f47-4cb0-9fca-b5f6116cd33a"), format!("conceptClass/{}", c.class).as_bytes()).to_string();
+                class_names.insert(c.class.to_lowercase(), c.class.clone());
+                classes.insert(uuid.clone(), ConceptClass { uuid, name: c.class.clone(), description: None, retired: false });
+            }
+            None => {
+                sink.unknown_reference(&class_loc, "Concept class", &c.class)
+                    .help = Some("define it in conceptclasses/, or use a core class such as Diagnosis, Finding, Question, Test, Misc, ConvSet".into());
+            }
+        }
+    }
+    let source_by_name: HashMap<String, String> = sources.values().map(|s| (s.name.to_lowercase(), s.name.clone())).collect();
+    let map_types: BTreeSet<String> = builtin::MAP_TYPES.iter().map(|m| m.to_uppercase()).collect();
+    for uuid in &csv_uuids {
+        let entry = concepts.get_mut(uuid).expect("inserted above");
+        let loc = entry.at("mappings").clone();
+        entry.value.mappings.retain_mut(|m| {
+            let ok_type = map_types.contains(&m.map_type.to_uppercase());
+            if !ok_type {
+                sink.unknown_reference(&loc, "Concept map type", &m.map_type);
+            }
+            // Mappings written by a CSV row name their source by name only (as Initializer does).
+            match source_by_name.get(&m.source.to_lowercase()) {
+                Some(canonical) => m.source = canonical.clone(),
+                None => {
+                    sink.unknown_reference(&loc, "Concept source", &m.source)
+                        .help = Some("define the source in conceptsources/ (sources are matched by name)".into());
+                    return false;
+                }
+            }
+            ok_type
+        });
+    }
+
+    let index = ConceptIndex::build(concepts.values().map(|e| &e.value), &sources);
+    for uuid in &csv_uuids {
+        let entry = concepts.get_mut(uuid).expect("inserted above");
+        let answers_loc = entry.at("answers").clone();
+        let members_loc = entry.at("members").clone();
+        let c = &mut entry.value;
+        if c.answers.iter().any(|a| !index.contains(a)) || c.set_members.iter().any(|a| !index.contains(a)) {
+            c.answers = dedup(index.resolve_all(&c.answers, &answers_loc, sink));
+            c.set_members = dedup(index.resolve_all(&c.set_members, &members_loc, sink));
+        }
+    }
+    content.concept_sources = sources.into_values().collect();
+    content.concept_classes = classes.into_values().collect();
+    content.concept_datatypes = builtin::DATATYPES
+        .iter()
+        .map(|(name, uuid, hl7)| ConceptDatatype { uuid: uuid.to_string(), name: name.to_string(), hl7_abbreviation: hl7.to_string(), description: String::new() })
+        .collect();
+    content.concept_datatypes.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.concept_map_types = sorted(
+        builtin::MAP_TYPES.iter().map(|m| NamedMetadata { uuid: builtin::map_type_uuid(m), name: m.to_string(), description: None, retired: false, display: Localized::new() }).collect(),
+        |m| &m.uuid,
+    );
+    let concept_name_of = |concepts: &BTreeMap<String, Entry<Concept>>, uuid: &str| -> String {
+        concepts.get(uuid).and_then(|c| c.value.display_name("en", &[])).map(|n| n.name.clone()).unwrap_or_default()
+    };
+
+    // Location tags and locations.
+    let mut tags = location_tags;
+    for name in builtin::MODULE_LOCATION_TAGS {
+        if !tags.values().any(|t| t.name.eq_ignore_ascii_case(name)) {
+            let uuid = derive_uuid(&format!("locationtag/{name}"));
+            tags.items.insert(uuid.clone(), Entry::new(NamedMetadata { uuid, name: name.to_string(), description: Some("Provided by a module".into()), retired: false, display: Localized::new() }, crate::vfs::Layer::Base, Loc::None));
+        }
+    }
+    let tag_lookup = Lookup::new(tags.values().map(|t| (t.name.as_str(), t.uuid.as_str())));
+    let location_lookup = Lookup::new(locations.values().map(|l| (l.name.as_str(), l.uuid.as_str())));
+    content.locations = link_locations(locations, &tag_lookup, &location_lookup, sink);
+    content.location_tags = tags.into_sorted();
+
+    // Identifiers.
+    let type_lookup = Lookup::new(identifier_types.values().map(|t| (t.name.as_str(), t.uuid.as_str())));
+    content.patient_identifier_types = identifier_types.into_sorted();
+    let source_uuids: BTreeSet<String> = identifier_sources.items.keys().cloned().collect();
+    let mut id_sources = Vec::new();
+    for (_, mut e) in identifier_sources.items {
+        if let Some(t) = type_lookup.resolve(&e.value.identifier_type, "Patient identifier type", e.at("identifier_type"), sink) {
+            e.value.identifier_type = t;
+        }
+        if let IdentifierSourceKind::Pool { pool_source } = &e.value.kind
+            && !source_uuids.contains(pool_source)
+        {
+            sink.unknown_reference(e.at("pool"), "Identifier source", pool_source);
+        }
+        id_sources.push(e.value);
+    }
+    content.identifier_sources = id_sources;
+    for (_, mut e) in autogeneration_options.items {
+        if let Some(t) = type_lookup.resolve(&e.value.identifier_type, "Patient identifier type", e.at("identifier_type"), sink) {
+            e.value.identifier_type = t;
+        }
+        if !source_uuids.contains(&e.value.source) {
+            sink.unknown_reference(e.at("source"), "Identifier source", &e.value.source)
+                .help = Some("autogeneration options name their source by uuid".into());
+        }
+        if let Some(l) = &e.value.location {
+            e.value.location = location_lookup.resolve(l, "Location", e.at("location"), sink);
+        }
+        content.autogeneration_options.push(e.value);
+    }
+
+    // Encounter and person metadata.
+    content.visit_types = visit_types.into_sorted();
+    content.encounter_roles = encounter_roles.into_sorted();
+    content.relationship_types = relationship_types.into_sorted();
+    for (_, e) in &encounter_types.items {
+        for (field, p) in [("view_privilege", &e.value.view_privilege), ("edit_privilege", &e.value.edit_privilege)] {
+            if let Some(p) = p {
+                check_privilege(p, e.at(field), sink);
+            }
+        }
+    }
+    let encounter_type_lookup = Lookup::new(encounter_types.values().map(|t| (t.name.as_str(), t.uuid.as_str())));
+    content.encounter_types = encounter_types.into_sorted();
+    for (_, e) in &person_attribute_types.items {
+        if let Some(p) = &e.value.edit_privilege {
+            check_privilege(p, e.at("edit_privilege"), sink);
+        }
+    }
+    content.person_attribute_types = person_attribute_types.into_sorted();
+
+    // Programs, workflows, states.
+    let mut program_list = Vec::new();
+    let mut program_by_concept: HashMap<String, String> = HashMap::new();
+    for (_, mut e) in programs.items {
+        if let Some(c) = index.resolve(&e.value.concept, e.at("concept"), sink) {
+            program_by_concept.insert(c.clone(), e.value.uuid.clone());
+            if e.value.name.is_empty() {
+                e.value.name = concept_name_of(&concepts, &c);
+            }
+            e.value.concept = c;
+        }
+        if let Some(o) = &e.value.outcomes_concept {
+            e.value.outcomes_concept = index.resolve(o, e.at("outcomes_concept"), sink);
+        }
+        program_list.push(e.value);
+    }
+    let program_lookup = Lookup::new(program_list.iter().map(|p| (p.name.as_str(), p.uuid.as_str())));
+    content.programs = program_list;
+    let mut workflow_by_concept: HashMap<String, String> = HashMap::new();
+    let workflow_uuids: BTreeSet<String> = program_workflows.items.keys().cloned().collect();
+    for (_, mut e) in program_workflows.items {
+        let program = program_lookup.find(&e.value.program).or_else(|| match index.lookup(&e.value.program) {
+            crate::resolve::Resolution::Found(c) => program_by_concept.get(&c).cloned(),
+            _ => None,
+        });
+        match program {
+            Some(p) => e.value.program = p,
+            None => {
+                sink.unknown_reference(e.at("program"), "Program", &e.value.program);
+            }
+        }
+        if let Some(c) = index.resolve(&e.value.concept, e.at("concept"), sink) {
+            workflow_by_concept.insert(c.clone(), e.value.uuid.clone());
+            e.value.concept = c;
+        }
+        content.program_workflows.push(e.value);
+    }
+    for (_, mut e) in program_workflow_states.items {
+        let workflow = if workflow_uuids.contains(&e.value.workflow) {
+            Some(e.value.workflow.clone())
+        } else {
+            match index.lookup(&e.value.workflow) {
+                crate::resolve::Resolution::Found(c) => workflow_by_concept.get(&c).cloned(),
+                _ => None,
+            }
+        };
+        match workflow {
+            Some(w) => e.value.workflow = w,
+            None => {
+                sink.unknown_reference(e.at("workflow"), "Program workflow", &e.value.workflow)
+                    .help = Some("name the workflow by uuid or by its workflow concept".into());
+            }
+        }
+        if let Some(c) = index.resolve(&e.value.concept, e.at("concept"), sink) {
+            e.value.concept = c;
+        }
+        content.program_workflow_states.push(e.value);
+    }
+    for w in content.program_workflows.iter() {
+        let states: Vec<_> = content.program_workflow_states.iter().filter(|s| s.workflow == w.uuid && !s.retired).collect();
+        if !states.is_empty() && !states.iter().any(|s| s.initial) {
+            sink.emit(Code::InvalidValue, &Loc::None, format!("Workflow '{}' has no initial state", w.uuid))
+                .help = Some("mark at least one state of the workflow `Initial` = true".into());
+        }
+    }
+
+    // Drugs, frequencies, payment modes, queues.
+    let known_sources: BTreeSet<String> = content.concept_sources.iter().flat_map(|s| [Some(s.name.to_lowercase()), s.hl7_code.as_ref().map(|h| h.to_lowercase()), s.unique_id.as_ref().map(|u| u.to_lowercase()), Some(s.uuid.to_lowercase())]).flatten().collect();
+    for (_, mut e) in drugs.items {
+        if let Some(c) = index.resolve(&e.value.concept, e.at("concept"), sink) {
+            e.value.concept = c;
+        }
+        if let Some(d) = &e.value.dosage_form {
+            e.value.dosage_form = index.resolve(d, e.at("dosage_form"), sink);
+        }
+        for m in &e.value.mappings {
+            if !known_sources.contains(&m.source.to_lowercase()) {
+                sink.unknown_reference(&e.loc, "Concept source", &m.source);
+            }
+        }
+        content.drugs.push(e.value);
+    }
+    for (_, mut e) in order_frequencies.items {
+        if let Some(c) = index.resolve(&e.value.concept, e.at("concept"), sink) {
+            e.value.concept = c;
+        }
+        content.order_frequencies.push(e.value);
+    }
+    content.payment_modes = payment_modes.into_sorted();
+    for (_, mut e) in queues.items {
+        if let Some(c) = index.resolve(&e.value.service, e.at("service"), sink) {
+            e.value.service = c;
+        }
+        for (field, value) in [("status_concept_set", &mut e.value.status_concept_set), ("priority_concept_set", &mut e.value.priority_concept_set)] {
+            if let Some(v) = value.clone() {
+                *value = index.resolve(&v, e.cells.get(field).unwrap_or(&e.loc), sink);
+            }
+        }
+        if let Some(l) = location_lookup.resolve(&e.value.location, "Location", e.at("location"), sink) {
+            e.value.location = l;
+        }
+        content.queues.push(e.value);
+    }
+
+    // Forms and their translations.
+    let mut form_names: HashMap<String, String> = HashMap::new();
+    for (_, e) in forms.items {
+        let encounter_loc = e.at("encounter").clone();
+        let mut form = e.value.form;
+        if let Some(name) = &e.value.encounter {
+            form.encounter_type = encounter_type_lookup.find(name);
+            if form.encounter_type.is_none() {
+                sink.unknown_reference(&encounter_loc, "Encounter type", name)
+                    .help = Some("forms name their encounter type by name; define it in encountertypes/".into());
+            }
+        }
+        for (reference, question, loc) in &e.value.concept_refs {
+            if index.resolve(reference, loc, sink).is_none()
+                && let Some(d) = sink_last(sink)
+            {
+                d.notes.push(format!("question `{question}` of form `{}`", form.name));
+            }
+        }
+        form_names.insert(form.name.to_lowercase(), form.uuid.clone());
+        content.forms.push(form);
+    }
+    for e in form_translations {
+        if !form_names.contains_key(&e.value.form.to_lowercase()) {
+            sink.unknown_reference(e.at("form"), "Form", &e.value.form)
+                .help = Some("a translation names its form by the form's name".into());
+        }
+        content.form_translations.push(e.value);
+    }
+    content.form_translations.sort_by(|a, b| (&a.form, &a.language).cmp(&(&b.form, &b.language)));
+
+    // Global properties with known shapes.
+    let mut gps: Vec<(GlobalProperty, Loc)> = global_properties.items.into_values().map(|e| { let l = e.at("value").clone(); (e.value, l) }).collect();
+    gps.sort_by(|a, b| a.0.property.cmp(&b.0.property));
+    content.locales = check_global_properties(&gps, &index, sink);
+    content.address_template = match address_template {
+        Some(t) => Some(t.value),
+        None => gps
+            .iter()
+            .find(|(gp, _)| gp.property == "layout.address.format" && !gp.value.trim().is_empty())
+            .and_then(|(gp, loc)| address::parse_template_property(&gp.value, loc, sink)),
+    };
+    content.global_properties = gps.into_iter().map(|(gp, _)| gp).collect();
+    content.address_hierarchy = address_hierarchy;
+    content.messages = messages;
+    content.opaque_files = opaque_files;
+
+    // Concepts last: indexes point into the final sorted list.
+    content.concepts = concepts.into_values().map(|e| e.value).collect();
+    content.indexes = build_indexes(&content.concepts, &content.concept_sources);
+    content.ocl_archives = ocl.archives;
+    content.identifier_sources.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.autogeneration_options.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.programs.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.program_workflows.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.program_workflow_states.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.drugs.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.order_frequencies.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.queues.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.forms.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+}
+
+/// The diagnostic just emitted, to add a note to it.
+fn sink_last(sink: &mut Sink) -> Option<&mut crate::diagnostics::Diagnostic> {
+    sink.last_mut()
+}
+
+fn dedup(mut v: Vec<String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    v.retain(|x| seen.insert(x.clone()));
+    v
+}
+
+fn link_roles(
+    roles: Registry<Role>,
+    check_privilege: &dyn Fn(&str, &Loc, &mut Sink) -> String,
+    privileges: &[Privilege],
+    sink: &mut Sink,
+) -> Vec<Role> {
+    let mut list: Vec<Entry<Role>> = roles.items.into_values().collect();
+    for (name, uuid, description) in builtin::CORE_ROLES {
+        if !list.iter().any(|r| r.value.name.eq_ignore_ascii_case(name) || r.value.uuid == *uuid) {
+            list.push(Entry::new(
+                Role { uuid: uuid.to_string(), name: name.to_string(), description: Some(description.to_string()), inherited_roles: Vec::new(), privileges: Vec::new(), all_privileges: Vec::new(), core: true },
+                crate::vfs::Layer::Base,
+                Loc::None,
+            ));
+        } else if let Some(r) = list.iter_mut().find(|r| r.value.name.eq_ignore_ascii_case(name)) {
+            r.value.core = true;
+        }
+    }
+    let lookup = Lookup::new(list.iter().map(|r| (r.value.name.as_str(), r.value.uuid.as_str())));
+    let name_of: HashMap<String, String> = list.iter().map(|r| (r.value.uuid.clone(), r.value.name.clone())).collect();
+    for r in &mut list {
+        let inherited = std::mem::take(&mut r.value.inherited_roles);
+        r.value.inherited_roles = inherited
+            .iter()
+            .filter_map(|i| lookup.resolve(i, "Role", r.at("inherited_roles"), sink).map(|u| name_of[&u].clone()))
+            .collect();
+        let privs = std::mem::take(&mut r.value.privileges);
+        r.value.privileges = privs.iter().map(|p| check_privilege(p, r.at("privileges"), sink)).collect();
+    }
+    // Transitive privileges, with cycle detection over inheritance.
+    let by_name: HashMap<String, usize> = list.iter().enumerate().map(|(i, r)| (r.value.name.clone(), i)).collect();
+    let mut reported_cycle = BTreeSet::new();
+    let mut totals = Vec::with_capacity(list.len());
+    for start in 0..list.len() {
+        let mut acc = BTreeSet::new();
+        let mut stack = vec![(start, vec![start])];
+        let mut visited = BTreeSet::new();
+        while let Some((i, path)) = stack.pop() {
+            if !visited.insert(i) {
+                continue;
+            }
+            acc.extend(list[i].value.privileges.iter().cloned());
+            for parent in &list[i].value.inherited_roles {
+                let Some(&j) = by_name.get(parent) else { continue };
+                if j == start {
+                    let names: Vec<_> = path.iter().chain([&start]).map(|&k| list[k].value.name.clone()).collect();
+                    let mut key = names.clone();
+                    key.sort();
+                    if reported_cycle.insert(key) {
+                        sink.emit(Code::Cycle, list[start].at("inherited_roles"), format!("Role inheritance forms a cycle: {}", names.join(" → ")))
+                            .help = Some("a role cannot inherit from itself, directly or through others".into());
+                    }
+                    continue;
+                }
+                let mut p = path.clone();
+                p.push(j);
+                stack.push((j, p));
+            }
+        }
+        if list[start].value.name == builtin::SUPER_USER_ROLE {
+            acc.extend(privileges.iter().map(|p| p.name.clone()));
+        }
+        totals.push(acc.into_iter().collect::<Vec<_>>());
+    }
+    for (r, total) in list.iter_mut().zip(totals) {
+        r.value.all_privileges = total;
+    }
+    sorted(list.into_iter().map(|e| e.value).collect(), |r| &r.uuid)
+}
+
+fn link_locations(locations: Registry<Location>, tags: &Lookup, lookup: &Lookup, sink: &mut Sink) -> Vec<Location> {
+    let mut list: Vec<Entry<Location>> = locations.items.into_values().collect();
+    for e in &mut list {
+        let written = std::mem::take(&mut e.value.tags);
+        let mut resolved: Vec<String> = written.iter().filter_map(|t| tags.resolve(t, "Location tag", e.at("tags"), sink)).collect();
+        resolved.sort();
+        resolved.dedup();
+        e.value.tags = resolved;
+        if let Some(parent) = e.value.parent.clone() {
+            match lookup.find(&parent) {
+                Some(p) => e.value.parent = Some(p),
+                None => {
+                    sink.invalid_parent(e.at("parent"), &parent, &e.value.name);
+                    e.value.parent = None;
+                }
+            }
+        }
+    }
+    // Parent cycles.
+    let parent_of: HashMap<String, String> = list.iter().filter_map(|e| Some((e.value.uuid.clone(), e.value.parent.clone()?))).collect();
+    let mut in_cycle = BTreeSet::new();
+    for e in &list {
+        let mut seen = vec![e.value.uuid.clone()];
+        let mut cur = e.value.uuid.clone();
+        while let Some(p) = parent_of.get(&cur) {
+            if *p == e.value.uuid {
+                if !in_cycle.contains(&e.value.uuid) {
+                    let names: Vec<_> = seen.iter().map(|u| list.iter().find(|l| &l.value.uuid == u).map_or(u.clone(), |l| l.value.name.clone())).collect();
+                    in_cycle.extend(seen.iter().cloned());
+                    sink.emit(Code::Cycle, e.at("parent"), format!("Location parents form a cycle: {} → {}", names.join(" → "), names[0]))
+                        .help = Some("a location cannot be its own ancestor".into());
+                }
+                break;
+            }
+            if seen.contains(p) {
+                break;
+            }
+            seen.push(p.clone());
+            cur = p.clone();
+        }
+    }
+    sorted(list.into_iter().map(|e| e.value).collect(), |l| &l.uuid)
+}
+
+fn check_global_properties(gps: &[(GlobalProperty, Loc)], index: &ConceptIndex, sink: &mut Sink) -> Locales {
+    let get = |name: &str| gps.iter().find(|(g, _)| g.property == name);
+    let mut locales = Locales { allowed: vec!["en".into()], default: "en".into() };
+    if let Some((gp, loc)) = get("locale.allowed.list") {
+        let items: Vec<String> = gp.value.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        for l in &items {
+            if !is_locale(l) {
+                sink.emit(Code::InvalidGlobalProperty, loc, format!("'locale.allowed.list' holds '{l}', which is not a locale code"))
+                    .help = Some("write locales as `en`, `fr` or `en_GB`, separated by commas".into());
+            }
+        }
+        if items.is_empty() {
+            sink.emit(Code::InvalidGlobalProperty, loc, "'locale.allowed.list' is empty");
+        } else {
+            locales.allowed = items;
+        }
+    }
+    if let Some((gp, loc)) = get("default_locale") {
+        let d = gp.value.trim().to_string();
+        if !locales.allowed.contains(&d) {
+            sink.emit(Code::InvalidGlobalProperty, loc, format!("'default_locale' is '{d}', which is not in 'locale.allowed.list' ({})", locales.allowed.join(", ")))
+                .help = Some("add it to locale.allowed.list, or choose one of the allowed locales".into());
+        }
+        locales.default = d;
+    } else {
+        locales.default = locales.allowed[0].clone();
+    }
+    if let Some((gp, loc)) = get("patient.identifier.regex")
+        && !gp.value.trim().is_empty()
+    {
+        crate::domains::identifiers::check_regex(gp.value.trim(), "'patient.identifier.regex'", loc, sink);
+    }
+    for name in ["visits.autoCloseVisitTimeout", "security.allowedFailedLoginsBeforeLockout", "security.unlockAccountWaitingTime", "minSearchCharacters", "webservices.rest.maxResultsDefault", "webservices.rest.maxResultsAbsolute"] {
+        if let Some((gp, loc)) = get(name)
+            && gp.value.trim().parse::<u32>().is_err()
+        {
+            sink.emit(Code::InvalidGlobalProperty, loc, format!("'{name}' must be a whole number, not '{}'", gp.value.trim()));
+        }
+    }
+    if let Some((gp, loc)) = get("queue.service.concepts") {
+        for reference in gp.value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            index.resolve(reference, loc, sink);
+        }
+    }
+    locales
+}
+
+fn build_indexes(concepts: &[Concept], sources: &[ConceptSource]) -> Indexes {
+    let hl7: HashMap<String, String> = sources.iter().filter_map(|s| Some((s.name.to_uppercase(), s.hl7_code.clone()?))).collect();
+    let mut indexes = Indexes::default();
+    // Live concepts first, so a retired one never shadows a live one for the same code.
+    let mut order: Vec<usize> = (0..concepts.len()).collect();
+    order.sort_by_key(|&i| concepts[i].retired);
+    for i in order {
+        let c = &concepts[i];
+        for m in &c.mappings {
+            for key in std::iter::once(mapping_key(&m.source, &m.code)).chain(hl7.get(&m.source.to_uppercase()).map(|h| mapping_key(h, &m.code))) {
+                indexes.concept_by_mapping.entry(key).or_insert(i as u32);
+            }
+        }
+    }
+    for (i, c) in concepts.iter().enumerate() {
+        for n in c.names.iter().filter(|n| n.name_type == ConceptNameType::FullySpecified) {
+            let list = indexes.concept_by_name.entry(n.name.to_lowercase()).or_default();
+            if !list.contains(&(i as u32)) {
+                list.push(i as u32);
+            }
+        }
+    }
+    indexes
+}
