@@ -90,7 +90,11 @@ impl Table {
                 }
                 Err(e) => {
                     let offset = e.position().map_or(0, |p| p.byte() as usize);
-                    sink.emit(Code::CsvSyntax, &file.loc(offset, 1), format!("Malformed CSV: {e}"));
+                    sink.emit(
+                        Code::CsvSyntax,
+                        &file.loc(offset, 1),
+                        format!("Malformed CSV: {e}"),
+                    );
                     return None;
                 }
             }
@@ -147,7 +151,11 @@ impl Table {
             // Empty and metadata header cells stay as placeholders so indices line up.
             headers.push(HeaderCell {
                 name: cell.value,
-                key: if key.starts_with('_') { String::new() } else { key },
+                key: if key.starts_with('_') {
+                    String::new()
+                } else {
+                    key
+                },
                 offset: cell.offset,
             });
         }
@@ -370,7 +378,12 @@ pub fn parse_f64(value: &str, column: &str, loc: &Loc, sink: &mut Sink) -> Optio
     }
 }
 
-pub fn parse_int<T: std::str::FromStr>(value: &str, column: &str, loc: &Loc, sink: &mut Sink) -> Option<T> {
+pub fn parse_int<T: std::str::FromStr>(
+    value: &str,
+    column: &str,
+    loc: &Loc,
+    sink: &mut Sink,
+) -> Option<T> {
     match value.trim().parse::<T>() {
         Ok(n) => Some(n),
         Err(_) => {
@@ -438,7 +451,8 @@ pub fn check_uuid(
         );
         return Some(v.to_string());
     }
-    sink.emit(Code::InvalidUuid, loc, format!("Invalid UUID '{v}'")).help = Some(
+    sink.emit(Code::InvalidUuid, loc, format!("Invalid UUID '{v}'"))
+        .help = Some(
         "a uuid is 8-4-4-4-12 hexadecimal digits, or 36 letters and digits (CIEL style)".into(),
     );
     None
@@ -492,7 +506,8 @@ mod tests {
 
     #[test]
     fn headers_are_trimmed_and_case_insensitive() {
-        let (t, d) = parse(" UUID , NAME ,_order:5\r\n3f1c2b7e-9a4d-4c1e-8b2f-6d5e4c3b2a10, Ward A \r\n");
+        let (t, d) =
+            parse(" UUID , NAME ,_order:5\r\n3f1c2b7e-9a4d-4c1e-8b2f-6d5e4c3b2a10, Ward A \r\n");
         let t = t.unwrap();
         assert!(d.is_empty(), "{d:?}");
         assert_eq!(t.order, 5);

@@ -135,10 +135,9 @@ impl Diagnostic {
     }
 
     fn sort_key(&self) -> (String, u32, u32, String, String) {
-        let (path, line, col) = self
-            .position
-            .as_ref()
-            .map_or((String::new(), 0, 0), |p| (p.path.clone(), p.line, p.column));
+        let (path, line, col) = self.position.as_ref().map_or((String::new(), 0, 0), |p| {
+            (p.path.clone(), p.line, p.column)
+        });
         (path, line, col, self.code.clone(), self.message.clone())
     }
 
@@ -147,7 +146,11 @@ impl Diagnostic {
     pub fn baseline_key(&self) -> BaselineEntry {
         BaselineEntry {
             code: self.code.clone(),
-            path: self.position.as_ref().map(|p| p.path.clone()).unwrap_or_default(),
+            path: self
+                .position
+                .as_ref()
+                .map(|p| p.path.clone())
+                .unwrap_or_default(),
             message: self.message.clone(),
         }
     }
@@ -282,12 +285,20 @@ pub fn render_human(d: &Diagnostic, color: bool) -> String {
         Severity::Warning => "WARNING",
     };
     if color {
-        let code = if d.is_error() { "\x1b[1;31m" } else { "\x1b[1;33m" };
+        let code = if d.is_error() {
+            "\x1b[1;31m"
+        } else {
+            "\x1b[1;33m"
+        };
         let _ = writeln!(out, "{code}{prefix}\x1b[0m\x1b[1m: {}\x1b[0m", d.message);
     } else {
         let _ = writeln!(out, "{prefix}: {}", d.message);
     }
-    let level = if d.is_error() { Level::ERROR } else { Level::WARNING };
+    let level = if d.is_error() {
+        Level::ERROR
+    } else {
+        Level::WARNING
+    };
     let renderer = if color {
         Renderer::styled()
     } else {
@@ -304,7 +315,10 @@ pub fn render_human(d: &Diagnostic, color: bool) -> String {
             ..
         }) => {
             let start = byte_index(line_text, *snippet_column as usize - 1);
-            let end = byte_index(line_text, *snippet_column as usize - 1 + (*len).max(1) as usize);
+            let end = byte_index(
+                line_text,
+                *snippet_column as usize - 1 + (*len).max(1) as usize,
+            );
             let mut group = Group::with_level(level.clone()).element(
                 Snippet::source(line_text.as_str())
                     .line_start(*line as usize)
@@ -363,9 +377,17 @@ pub fn render_github(d: &Diagnostic) -> String {
         if p.line > 0 {
             let _ = write!(props, ",line={},col={}", p.line, p.column);
         }
-        let _ = write!(props, ",title={}", escape_property(&format!("{} {}", d.code, d.name)));
+        let _ = write!(
+            props,
+            ",title={}",
+            escape_property(&format!("{} {}", d.code, d.name))
+        );
     } else {
-        let _ = write!(props, " title={}", escape_property(&format!("{} {}", d.code, d.name)));
+        let _ = write!(
+            props,
+            " title={}",
+            escape_property(&format!("{} {}", d.code, d.name))
+        );
     }
     let mut message = d.message.clone();
     if let Some(h) = &d.help {
@@ -376,7 +398,9 @@ pub fn render_github(d: &Diagnostic) -> String {
 }
 
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_property(s: &str) -> String {
@@ -406,7 +430,11 @@ impl Baseline {
 
     /// Splits diagnostics into (new ones, baselined ones) and adds a warning for each
     /// baseline entry that no longer occurs.
-    pub fn apply(&self, diagnostics: Vec<Diagnostic>, baseline_path: &str) -> (Vec<Diagnostic>, usize) {
+    pub fn apply(
+        &self,
+        diagnostics: Vec<Diagnostic>,
+        baseline_path: &str,
+    ) -> (Vec<Diagnostic>, usize) {
         let known: std::collections::BTreeSet<_> = self.entries.iter().collect();
         let mut seen = std::collections::BTreeSet::new();
         let mut kept = Vec::new();

@@ -25,12 +25,24 @@ fn parse(file: &ExtraFile, sink: &mut Sink) -> Option<(Arc<TextFile>, Map<String
     match serde_json::from_str::<Value>(&text.text) {
         Ok(Value::Object(map)) => Some((text, map)),
         Ok(_) => {
-            sink.emit(Code::FrontendConfig, &text.whole(), "Front-end configuration must be a JSON object keyed by module name");
+            sink.emit(
+                Code::FrontendConfig,
+                &text.whole(),
+                "Front-end configuration must be a JSON object keyed by module name",
+            );
             None
         }
         Err(e) => {
             let (line, col) = (e.line() as u32, e.column() as u32);
-            sink.emit(Code::JsonSyntax, &Loc::Point { path: text.path.clone(), line, col }, format!("Invalid JSON: {e}"));
+            sink.emit(
+                Code::JsonSyntax,
+                &Loc::Point {
+                    path: text.path.clone(),
+                    line,
+                    col,
+                },
+                format!("Invalid JSON: {e}"),
+            );
             None
         }
     }
@@ -79,26 +91,66 @@ fn kind_of(key: &str) -> &'static str {
 }
 
 fn entity_kinds(content: &Content) -> HashMap<&str, &'static str> {
-    fn add<'a>(kinds: &mut HashMap<&'a str, &'static str>, uuids: impl Iterator<Item = &'a String>, kind: &'static str) {
+    fn add<'a>(
+        kinds: &mut HashMap<&'a str, &'static str>,
+        uuids: impl Iterator<Item = &'a String>,
+        kind: &'static str,
+    ) {
         for u in uuids {
             kinds.entry(u.as_str()).or_insert(kind);
         }
     }
     let mut k = HashMap::new();
     add(&mut k, content.concepts.iter().map(|x| &x.uuid), "concept");
-    add(&mut k, content.visit_types.iter().map(|x| &x.uuid), "visit type");
-    add(&mut k, content.person_attribute_types.iter().map(|x| &x.uuid), "person attribute type");
-    add(&mut k, content.patient_identifier_types.iter().map(|x| &x.uuid), "patient identifier type");
-    add(&mut k, content.identifier_sources.iter().map(|x| &x.uuid), "identifier source");
-    add(&mut k, content.encounter_types.iter().map(|x| &x.uuid), "encounter type");
-    add(&mut k, content.encounter_roles.iter().map(|x| &x.uuid), "encounter role");
-    add(&mut k, content.relationship_types.iter().map(|x| &x.uuid), "relationship type");
-    add(&mut k, content.locations.iter().map(|x| &x.uuid), "location");
+    add(
+        &mut k,
+        content.visit_types.iter().map(|x| &x.uuid),
+        "visit type",
+    );
+    add(
+        &mut k,
+        content.person_attribute_types.iter().map(|x| &x.uuid),
+        "person attribute type",
+    );
+    add(
+        &mut k,
+        content.patient_identifier_types.iter().map(|x| &x.uuid),
+        "patient identifier type",
+    );
+    add(
+        &mut k,
+        content.identifier_sources.iter().map(|x| &x.uuid),
+        "identifier source",
+    );
+    add(
+        &mut k,
+        content.encounter_types.iter().map(|x| &x.uuid),
+        "encounter type",
+    );
+    add(
+        &mut k,
+        content.encounter_roles.iter().map(|x| &x.uuid),
+        "encounter role",
+    );
+    add(
+        &mut k,
+        content.relationship_types.iter().map(|x| &x.uuid),
+        "relationship type",
+    );
+    add(
+        &mut k,
+        content.locations.iter().map(|x| &x.uuid),
+        "location",
+    );
     add(&mut k, content.forms.iter().map(|x| &x.uuid), "form");
     add(&mut k, content.programs.iter().map(|x| &x.uuid), "program");
     add(&mut k, content.queues.iter().map(|x| &x.uuid), "queue");
     add(&mut k, content.roles.iter().map(|x| &x.uuid), "role");
-    add(&mut k, content.location_tags.iter().map(|x| &x.uuid), "location tag");
+    add(
+        &mut k,
+        content.location_tags.iter().map(|x| &x.uuid),
+        "location tag",
+    );
     k
 }
 
@@ -132,15 +184,29 @@ impl Checker<'_> {
         let loc = self.locate(key, Some(value));
         match self.kinds.get(value) {
             None if expected == "concept" => {
-                sink.unknown_concept(&loc, value).notes.push(format!("front-end setting `{key}`"));
+                sink.unknown_concept(&loc, value)
+                    .notes
+                    .push(format!("front-end setting `{key}`"));
             }
             None => {
-                sink.emit(Code::UnknownReference, &loc, format!("Setting '{key}' names '{value}', which is not defined by the content"))
-                    .help = Some(if expected == "any" { "use the uuid of an entity defined in openmrs_config/".into() } else { format!("use the uuid of a {expected}") });
+                sink.emit(
+                    Code::UnknownReference,
+                    &loc,
+                    format!("Setting '{key}' names '{value}', which is not defined by the content"),
+                )
+                .help = Some(if expected == "any" {
+                    "use the uuid of an entity defined in openmrs_config/".into()
+                } else {
+                    format!("use the uuid of a {expected}")
+                });
             }
             Some(found) if expected != "any" && *found != expected => {
-                sink.emit(Code::WrongReferenceKind, &loc, format!("Setting '{key}' names a {found}, but expects a {expected}"))
-                    .help = Some(format!("use the uuid of a {expected}"));
+                sink.emit(
+                    Code::WrongReferenceKind,
+                    &loc,
+                    format!("Setting '{key}' names a {found}, but expects a {expected}"),
+                )
+                .help = Some(format!("use the uuid of a {expected}"));
             }
             Some(_) => {}
         }
@@ -158,7 +224,11 @@ impl Checker<'_> {
                     match item {
                         Value::String(s) => self.check_uuid(key, s, sink),
                         _ => {
-                            sink.emit(Code::FrontendConfig, &self.locate(key, None), format!("Setting '{path}' must list uuid strings"));
+                            sink.emit(
+                                Code::FrontendConfig,
+                                &self.locate(key, None),
+                                format!("Setting '{path}' must list uuid strings"),
+                            );
                         }
                     }
                 }
@@ -170,24 +240,43 @@ impl Checker<'_> {
             }
             Value::String(s) if key.ends_with("Uuid") => {
                 if s.is_empty() {
-                    sink.emit(Code::FrontendConfig, &self.locate(key, None), format!("Setting '{path}' is an empty uuid"))
-                        .help = Some("O3 rejects an empty uuid: remove the key to use the default".into());
+                    sink.emit(
+                        Code::FrontendConfig,
+                        &self.locate(key, None),
+                        format!("Setting '{path}' is an empty uuid"),
+                    )
+                    .help =
+                        Some("O3 rejects an empty uuid: remove the key to use the default".into());
                 } else {
                     self.check_uuid(key, s, sink);
                 }
             }
             _ if key == "enabled" && !value.is_boolean() => {
-                sink.emit(Code::FrontendConfig, &self.locate(key, None), format!("Setting '{path}' must be true or false"));
+                sink.emit(
+                    Code::FrontendConfig,
+                    &self.locate(key, None),
+                    format!("Setting '{path}' must be true or false"),
+                );
             }
             Value::String(s) if key.starts_with("Brand color") => {
-                let ok = s.len() == 7 && s.starts_with('#') && s[1..].bytes().all(|b| b.is_ascii_hexdigit());
+                let ok = s.len() == 7
+                    && s.starts_with('#')
+                    && s[1..].bytes().all(|b| b.is_ascii_hexdigit());
                 if !ok {
-                    sink.emit(Code::FrontendConfig, &self.locate(key, Some(s)), format!("Brand colour '{s}' is not a hex colour"))
-                        .help = Some("write colours as #rrggbb, e.g. #005d5d".into());
+                    sink.emit(
+                        Code::FrontendConfig,
+                        &self.locate(key, Some(s)),
+                        format!("Brand colour '{s}' is not a hex colour"),
+                    )
+                    .help = Some("write colours as #rrggbb, e.g. #005d5d".into());
                 }
             }
             _ if key.starts_with("Brand color") => {
-                sink.emit(Code::FrontendConfig, &self.locate(key, None), format!("Setting '{path}' must be a colour string such as #005d5d"));
+                sink.emit(
+                    Code::FrontendConfig,
+                    &self.locate(key, None),
+                    format!("Setting '{path}' must be a colour string such as #005d5d"),
+                );
             }
             _ => {}
         }
@@ -195,34 +284,62 @@ impl Checker<'_> {
 }
 
 fn is_module_key(k: &str) -> bool {
-    let Some(rest) = k.strip_prefix('@') else { return false };
-    let Some((org, name)) = rest.split_once('/') else { return false };
-    let part = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'_'));
+    let Some(rest) = k.strip_prefix('@') else {
+        return false;
+    };
+    let Some((org, name)) = rest.split_once('/') else {
+        return false;
+    };
+    let part = |s: &str| {
+        !s.is_empty()
+            && s.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'_')
+            })
+    };
     part(org) && part(name)
 }
 
 pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend {
     let mut merged = Value::Object(Map::new());
     let mut files = Vec::new();
-    for file in [&project.frontend_config, &project.site_frontend_config].into_iter().flatten() {
+    for file in [&project.frontend_config, &project.site_frontend_config]
+        .into_iter()
+        .flatten()
+    {
         if let Some((text, map)) = parse(file, sink) {
             for k in map.keys() {
                 if !is_module_key(k) {
                     let quoted = format!("\"{k}\"");
-                    let loc = text.text.find(&quoted).map_or(text.whole(), |i| text.loc(i, quoted.len()));
-                    sink.emit(Code::FrontendConfig, &loc, format!("Top-level key '{k}' is not a module name"))
-                        .help = Some("top-level keys are module names such as @openmrs/esm-login-app".into());
+                    let loc = text
+                        .text
+                        .find(&quoted)
+                        .map_or(text.whole(), |i| text.loc(i, quoted.len()));
+                    sink.emit(
+                        Code::FrontendConfig,
+                        &loc,
+                        format!("Top-level key '{k}' is not a module name"),
+                    )
+                    .help = Some(
+                        "top-level keys are module names such as @openmrs/esm-login-app".into(),
+                    );
                 }
             }
             files.push(text);
             deep_merge(&mut merged, Value::Object(map));
         }
     }
-    let checker = Checker { kinds: entity_kinds(content), files };
+    let checker = Checker {
+        kinds: entity_kinds(content),
+        files,
+    };
     if let Value::Object(map) = &merged {
         for (module, settings) in map {
             if !settings.is_object() {
-                sink.emit(Code::FrontendConfig, &checker.locate(module, None), format!("Settings of '{module}' must be an object"));
+                sink.emit(
+                    Code::FrontendConfig,
+                    &checker.locate(module, None),
+                    format!("Settings of '{module}' must be an object"),
+                );
                 continue;
             }
             checker.walk(module, module, settings, sink);
@@ -234,23 +351,41 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
         Some(logo) => {
             let loc = Loc::File(logo.display.clone());
             if logo.bytes.len() > MAX_LOGO_BYTES {
-                sink.emit(Code::InvalidLogo, &loc, format!("Logo is {} bytes, over the {MAX_LOGO_BYTES}-byte limit", logo.bytes.len()));
+                sink.emit(
+                    Code::InvalidLogo,
+                    &loc,
+                    format!(
+                        "Logo is {} bytes, over the {MAX_LOGO_BYTES}-byte limit",
+                        logo.bytes.len()
+                    ),
+                );
             } else {
                 match png::Decoder::new(std::io::Cursor::new(&logo.bytes)).read_info() {
                     Ok(_) => logo_png = logo.bytes.clone(),
                     Err(e) => {
-                        sink.emit(Code::InvalidLogo, &loc, format!("Logo is not a valid PNG image: {e}"));
+                        sink.emit(
+                            Code::InvalidLogo,
+                            &loc,
+                            format!("Logo is not a valid PNG image: {e}"),
+                        );
                     }
                 }
             }
         }
         None if project.frontend_config.is_some() => {
-            sink.emit(Code::InvalidLogo, &Loc::File("frontend/assets/logo.png".into()), "Logo 'frontend/assets/logo.png' is missing")
-                .help = Some("the front end shows the distribution's logo from this file".into());
+            sink.emit(
+                Code::InvalidLogo,
+                &Loc::File("frontend/assets/logo.png".into()),
+                "Logo 'frontend/assets/logo.png' is missing",
+            )
+            .help = Some("the front end shows the distribution's logo from this file".into());
         }
         None => {}
     }
-    Frontend { config_json: merged.to_string(), logo_png }
+    Frontend {
+        config_json: merged.to_string(),
+        logo_png,
+    }
 }
 
 #[cfg(test)]
@@ -261,7 +396,10 @@ mod tests {
     fn merge_is_deep_for_objects_and_replaces_arrays() {
         let mut a: Value = serde_json::json!({"m": {"x": 1, "l": [1, 2], "o": {"a": 1}}});
         deep_merge(&mut a, serde_json::json!({"m": {"l": [3], "o": {"b": 2}}}));
-        assert_eq!(a, serde_json::json!({"m": {"x": 1, "l": [3], "o": {"a": 1, "b": 2}}}));
+        assert_eq!(
+            a,
+            serde_json::json!({"m": {"x": 1, "l": [3], "o": {"a": 1, "b": 2}}})
+        );
     }
 
     #[test]

@@ -91,7 +91,10 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     for p in &mut all_privileges {
         p.core = builtin::core_privilege(&p.name).is_some();
     }
-    let defined: BTreeSet<String> = all_privileges.iter().map(|p| p.name.to_lowercase()).collect();
+    let defined: BTreeSet<String> = all_privileges
+        .iter()
+        .map(|p| p.name.to_lowercase())
+        .collect();
     for name in builtin::CORE_PRIVILEGES {
         if !defined.contains(&name.to_lowercase()) {
             all_privileges.push(Privilege {
@@ -102,8 +105,15 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
             });
         }
     }
-    let privilege_lookup = Lookup::new(all_privileges.iter().map(|p| (p.name.as_str(), p.uuid.as_str())));
-    let privilege_name: HashMap<String, String> = all_privileges.iter().map(|p| (p.uuid.clone(), p.name.clone())).collect();
+    let privilege_lookup = Lookup::new(
+        all_privileges
+            .iter()
+            .map(|p| (p.name.as_str(), p.uuid.as_str())),
+    );
+    let privilege_name: HashMap<String, String> = all_privileges
+        .iter()
+        .map(|p| (p.uuid.clone(), p.name.clone()))
+        .collect();
     let check_privilege = |name: &str, loc: &Loc, sink: &mut Sink| -> String {
         match privilege_lookup.find(name) {
             Some(uuid) => privilege_name[&uuid].clone(),
@@ -119,11 +129,20 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     content.privileges = sorted(all_privileges, |p| &p.uuid);
 
     // Concept sources: the package's, plus those OCL mappings name (created as the importer does).
-    let mut sources: BTreeMap<String, ConceptSource> = concept_sources.into_sorted().into_iter().map(|s| (s.uuid.clone(), s)).collect();
-    let mut source_by_norm: HashMap<String, String> = sources.values().map(|s| (normalise_source(&s.name), s.name.clone())).collect();
+    let mut sources: BTreeMap<String, ConceptSource> = concept_sources
+        .into_sorted()
+        .into_iter()
+        .map(|s| (s.uuid.clone(), s))
+        .collect();
+    let mut source_by_norm: HashMap<String, String> = sources
+        .values()
+        .map(|s| (normalise_source(&s.name), s.name.clone()))
+        .collect();
     for s in sources.values() {
         if let Some(h) = &s.hl7_code {
-            source_by_norm.entry(normalise_source(h)).or_insert_with(|| s.name.clone());
+            source_by_norm
+                .entry(normalise_source(h))
+                .or_insert_with(|| s.name.clone());
         }
     }
 
@@ -135,16 +154,23 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
             match source_by_norm.get(&norm) {
                 Some(canonical) => m.source = canonical.clone(),
                 None => {
-                    let uuid = uuid::Uuid::new_v5(&uuid::uuid!("672c6cb2-4f47-4cb0-9fca-b5f6116cd33a"), format!("source/{}", m.source).as_bytes()).to_string();
+                    let uuid = uuid::Uuid::new_v5(
+                        &uuid::uuid!("672c6cb2-4f47-4cb0-9fca-b5f6116cd33a"),
+                        format!("source/{}", m.source).as_bytes(),
+                    )
+                    .to_string();
                     source_by_norm.insert(norm, m.source.clone());
-                    sources.insert(uuid.clone(), ConceptSource {
-                        uuid,
-                        name: m.source.clone(),
-                        description: Some("Created from an OCL export".into()),
-                        hl7_code: None,
-                        unique_id: None,
-                        retired: false,
-                    });
+                    sources.insert(
+                        uuid.clone(),
+                        ConceptSource {
+                            uuid,
+                            name: m.source.clone(),
+                            description: Some("Created from an OCL export".into()),
+                            hl7_code: None,
+                            unique_id: None,
+                            retired: false,
+                        },
+                    );
                 }
             }
         }
@@ -165,12 +191,27 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     }
 
     // Concept classes: package, core seed, and OCL-created.
-    let mut classes: BTreeMap<String, ConceptClass> = concept_classes.into_sorted().into_iter().map(|c| (c.uuid.clone(), c)).collect();
-    let mut class_names: HashMap<String, String> = classes.values().map(|c| (c.name.to_lowercase(), c.name.clone())).collect();
+    let mut classes: BTreeMap<String, ConceptClass> = concept_classes
+        .into_sorted()
+        .into_iter()
+        .map(|c| (c.uuid.clone(), c))
+        .collect();
+    let mut class_names: HashMap<String, String> = classes
+        .values()
+        .map(|c| (c.name.to_lowercase(), c.name.clone()))
+        .collect();
     for (name, uuid) in builtin::CONCEPT_CLASSES {
         if !class_names.contains_key(&name.to_lowercase()) && !classes.contains_key(*uuid) {
             class_names.insert(name.to_lowercase(), name.to_string());
-            classes.insert(uuid.to_string(), ConceptClass { uuid: uuid.to_string(), name: name.to_string(), description: None, retired: false });
+            classes.insert(
+                uuid.to_string(),
+                ConceptClass {
+                    uuid: uuid.to_string(),
+                    name: name.to_string(),
+                    description: None,
+                    retired: false,
+                },
+            );
         }
     }
     for entry in concepts.values_mut() {
@@ -179,9 +220,21 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         match class_names.get(&c.class.to_lowercase()) {
             Some(canonical) => c.class = canonical.clone(),
             None if matches!(c.origin, ConceptOrigin::Ocl(_)) => {
-                let uuid = uuid::Uuid::new_v5(&uuid::uuid!("672c6cb2-4f47-4cb0-9fca-b5f6116cd33a"), format!("conceptClass/{}", c.class).as_bytes()).to_string();
+                let uuid = uuid::Uuid::new_v5(
+                    &uuid::uuid!("672c6cb2-4f47-4cb0-9fca-b5f6116cd33a"),
+                    format!("conceptClass/{}", c.class).as_bytes(),
+                )
+                .to_string();
                 class_names.insert(c.class.to_lowercase(), c.class.clone());
-                classes.insert(uuid.clone(), ConceptClass { uuid, name: c.class.clone(), description: None, retired: false });
+                classes.insert(
+                    uuid.clone(),
+                    ConceptClass {
+                        uuid,
+                        name: c.class.clone(),
+                        description: None,
+                        retired: false,
+                    },
+                );
             }
             None => {
                 sink.unknown_reference(&class_loc, "Concept class", &c.class)
@@ -189,8 +242,14 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
             }
         }
     }
-    let source_by_name: HashMap<String, String> = sources.values().map(|s| (s.name.to_lowercase(), s.name.clone())).collect();
-    let map_types: BTreeSet<String> = builtin::MAP_TYPES.iter().map(|m| m.to_uppercase()).collect();
+    let source_by_name: HashMap<String, String> = sources
+        .values()
+        .map(|s| (s.name.to_lowercase(), s.name.clone()))
+        .collect();
+    let map_types: BTreeSet<String> = builtin::MAP_TYPES
+        .iter()
+        .map(|m| m.to_uppercase())
+        .collect();
     for uuid in &csv_uuids {
         let entry = concepts.get_mut(uuid).expect("inserted above");
         let loc = entry.at("mappings").clone();
@@ -204,7 +263,9 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
                 Some(canonical) => m.source = canonical.clone(),
                 None => {
                     sink.unknown_reference(&loc, "Concept source", &m.source)
-                        .help = Some("define the source in conceptsources/ (sources are matched by name)".into());
+                        .help = Some(
+                        "define the source in conceptsources/ (sources are matched by name)".into(),
+                    );
                     return false;
                 }
             }
@@ -218,7 +279,9 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         let answers_loc = entry.at("answers").clone();
         let members_loc = entry.at("members").clone();
         let c = &mut entry.value;
-        if c.answers.iter().any(|a| !index.contains(a)) || c.set_members.iter().any(|a| !index.contains(a)) {
+        if c.answers.iter().any(|a| !index.contains(a))
+            || c.set_members.iter().any(|a| !index.contains(a))
+        {
             c.answers = dedup(index.resolve_all(&c.answers, &answers_loc, sink));
             c.set_members = dedup(index.resolve_all(&c.set_members, &members_loc, sink));
         }
@@ -227,15 +290,35 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     content.concept_classes = classes.into_values().collect();
     content.concept_datatypes = builtin::DATATYPES
         .iter()
-        .map(|(name, uuid, hl7)| ConceptDatatype { uuid: uuid.to_string(), name: name.to_string(), hl7_abbreviation: hl7.to_string(), description: String::new() })
+        .map(|(name, uuid, hl7)| ConceptDatatype {
+            uuid: uuid.to_string(),
+            name: name.to_string(),
+            hl7_abbreviation: hl7.to_string(),
+            description: String::new(),
+        })
         .collect();
-    content.concept_datatypes.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .concept_datatypes
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.concept_map_types = sorted(
-        builtin::MAP_TYPES.iter().map(|m| NamedMetadata { uuid: builtin::map_type_uuid(m), name: m.to_string(), description: None, retired: false, display: Localized::new() }).collect(),
+        builtin::MAP_TYPES
+            .iter()
+            .map(|m| NamedMetadata {
+                uuid: builtin::map_type_uuid(m),
+                name: m.to_string(),
+                description: None,
+                retired: false,
+                display: Localized::new(),
+            })
+            .collect(),
         |m| &m.uuid,
     );
     let concept_name_of = |concepts: &BTreeMap<String, Entry<Concept>>, uuid: &str| -> String {
-        concepts.get(uuid).and_then(|c| c.value.display_name("en", &[])).map(|n| n.name.clone()).unwrap_or_default()
+        concepts
+            .get(uuid)
+            .and_then(|c| c.value.display_name("en", &[]))
+            .map(|n| n.name.clone())
+            .unwrap_or_default()
     };
 
     // Location tags and locations.
@@ -243,21 +326,47 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     for name in builtin::MODULE_LOCATION_TAGS {
         if !tags.values().any(|t| t.name.eq_ignore_ascii_case(name)) {
             let uuid = derive_uuid(&format!("locationtag/{name}"));
-            tags.items.insert(uuid.clone(), Entry::new(NamedMetadata { uuid, name: name.to_string(), description: Some("Provided by a module".into()), retired: false, display: Localized::new() }, crate::vfs::Layer::Base, Loc::None));
+            tags.items.insert(
+                uuid.clone(),
+                Entry::new(
+                    NamedMetadata {
+                        uuid,
+                        name: name.to_string(),
+                        description: Some("Provided by a module".into()),
+                        retired: false,
+                        display: Localized::new(),
+                    },
+                    crate::vfs::Layer::Base,
+                    Loc::None,
+                ),
+            );
         }
     }
     let tag_lookup = Lookup::new(tags.values().map(|t| (t.name.as_str(), t.uuid.as_str())));
-    let location_lookup = Lookup::new(locations.values().map(|l| (l.name.as_str(), l.uuid.as_str())));
+    let location_lookup = Lookup::new(
+        locations
+            .values()
+            .map(|l| (l.name.as_str(), l.uuid.as_str())),
+    );
     content.locations = link_locations(locations, &tag_lookup, &location_lookup, sink);
     content.location_tags = tags.into_sorted();
 
     // Identifiers.
-    let type_lookup = Lookup::new(identifier_types.values().map(|t| (t.name.as_str(), t.uuid.as_str())));
+    let type_lookup = Lookup::new(
+        identifier_types
+            .values()
+            .map(|t| (t.name.as_str(), t.uuid.as_str())),
+    );
     content.patient_identifier_types = identifier_types.into_sorted();
     let source_uuids: BTreeSet<String> = identifier_sources.items.keys().cloned().collect();
     let mut id_sources = Vec::new();
     for (_, mut e) in identifier_sources.items {
-        if let Some(t) = type_lookup.resolve(&e.value.identifier_type, "Patient identifier type", e.at("identifier_type"), sink) {
+        if let Some(t) = type_lookup.resolve(
+            &e.value.identifier_type,
+            "Patient identifier type",
+            e.at("identifier_type"),
+            sink,
+        ) {
             e.value.identifier_type = t;
         }
         if let IdentifierSourceKind::Pool { pool_source } = &e.value.kind
@@ -269,7 +378,12 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     }
     content.identifier_sources = id_sources;
     for (_, mut e) in autogeneration_options.items {
-        if let Some(t) = type_lookup.resolve(&e.value.identifier_type, "Patient identifier type", e.at("identifier_type"), sink) {
+        if let Some(t) = type_lookup.resolve(
+            &e.value.identifier_type,
+            "Patient identifier type",
+            e.at("identifier_type"),
+            sink,
+        ) {
             e.value.identifier_type = t;
         }
         if !source_uuids.contains(&e.value.source) {
@@ -287,13 +401,20 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     content.encounter_roles = encounter_roles.into_sorted();
     content.relationship_types = relationship_types.into_sorted();
     for (_, e) in &encounter_types.items {
-        for (field, p) in [("view_privilege", &e.value.view_privilege), ("edit_privilege", &e.value.edit_privilege)] {
+        for (field, p) in [
+            ("view_privilege", &e.value.view_privilege),
+            ("edit_privilege", &e.value.edit_privilege),
+        ] {
             if let Some(p) = p {
                 check_privilege(p, e.at(field), sink);
             }
         }
     }
-    let encounter_type_lookup = Lookup::new(encounter_types.values().map(|t| (t.name.as_str(), t.uuid.as_str())));
+    let encounter_type_lookup = Lookup::new(
+        encounter_types
+            .values()
+            .map(|t| (t.name.as_str(), t.uuid.as_str())),
+    );
     content.encounter_types = encounter_types.into_sorted();
     for (_, e) in &person_attribute_types.items {
         if let Some(p) = &e.value.edit_privilege {
@@ -318,14 +439,20 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         }
         program_list.push(e.value);
     }
-    let program_lookup = Lookup::new(program_list.iter().map(|p| (p.name.as_str(), p.uuid.as_str())));
+    let program_lookup = Lookup::new(
+        program_list
+            .iter()
+            .map(|p| (p.name.as_str(), p.uuid.as_str())),
+    );
     content.programs = program_list;
     let mut workflow_by_concept: HashMap<String, String> = HashMap::new();
     let workflow_uuids: BTreeSet<String> = program_workflows.items.keys().cloned().collect();
     for (_, mut e) in program_workflows.items {
-        let program = program_lookup.find(&e.value.program).or_else(|| match index.lookup(&e.value.program) {
-            crate::resolve::Resolution::Found(c) => program_by_concept.get(&c).cloned(),
-            _ => None,
+        let program = program_lookup.find(&e.value.program).or_else(|| {
+            match index.lookup(&e.value.program) {
+                crate::resolve::Resolution::Found(c) => program_by_concept.get(&c).cloned(),
+                _ => None,
+            }
         });
         match program {
             Some(p) => e.value.program = p,
@@ -361,15 +488,35 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         content.program_workflow_states.push(e.value);
     }
     for w in content.program_workflows.iter() {
-        let states: Vec<_> = content.program_workflow_states.iter().filter(|s| s.workflow == w.uuid && !s.retired).collect();
+        let states: Vec<_> = content
+            .program_workflow_states
+            .iter()
+            .filter(|s| s.workflow == w.uuid && !s.retired)
+            .collect();
         if !states.is_empty() && !states.iter().any(|s| s.initial) {
-            sink.emit(Code::InvalidValue, &Loc::None, format!("Workflow '{}' has no initial state", w.uuid))
-                .help = Some("mark at least one state of the workflow `Initial` = true".into());
+            sink.emit(
+                Code::InvalidValue,
+                &Loc::None,
+                format!("Workflow '{}' has no initial state", w.uuid),
+            )
+            .help = Some("mark at least one state of the workflow `Initial` = true".into());
         }
     }
 
     // Drugs, frequencies, payment modes, queues.
-    let known_sources: BTreeSet<String> = content.concept_sources.iter().flat_map(|s| [Some(s.name.to_lowercase()), s.hl7_code.as_ref().map(|h| h.to_lowercase()), s.unique_id.as_ref().map(|u| u.to_lowercase()), Some(s.uuid.to_lowercase())]).flatten().collect();
+    let known_sources: BTreeSet<String> = content
+        .concept_sources
+        .iter()
+        .flat_map(|s| {
+            [
+                Some(s.name.to_lowercase()),
+                s.hl7_code.as_ref().map(|h| h.to_lowercase()),
+                s.unique_id.as_ref().map(|u| u.to_lowercase()),
+                Some(s.uuid.to_lowercase()),
+            ]
+        })
+        .flatten()
+        .collect();
     for (_, mut e) in drugs.items {
         if let Some(c) = index.resolve(&e.value.concept, e.at("concept"), sink) {
             e.value.concept = c;
@@ -395,12 +542,17 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         if let Some(c) = index.resolve(&e.value.service, e.at("service"), sink) {
             e.value.service = c;
         }
-        for (field, value) in [("status_concept_set", &mut e.value.status_concept_set), ("priority_concept_set", &mut e.value.priority_concept_set)] {
+        for (field, value) in [
+            ("status_concept_set", &mut e.value.status_concept_set),
+            ("priority_concept_set", &mut e.value.priority_concept_set),
+        ] {
             if let Some(v) = value.clone() {
                 *value = index.resolve(&v, e.cells.get(field).unwrap_or(&e.loc), sink);
             }
         }
-        if let Some(l) = location_lookup.resolve(&e.value.location, "Location", e.at("location"), sink) {
+        if let Some(l) =
+            location_lookup.resolve(&e.value.location, "Location", e.at("location"), sink)
+        {
             e.value.location = l;
         }
         content.queues.push(e.value);
@@ -415,14 +567,17 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
             form.encounter_type = encounter_type_lookup.find(name);
             if form.encounter_type.is_none() {
                 sink.unknown_reference(&encounter_loc, "Encounter type", name)
-                    .help = Some("forms name their encounter type by name; define it in encountertypes/".into());
+                    .help = Some(
+                    "forms name their encounter type by name; define it in encountertypes/".into(),
+                );
             }
         }
         for (reference, question, loc) in &e.value.concept_refs {
             if index.resolve(reference, loc, sink).is_none()
                 && let Some(d) = sink_last(sink)
             {
-                d.notes.push(format!("question `{question}` of form `{}`", form.name));
+                d.notes
+                    .push(format!("question `{question}` of form `{}`", form.name));
             }
         }
         form_names.insert(form.name.to_lowercase(), form.uuid.clone());
@@ -435,10 +590,19 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         }
         content.form_translations.push(e.value);
     }
-    content.form_translations.sort_by(|a, b| (&a.form, &a.language).cmp(&(&b.form, &b.language)));
+    content
+        .form_translations
+        .sort_by(|a, b| (&a.form, &a.language).cmp(&(&b.form, &b.language)));
 
     // Global properties with known shapes.
-    let mut gps: Vec<(GlobalProperty, Loc)> = global_properties.items.into_values().map(|e| { let l = e.at("value").clone(); (e.value, l) }).collect();
+    let mut gps: Vec<(GlobalProperty, Loc)> = global_properties
+        .items
+        .into_values()
+        .map(|e| {
+            let l = e.at("value").clone();
+            (e.value, l)
+        })
+        .collect();
     gps.sort_by(|a, b| a.0.property.cmp(&b.0.property));
     content.locales = check_global_properties(&gps, &index, sink);
     content.address_template = match address_template {
@@ -457,13 +621,23 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     content.concepts = concepts.into_values().map(|e| e.value).collect();
     content.indexes = build_indexes(&content.concepts, &content.concept_sources);
     content.ocl_archives = ocl.archives;
-    content.identifier_sources.sort_by(|a, b| a.uuid.cmp(&b.uuid));
-    content.autogeneration_options.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .identifier_sources
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .autogeneration_options
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.programs.sort_by(|a, b| a.uuid.cmp(&b.uuid));
-    content.program_workflows.sort_by(|a, b| a.uuid.cmp(&b.uuid));
-    content.program_workflow_states.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .program_workflows
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .program_workflow_states
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.drugs.sort_by(|a, b| a.uuid.cmp(&b.uuid));
-    content.order_frequencies.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .order_frequencies
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.queues.sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.forms.sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content
@@ -488,29 +662,60 @@ fn link_roles(
 ) -> Vec<Role> {
     let mut list: Vec<Entry<Role>> = roles.items.into_values().collect();
     for (name, uuid, description) in builtin::CORE_ROLES {
-        if !list.iter().any(|r| r.value.name.eq_ignore_ascii_case(name) || r.value.uuid == *uuid) {
+        if !list
+            .iter()
+            .any(|r| r.value.name.eq_ignore_ascii_case(name) || r.value.uuid == *uuid)
+        {
             list.push(Entry::new(
-                Role { uuid: uuid.to_string(), name: name.to_string(), description: Some(description.to_string()), inherited_roles: Vec::new(), privileges: Vec::new(), all_privileges: Vec::new(), core: true },
+                Role {
+                    uuid: uuid.to_string(),
+                    name: name.to_string(),
+                    description: Some(description.to_string()),
+                    inherited_roles: Vec::new(),
+                    privileges: Vec::new(),
+                    all_privileges: Vec::new(),
+                    core: true,
+                },
                 crate::vfs::Layer::Base,
                 Loc::None,
             ));
-        } else if let Some(r) = list.iter_mut().find(|r| r.value.name.eq_ignore_ascii_case(name)) {
+        } else if let Some(r) = list
+            .iter_mut()
+            .find(|r| r.value.name.eq_ignore_ascii_case(name))
+        {
             r.value.core = true;
         }
     }
-    let lookup = Lookup::new(list.iter().map(|r| (r.value.name.as_str(), r.value.uuid.as_str())));
-    let name_of: HashMap<String, String> = list.iter().map(|r| (r.value.uuid.clone(), r.value.name.clone())).collect();
+    let lookup = Lookup::new(
+        list.iter()
+            .map(|r| (r.value.name.as_str(), r.value.uuid.as_str())),
+    );
+    let name_of: HashMap<String, String> = list
+        .iter()
+        .map(|r| (r.value.uuid.clone(), r.value.name.clone()))
+        .collect();
     for r in &mut list {
         let inherited = std::mem::take(&mut r.value.inherited_roles);
         r.value.inherited_roles = inherited
             .iter()
-            .filter_map(|i| lookup.resolve(i, "Role", r.at("inherited_roles"), sink).map(|u| name_of[&u].clone()))
+            .filter_map(|i| {
+                lookup
+                    .resolve(i, "Role", &r.at("inherited_roles").narrow(i), sink)
+                    .map(|u| name_of[&u].clone())
+            })
             .collect();
         let privs = std::mem::take(&mut r.value.privileges);
-        r.value.privileges = privs.iter().map(|p| check_privilege(p, r.at("privileges"), sink)).collect();
+        r.value.privileges = privs
+            .iter()
+            .map(|p| check_privilege(p, &r.at("privileges").narrow(p), sink))
+            .collect();
     }
     // Transitive privileges, with cycle detection over inheritance.
-    let by_name: HashMap<String, usize> = list.iter().enumerate().map(|(i, r)| (r.value.name.clone(), i)).collect();
+    let by_name: HashMap<String, usize> = list
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.value.name.clone(), i))
+        .collect();
     let mut reported_cycle = BTreeSet::new();
     let mut totals = Vec::with_capacity(list.len());
     for start in 0..list.len() {
@@ -523,14 +728,26 @@ fn link_roles(
             }
             acc.extend(list[i].value.privileges.iter().cloned());
             for parent in &list[i].value.inherited_roles {
-                let Some(&j) = by_name.get(parent) else { continue };
+                let Some(&j) = by_name.get(parent) else {
+                    continue;
+                };
                 if j == start {
-                    let names: Vec<_> = path.iter().chain([&start]).map(|&k| list[k].value.name.clone()).collect();
+                    let names: Vec<_> = path
+                        .iter()
+                        .chain([&start])
+                        .map(|&k| list[k].value.name.clone())
+                        .collect();
                     let mut key = names.clone();
                     key.sort();
                     if reported_cycle.insert(key) {
-                        sink.emit(Code::Cycle, list[start].at("inherited_roles"), format!("Role inheritance forms a cycle: {}", names.join(" → ")))
-                            .help = Some("a role cannot inherit from itself, directly or through others".into());
+                        sink.emit(
+                            Code::Cycle,
+                            list[start].at("inherited_roles"),
+                            format!("Role inheritance forms a cycle: {}", names.join(" → ")),
+                        )
+                        .help = Some(
+                            "a role cannot inherit from itself, directly or through others".into(),
+                        );
                     }
                     continue;
                 }
@@ -550,11 +767,19 @@ fn link_roles(
     sorted(list.into_iter().map(|e| e.value).collect(), |r| &r.uuid)
 }
 
-fn link_locations(locations: Registry<Location>, tags: &Lookup, lookup: &Lookup, sink: &mut Sink) -> Vec<Location> {
+fn link_locations(
+    locations: Registry<Location>,
+    tags: &Lookup,
+    lookup: &Lookup,
+    sink: &mut Sink,
+) -> Vec<Location> {
     let mut list: Vec<Entry<Location>> = locations.items.into_values().collect();
     for e in &mut list {
         let written = std::mem::take(&mut e.value.tags);
-        let mut resolved: Vec<String> = written.iter().filter_map(|t| tags.resolve(t, "Location tag", e.at("tags"), sink)).collect();
+        let mut resolved: Vec<String> = written
+            .iter()
+            .filter_map(|t| tags.resolve(t, "Location tag", &e.at("tags").narrow(t), sink))
+            .collect();
         resolved.sort();
         resolved.dedup();
         e.value.tags = resolved;
@@ -569,7 +794,10 @@ fn link_locations(locations: Registry<Location>, tags: &Lookup, lookup: &Lookup,
         }
     }
     // Parent cycles.
-    let parent_of: HashMap<String, String> = list.iter().filter_map(|e| Some((e.value.uuid.clone(), e.value.parent.clone()?))).collect();
+    let parent_of: HashMap<String, String> = list
+        .iter()
+        .filter_map(|e| Some((e.value.uuid.clone(), e.value.parent.clone()?)))
+        .collect();
     let mut in_cycle = BTreeSet::new();
     for e in &list {
         let mut seen = vec![e.value.uuid.clone()];
@@ -577,10 +805,25 @@ fn link_locations(locations: Registry<Location>, tags: &Lookup, lookup: &Lookup,
         while let Some(p) = parent_of.get(&cur) {
             if *p == e.value.uuid {
                 if !in_cycle.contains(&e.value.uuid) {
-                    let names: Vec<_> = seen.iter().map(|u| list.iter().find(|l| &l.value.uuid == u).map_or(u.clone(), |l| l.value.name.clone())).collect();
+                    let names: Vec<_> = seen
+                        .iter()
+                        .map(|u| {
+                            list.iter()
+                                .find(|l| &l.value.uuid == u)
+                                .map_or(u.clone(), |l| l.value.name.clone())
+                        })
+                        .collect();
                     in_cycle.extend(seen.iter().cloned());
-                    sink.emit(Code::Cycle, e.at("parent"), format!("Location parents form a cycle: {} → {}", names.join(" → "), names[0]))
-                        .help = Some("a location cannot be its own ancestor".into());
+                    sink.emit(
+                        Code::Cycle,
+                        e.at("parent"),
+                        format!(
+                            "Location parents form a cycle: {} → {}",
+                            names.join(" → "),
+                            names[0]
+                        ),
+                    )
+                    .help = Some("a location cannot be its own ancestor".into());
                 }
                 break;
             }
@@ -594,19 +837,39 @@ fn link_locations(locations: Registry<Location>, tags: &Lookup, lookup: &Lookup,
     sorted(list.into_iter().map(|e| e.value).collect(), |l| &l.uuid)
 }
 
-fn check_global_properties(gps: &[(GlobalProperty, Loc)], index: &ConceptIndex, sink: &mut Sink) -> Locales {
+fn check_global_properties(
+    gps: &[(GlobalProperty, Loc)],
+    index: &ConceptIndex,
+    sink: &mut Sink,
+) -> Locales {
     let get = |name: &str| gps.iter().find(|(g, _)| g.property == name);
-    let mut locales = Locales { allowed: vec!["en".into()], default: "en".into() };
+    let mut locales = Locales {
+        allowed: vec!["en".into()],
+        default: "en".into(),
+    };
     if let Some((gp, loc)) = get("locale.allowed.list") {
-        let items: Vec<String> = gp.value.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        let items: Vec<String> = gp
+            .value
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
         for l in &items {
             if !is_locale(l) {
-                sink.emit(Code::InvalidGlobalProperty, loc, format!("'locale.allowed.list' holds '{l}', which is not a locale code"))
-                    .help = Some("write locales as `en`, `fr` or `en_GB`, separated by commas".into());
+                sink.emit(
+                    Code::InvalidGlobalProperty,
+                    loc,
+                    format!("'locale.allowed.list' holds '{l}', which is not a locale code"),
+                )
+                .help = Some("write locales as `en`, `fr` or `en_GB`, separated by commas".into());
             }
         }
         if items.is_empty() {
-            sink.emit(Code::InvalidGlobalProperty, loc, "'locale.allowed.list' is empty");
+            sink.emit(
+                Code::InvalidGlobalProperty,
+                loc,
+                "'locale.allowed.list' is empty",
+            );
         } else {
             locales.allowed = items;
         }
@@ -614,8 +877,16 @@ fn check_global_properties(gps: &[(GlobalProperty, Loc)], index: &ConceptIndex, 
     if let Some((gp, loc)) = get("default_locale") {
         let d = gp.value.trim().to_string();
         if !locales.allowed.contains(&d) {
-            sink.emit(Code::InvalidGlobalProperty, loc, format!("'default_locale' is '{d}', which is not in 'locale.allowed.list' ({})", locales.allowed.join(", ")))
-                .help = Some("add it to locale.allowed.list, or choose one of the allowed locales".into());
+            sink.emit(
+                Code::InvalidGlobalProperty,
+                loc,
+                format!(
+                    "'default_locale' is '{d}', which is not in 'locale.allowed.list' ({})",
+                    locales.allowed.join(", ")
+                ),
+            )
+            .help =
+                Some("add it to locale.allowed.list, or choose one of the allowed locales".into());
         }
         locales.default = d;
     } else {
@@ -624,13 +895,29 @@ fn check_global_properties(gps: &[(GlobalProperty, Loc)], index: &ConceptIndex, 
     if let Some((gp, loc)) = get("patient.identifier.regex")
         && !gp.value.trim().is_empty()
     {
-        crate::domains::identifiers::check_regex(gp.value.trim(), "'patient.identifier.regex'", loc, sink);
+        crate::domains::identifiers::check_regex(
+            gp.value.trim(),
+            "'patient.identifier.regex'",
+            loc,
+            sink,
+        );
     }
-    for name in ["visits.autoCloseVisitTimeout", "security.allowedFailedLoginsBeforeLockout", "security.unlockAccountWaitingTime", "minSearchCharacters", "webservices.rest.maxResultsDefault", "webservices.rest.maxResultsAbsolute"] {
+    for name in [
+        "visits.autoCloseVisitTimeout",
+        "security.allowedFailedLoginsBeforeLockout",
+        "security.unlockAccountWaitingTime",
+        "minSearchCharacters",
+        "webservices.rest.maxResultsDefault",
+        "webservices.rest.maxResultsAbsolute",
+    ] {
         if let Some((gp, loc)) = get(name)
             && gp.value.trim().parse::<u32>().is_err()
         {
-            sink.emit(Code::InvalidGlobalProperty, loc, format!("'{name}' must be a whole number, not '{}'", gp.value.trim()));
+            sink.emit(
+                Code::InvalidGlobalProperty,
+                loc,
+                format!("'{name}' must be a whole number, not '{}'", gp.value.trim()),
+            );
         }
     }
     if let Some((gp, loc)) = get("queue.service.concepts") {
@@ -642,7 +929,10 @@ fn check_global_properties(gps: &[(GlobalProperty, Loc)], index: &ConceptIndex, 
 }
 
 fn build_indexes(concepts: &[Concept], sources: &[ConceptSource]) -> Indexes {
-    let hl7: HashMap<String, String> = sources.iter().filter_map(|s| Some((s.name.to_uppercase(), s.hl7_code.clone()?))).collect();
+    let hl7: HashMap<String, String> = sources
+        .iter()
+        .filter_map(|s| Some((s.name.to_uppercase(), s.hl7_code.clone()?)))
+        .collect();
     let mut indexes = Indexes::default();
     // Live concepts first, so a retired one never shadows a live one for the same code.
     let mut order: Vec<usize> = (0..concepts.len()).collect();
@@ -650,14 +940,24 @@ fn build_indexes(concepts: &[Concept], sources: &[ConceptSource]) -> Indexes {
     for i in order {
         let c = &concepts[i];
         for m in &c.mappings {
-            for key in std::iter::once(mapping_key(&m.source, &m.code)).chain(hl7.get(&m.source.to_uppercase()).map(|h| mapping_key(h, &m.code))) {
+            for key in std::iter::once(mapping_key(&m.source, &m.code)).chain(
+                hl7.get(&m.source.to_uppercase())
+                    .map(|h| mapping_key(h, &m.code)),
+            ) {
                 indexes.concept_by_mapping.entry(key).or_insert(i as u32);
             }
         }
     }
     for (i, c) in concepts.iter().enumerate() {
-        for n in c.names.iter().filter(|n| n.name_type == ConceptNameType::FullySpecified) {
-            let list = indexes.concept_by_name.entry(n.name.to_lowercase()).or_default();
+        for n in c
+            .names
+            .iter()
+            .filter(|n| n.name_type == ConceptNameType::FullySpecified)
+        {
+            let list = indexes
+                .concept_by_name
+                .entry(n.name.to_lowercase())
+                .or_default();
             if !list.contains(&(i as u32)) {
                 list.push(i as u32);
             }

@@ -12,7 +12,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "compiler", version, about = "Compile an OpenMRS content package into a sealed bundle")]
+#[command(
+    name = "compiler",
+    version,
+    about = "Compile an OpenMRS content package into a sealed bundle"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -95,7 +99,9 @@ fn main() -> ExitCode {
 
 fn run(args: &BuildArgs, out: Option<&Path>) -> ExitCode {
     let started = Instant::now();
-    let selection = match selection_from(args.build_type.as_deref(), args.site.as_deref(), |k| std::env::var(k).ok()) {
+    let selection = match selection_from(args.build_type.as_deref(), args.site.as_deref(), |k| {
+        std::env::var(k).ok()
+    }) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -105,7 +111,10 @@ fn run(args: &BuildArgs, out: Option<&Path>) -> ExitCode {
     let stderr_tty = std::io::stderr().is_terminal();
     let bar = Bar(stderr_tty.then(|| {
         let b = ProgressBar::new(0);
-        b.set_style(ProgressStyle::with_template("{spinner} {msg} {pos}/{len} {wide_bar}").expect("valid template"));
+        b.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {pos}/{len} {wide_bar}")
+                .expect("valid template"),
+        );
         b
     }));
     let compiled = compiler::compile(&args.root, &selection, &bar);
@@ -117,7 +126,11 @@ fn run(args: &BuildArgs, out: Option<&Path>) -> ExitCode {
             eprintln!("error: cannot write {}: {e}", path.display());
             return ExitCode::from(2);
         }
-        eprintln!("wrote {} baseline entries to {}", baseline.entries.len(), path.display());
+        eprintln!(
+            "wrote {} baseline entries to {}",
+            baseline.entries.len(),
+            path.display()
+        );
     }
 
     let baseline_path = args.baseline.clone().or_else(|| {
@@ -125,7 +138,10 @@ fn run(args: &BuildArgs, out: Option<&Path>) -> ExitCode {
         (args.write_baseline.is_none() && p.is_file()).then_some(p)
     });
     let (diagnostics, baselined) = match &baseline_path {
-        Some(p) if args.write_baseline.is_none() => match std::fs::read_to_string(p).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str::<Baseline>(&t).map_err(|e| e.to_string())) {
+        Some(p) if args.write_baseline.is_none() => match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<Baseline>(&t).map_err(|e| e.to_string()))
+        {
             Ok(b) => {
                 let (mut d, n) = b.apply(compiled.diagnostics.clone(), &p.display().to_string());
                 d.sort_by(|a, b| (&a.position, &a.code).cmp(&(&b.position, &b.code)));
@@ -140,7 +156,8 @@ fn run(args: &BuildArgs, out: Option<&Path>) -> ExitCode {
         _ => (compiled.diagnostics.clone(), 0),
     };
 
-    let color = stderr_tty && args.format == Format::Human && std::env::var_os("NO_COLOR").is_none();
+    let color =
+        stderr_tty && args.format == Format::Human && std::env::var_os("NO_COLOR").is_none();
     let text = render(&diagnostics, args.format, color);
     match args.format {
         Format::Human => eprint!("{text}"),
@@ -164,27 +181,49 @@ fn run(args: &BuildArgs, out: Option<&Path>) -> ExitCode {
             }
         }
     }
-    eprintln!("{}", summary(&compiled, errors, warnings, baselined, started.elapsed().as_secs_f64(), &wrote));
-    if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    eprintln!(
+        "{}",
+        summary(
+            &compiled,
+            errors,
+            warnings,
+            baselined,
+            started.elapsed().as_secs_f64(),
+            &wrote
+        )
+    );
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
-fn summary(c: &Compiled, errors: usize, warnings: usize, baselined: usize, secs: f64, wrote: &str) -> String {
-    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+fn summary(
+    c: &Compiled,
+    errors: usize,
+    warnings: usize,
+    baselined: usize,
+    secs: f64,
+    wrote: &str,
+) -> String {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let target = match &c.header.site {
         Some(site) => format!("site {site}"),
         None => "distro".to_string(),
     };
     let mut s = format!(
         "{target}: {}, {}, {} in {secs:.2} s",
-        plural(errors, "error"),
-        plural(warnings, "warning"),
-        plural(c.entity_count(), "entity"),
+        plural(errors, "error", "errors"),
+        plural(warnings, "warning", "warnings"),
+        plural(c.entity_count(), "entity", "entities"),
     );
     if baselined > 0 {
         s.push_str(&format!(", {baselined} accepted by the baseline"));
     }
     s.push_str(wrote);
-    s.replace("1 entitys", "1 entity").replace("entitys", "entities")
+    s
 }
 
 fn write_bundle(c: &Compiled, out: &Path) -> std::io::Result<usize> {

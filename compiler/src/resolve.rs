@@ -79,7 +79,11 @@ impl ConceptIndex {
                 _ => return Resolution::Ambiguous(live),
             }
         }
-        match self.by_name.get(&reference.to_lowercase()).map(Vec::as_slice) {
+        match self
+            .by_name
+            .get(&reference.to_lowercase())
+            .map(Vec::as_slice)
+        {
             Some([one]) => Resolution::Found(one.clone()),
             Some(many) if many.len() > 1 => Resolution::Ambiguous(many.to_vec()),
             _ => Resolution::NotFound,
@@ -110,7 +114,7 @@ impl ConceptIndex {
     /// Resolves each item of a list, keeping order and dropping failures.
     pub fn resolve_all(&self, refs: &[String], loc: &Loc, sink: &mut Sink) -> Vec<String> {
         refs.iter()
-            .filter_map(|r| self.resolve(r, loc, sink))
+            .filter_map(|r| self.resolve(r, &loc.narrow(r), sink))
             .collect()
     }
 }

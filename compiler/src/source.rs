@@ -50,7 +50,9 @@ impl TextFile {
 
     /// The text of a 1-based line, without its line end.
     pub fn line_text(&self, line: u32) -> &str {
-        let i = (line as usize).saturating_sub(1).min(self.line_starts.len() - 1);
+        let i = (line as usize)
+            .saturating_sub(1)
+            .min(self.line_starts.len() - 1);
         let start = self.line_starts[i] as usize;
         let end = self
             .line_starts
@@ -142,7 +144,8 @@ impl Loc {
                 let (line, column) = file.line_col(*offset as usize);
                 let text = file.line_text(line);
                 let start = *offset as usize;
-                let end = floor_char_boundary(&file.text, (start + *len as usize).min(file.text.len()));
+                let end =
+                    floor_char_boundary(&file.text, (start + *len as usize).min(file.text.len()));
                 let marked = file.text[floor_char_boundary(&file.text, start)..end]
                     .lines()
                     .next()
@@ -160,6 +163,20 @@ impl Loc {
                 })
             }
         }
+    }
+
+    /// The part of this range where `needle` is written (the whole range if it is not).
+    /// Used to point at one item of a `;`-separated list cell.
+    pub fn narrow(&self, needle: &str) -> Loc {
+        if let Loc::Text { file, offset, len } = self {
+            let (start, end) = (*offset as usize, (*offset + *len) as usize);
+            if let Some(range) = file.text.get(start..end.min(file.text.len()))
+                && let Some(i) = range.find(needle)
+            {
+                return file.loc(start + i, needle.len());
+            }
+        }
+        self.clone()
     }
 
     pub fn path(&self) -> Option<&str> {
@@ -194,25 +211,22 @@ pub struct Utf8Problem {
 /// Decodes UTF-8, stripping a byte-order mark. Reports the first invalid byte's position.
 pub fn decode_utf8(bytes: Vec<u8>) -> Result<(String, bool), Utf8Problem> {
     let had_bom = bytes.starts_with(&[0xEF, 0xBB, 0xBF]);
-    let bytes = if had_bom {
-        bytes[3..].to_vec()
-    } else {
-        bytes
-    };
-    String::from_utf8(bytes)
-        .map(|s| (s, had_bom))
-        .map_err(|e| {
-            let offset = e.utf8_error().valid_up_to();
-            let valid = &e.as_bytes()[..offset];
-            let line = valid.iter().filter(|&&b| b == b'\n').count() as u32 + 1;
-            let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-            let column = String::from_utf8_lossy(&valid[line_start..]).chars().count() as u32 + 1;
-            Utf8Problem {
-                line,
-                column,
-                offset: offset + usize::from(had_bom) * 3,
-            }
-        })
+    let bytes = if had_bom { bytes[3..].to_vec() } else { bytes };
+    String::from_utf8(bytes).map(|s| (s, had_bom)).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let valid = &e.as_bytes()[..offset];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() as u32 + 1;
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        let column = String::from_utf8_lossy(&valid[line_start..])
+            .chars()
+            .count() as u32
+            + 1;
+        Utf8Problem {
+            line,
+            column,
+            offset: offset + usize::from(had_bom) * 3,
+        }
+    })
 }
 
 #[cfg(test)]

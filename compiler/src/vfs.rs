@@ -110,8 +110,12 @@ pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
     match (selection.build_type, &selection.site) {
         (BuildType::Site, None) => {
             let sites = list_sites(root);
-            sink.emit(Code::Selection, &Loc::None, "A site build needs a site name")
-                .help = Some(format!(
+            sink.emit(
+                Code::Selection,
+                &Loc::None,
+                "A site build needs a site name",
+            )
+            .help = Some(format!(
                 "set MVN_PROJECT or --site to one of: {}",
                 display_list(&sites)
             ));
@@ -121,8 +125,12 @@ pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
             let dir = root.join("sites").join(site);
             let sites = list_sites(root);
             if site.contains(['/', '\\']) || site.starts_with('.') || !sites.contains(site) {
-                sink.emit(Code::Selection, &Loc::None, format!("Unknown site '{site}'"))
-                    .help = Some(format!("sites that exist: {}", display_list(&sites)));
+                sink.emit(
+                    Code::Selection,
+                    &Loc::None,
+                    format!("Unknown site '{site}'"),
+                )
+                .help = Some(format!("sites that exist: {}", display_list(&sites)));
                 return project;
             }
             layers.push((Layer::Site, dir.join("openmrs_config")));
@@ -266,7 +274,11 @@ fn read_capped(path: &Path, display: &Arc<str>, sink: &mut Sink) -> Option<Vec<u
 
 /// Reads the member `name` of a zip archive held in memory, refusing members whose
 /// inflated size or compression ratio is over the caps (zip bombs).
-pub fn read_zip_member(bytes: &[u8], name: &str, display: &Arc<str>) -> Result<Vec<u8>, Diagnostic> {
+pub fn read_zip_member(
+    bytes: &[u8],
+    name: &str,
+    display: &Arc<str>,
+) -> Result<Vec<u8>, Diagnostic> {
     let loc = Loc::File(display.clone());
     let bad = |msg: String| Diagnostic::new(Code::BadArchive, &loc, msg);
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
@@ -292,7 +304,11 @@ pub fn read_zip_member(bytes: &[u8], name: &str, display: &Arc<str>) -> Result<V
             "members are limited to {MAX_FILE_BYTES} bytes and a compression ratio of {MAX_COMPRESSION_RATIO}:1 (zip bomb protection)"
         ))
     };
-    let cap = MAX_FILE_BYTES.min(compressed.saturating_mul(MAX_COMPRESSION_RATIO).max(64 * 1024));
+    let cap = MAX_FILE_BYTES.min(
+        compressed
+            .saturating_mul(MAX_COMPRESSION_RATIO)
+            .max(64 * 1024),
+    );
     if declared > cap {
         return Err(too_large(declared));
     }

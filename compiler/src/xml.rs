@@ -24,12 +24,17 @@ impl Element {
     }
 
     pub fn attr(&self, name: &str) -> Option<&str> {
-        self.attributes.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.attributes
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Text of the named child, trimmed.
     pub fn child_text(&self, name: &str) -> Option<String> {
-        self.child(name).map(|c| c.text.trim().to_string()).filter(|s| !s.is_empty())
+        self.child(name)
+            .map(|c| c.text.trim().to_string())
+            .filter(|s| !s.is_empty())
     }
 }
 
@@ -132,7 +137,10 @@ pub fn parse(text: &str) -> Result<Element, XmlError> {
     }
     if !stack.is_empty() {
         return Err(err(
-            format!("element <{}> is not closed", stack.last().map_or("", |e| e.name.as_str())),
+            format!(
+                "element <{}> is not closed",
+                stack.last().map_or("", |e| e.name.as_str())
+            ),
             text.len(),
         ));
     }
@@ -145,7 +153,8 @@ mod tests {
 
     #[test]
     fn keeps_text_verbatim_and_decodes_entities() {
-        let root = parse("<config><v a=\"x&amp;y\"> a &lt;b&gt; &#233;<!-- c --></v><e/></config>").unwrap();
+        let root = parse("<config><v a=\"x&amp;y\"> a &lt;b&gt; &#233;<!-- c --></v><e/></config>")
+            .unwrap();
         let v = root.child("v").unwrap();
         assert_eq!(v.text, " a <b> é");
         assert_eq!(v.attr("a"), Some("x&y"));
@@ -155,7 +164,11 @@ mod tests {
     #[test]
     fn reports_mismatched_tags() {
         let e = parse("<a>\n<b></a>").unwrap_err();
-        assert!(e.message.contains("b") || e.message.contains("a"), "{}", e.message);
+        assert!(
+            e.message.contains("b") || e.message.contains("a"),
+            "{}",
+            e.message
+        );
         assert!(parse("<a></a><b/>").is_err());
         assert!(parse("<a>").is_err());
     }

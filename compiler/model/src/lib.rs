@@ -148,7 +148,10 @@ impl Content {
             ("locations", self.locations.len()),
             ("privileges", self.privileges.len()),
             ("roles", self.roles.len()),
-            ("patient_identifier_types", self.patient_identifier_types.len()),
+            (
+                "patient_identifier_types",
+                self.patient_identifier_types.len(),
+            ),
             ("identifier_sources", self.identifier_sources.len()),
             ("autogeneration_options", self.autogeneration_options.len()),
             ("visit_types", self.visit_types.len()),
@@ -158,7 +161,10 @@ impl Content {
             ("person_attribute_types", self.person_attribute_types.len()),
             ("programs", self.programs.len()),
             ("program_workflows", self.program_workflows.len()),
-            ("program_workflow_states", self.program_workflow_states.len()),
+            (
+                "program_workflow_states",
+                self.program_workflow_states.len(),
+            ),
             ("drugs", self.drugs.len()),
             ("order_frequencies", self.order_frequencies.len()),
             ("payment_modes", self.payment_modes.len()),
@@ -186,7 +192,11 @@ pub fn mapping_key(source: &str, code: &str) -> String {
 }
 
 /// Binary search in a slice sorted by the key `key` returns.
-pub fn find_by_uuid<'a, T>(items: &'a [T], uuid: &str, key: impl Fn(&T) -> &String) -> Option<&'a T> {
+pub fn find_by_uuid<'a, T>(
+    items: &'a [T],
+    uuid: &str,
+    key: impl Fn(&T) -> &String,
+) -> Option<&'a T> {
     items
         .binary_search_by(|item| key(item).as_str().cmp(uuid))
         .ok()

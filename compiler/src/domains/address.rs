@@ -33,30 +33,74 @@ pub fn field_name(field: &str) -> Option<String> {
 }
 
 pub const TEMPLATE_FIELDS: &[&str] = &[
-    "address1", "address2", "address3", "address4", "address5", "address6", "address7",
-    "address8", "address9", "address10", "address11", "address12", "address13", "address14",
-    "address15", "cityVillage", "countyDistrict", "stateProvince", "postalCode", "country",
-    "latitude", "longitude", "startDate", "endDate",
+    "address1",
+    "address2",
+    "address3",
+    "address4",
+    "address5",
+    "address6",
+    "address7",
+    "address8",
+    "address9",
+    "address10",
+    "address11",
+    "address12",
+    "address13",
+    "address14",
+    "address15",
+    "cityVillage",
+    "countyDistrict",
+    "stateProvince",
+    "postalCode",
+    "country",
+    "latitude",
+    "longitude",
+    "startDate",
+    "endDate",
 ];
 
 pub fn load_hierarchy(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink) {
-    let props: Vec<&InputFile> = files.iter().copied().filter(|f| f.extension() == "properties").collect();
+    let props: Vec<&InputFile> = files
+        .iter()
+        .copied()
+        .filter(|f| f.extension() == "properties")
+        .collect();
     messages::load(&props, &mut loaded.messages, sink);
-    let Some(config) = files.iter().find(|f| f.rel == "addresshierarchy/addressConfiguration.xml") else {
+    let Some(config) = files
+        .iter()
+        .find(|f| f.rel == "addresshierarchy/addressConfiguration.xml")
+    else {
         for f in files.iter().filter(|f| f.extension() == "xml") {
-            sink.emit(Code::StrayFile, &Loc::File(f.display.clone()), "Address hierarchy file is not addressConfiguration.xml and is not read");
+            sink.emit(
+                Code::StrayFile,
+                &Loc::File(f.display.clone()),
+                "Address hierarchy file is not addressConfiguration.xml and is not read",
+            );
         }
         return;
     };
-    let Some(file) = decode(config, sink) else { return };
+    let Some(file) = decode(config, sink) else {
+        return;
+    };
     let root = match xml::parse(&file.text) {
         Ok(r) if r.name == "addressConfiguration" => r,
         Ok(r) => {
-            sink.emit(Code::XmlSyntax, &file.loc(r.offset, 1), format!("Root element is <{}>, expected <addressConfiguration>", r.name));
+            sink.emit(
+                Code::XmlSyntax,
+                &file.loc(r.offset, 1),
+                format!(
+                    "Root element is <{}>, expected <addressConfiguration>",
+                    r.name
+                ),
+            );
             return;
         }
         Err(e) => {
-            sink.emit(Code::XmlSyntax, &file.loc(e.offset, 1), format!("Invalid XML: {}", e.message));
+            sink.emit(
+                Code::XmlSyntax,
+                &file.loc(e.offset, 1),
+                format!("Invalid XML: {}", e.message),
+            );
             return;
         }
     };
@@ -82,26 +126,37 @@ pub fn load_hierarchy(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink
             if let Some(default) = c.child_text("elementDefault") {
                 template.element_defaults.insert(field.clone(), default);
             }
-            if c.child_text("requiredInHierarchy").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            if c.child_text("requiredInHierarchy")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            {
                 template.required_elements.push(field.clone());
             }
             template.hierarchy_levels.push(field);
         }
     }
     if let Some(lines) = root.child("lineByLineFormat") {
-        template.lines = lines.children_named("string").map(|s| split_fields(&s.text)).collect();
+        template.lines = lines
+            .children_named("string")
+            .map(|s| split_fields(&s.text))
+            .collect();
     }
     check_template_fields(&template, &file.whole(), sink);
 
     if let Some(h) = root.child("addressHierarchyFile") {
         let name = h.child_text("filename").unwrap_or_default();
         let entry_delimiter = h.child_text("entryDelimiter").unwrap_or_else(|| "|".into());
-        let id_delimiter = h.child_text("identifierDelimiter").unwrap_or_else(|| "^".into());
+        let id_delimiter = h
+            .child_text("identifierDelimiter")
+            .unwrap_or_else(|| "^".into());
         let rel = format!("addresshierarchy/{name}");
         match files.iter().find(|f| f.rel == rel) {
             None => {
-                sink.emit(Code::UnknownReference, &file.loc(h.offset, 1), format!("Address hierarchy file '{name}' not found"))
-                    .help = Some("put the entries file next to addressConfiguration.xml".into());
+                sink.emit(
+                    Code::UnknownReference,
+                    &file.loc(h.offset, 1),
+                    format!("Address hierarchy file '{name}' not found"),
+                )
+                .help = Some("put the entries file next to addressConfiguration.xml".into());
             }
             Some(f) => {
                 if let Some(entries) = decode(f, sink) {
@@ -112,14 +167,29 @@ pub fn load_hierarchy(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink
                         }
                         let mut path = Vec::new();
                         let levels: Vec<&str> = line.split(entry_delimiter.as_str()).collect();
-                        if levels.len() > template.hierarchy_levels.len() && !template.hierarchy_levels.is_empty() {
-                            sink.emit(Code::InvalidValue, &Loc::Point { path: entries.path.clone(), line: i as u32 + 1, col: 1 },
-                                format!("Entry has {} levels but the configuration defines {}", levels.len(), template.hierarchy_levels.len()));
+                        if levels.len() > template.hierarchy_levels.len()
+                            && !template.hierarchy_levels.is_empty()
+                        {
+                            sink.emit(
+                                Code::InvalidValue,
+                                &Loc::Point {
+                                    path: entries.path.clone(),
+                                    line: i as u32 + 1,
+                                    col: 1,
+                                },
+                                format!(
+                                    "Entry has {} levels but the configuration defines {}",
+                                    levels.len(),
+                                    template.hierarchy_levels.len()
+                                ),
+                            );
                             continue;
                         }
                         for level in levels {
                             let (name, id) = match level.split_once(id_delimiter.as_str()) {
-                                Some((n, id)) => (n.trim().to_string(), Some(id.trim().to_string())),
+                                Some((n, id)) => {
+                                    (n.trim().to_string(), Some(id.trim().to_string()))
+                                }
                                 None => (level.trim().to_string(), None),
                             };
                             if name.is_empty() {
@@ -127,7 +197,10 @@ pub fn load_hierarchy(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink
                             }
                             path.push(name);
                             if seen.insert(path.clone()) {
-                                loaded.address_hierarchy.push(AddressHierarchyEntry { path: path.clone(), user_generated_id: id });
+                                loaded.address_hierarchy.push(AddressHierarchyEntry {
+                                    path: path.clone(),
+                                    user_generated_id: id,
+                                });
                             }
                         }
                     }
@@ -158,8 +231,12 @@ fn check_template_fields(t: &AddressTemplate, loc: &Loc, sink: &mut Sink) {
     let mut reported = BTreeSet::new();
     for f in used {
         if !TEMPLATE_FIELDS.contains(&f.as_str()) && reported.insert(f.clone()) {
-            sink.emit(Code::InvalidValue, loc, format!("Unknown address field '{f}' in the address template"))
-                .help = Some(format!("fields: {}", TEMPLATE_FIELDS.join(", ")));
+            sink.emit(
+                Code::InvalidValue,
+                loc,
+                format!("Unknown address field '{f}' in the address template"),
+            )
+            .help = Some(format!("fields: {}", TEMPLATE_FIELDS.join(", ")));
         }
     }
 }
@@ -169,32 +246,52 @@ pub fn parse_template_property(value: &str, loc: &Loc, sink: &mut Sink) -> Optio
     let root = match xml::parse(value.trim()) {
         Ok(r) => r,
         Err(e) => {
-            sink.emit(Code::InvalidGlobalProperty, loc, format!("'layout.address.format' is not valid XML: {}", e.message));
+            sink.emit(
+                Code::InvalidGlobalProperty,
+                loc,
+                format!("'layout.address.format' is not valid XML: {}", e.message),
+            );
             return None;
         }
     };
     if !root.name.ends_with("AddressTemplate") {
-        sink.emit(Code::InvalidGlobalProperty, loc, format!("'layout.address.format' has the root <{}>, expected an AddressTemplate", root.name));
+        sink.emit(
+            Code::InvalidGlobalProperty,
+            loc,
+            format!(
+                "'layout.address.format' has the root <{}>, expected an AddressTemplate",
+                root.name
+            ),
+        );
         return None;
     }
     let properties = |name: &str| -> Vec<(String, String)> {
         root.child(name)
             .map(|m| {
                 m.children_named("property")
-                    .filter_map(|p| Some((p.attr("name")?.to_string(), p.attr("value")?.to_string())))
+                    .filter_map(|p| {
+                        Some((p.attr("name")?.to_string(), p.attr("value")?.to_string()))
+                    })
                     .collect()
             })
             .unwrap_or_default()
     };
     let strings = |name: &str| -> Vec<String> {
         root.child(name)
-            .map(|m| m.children_named("string").map(|s| s.text.trim().to_string()).collect())
+            .map(|m| {
+                m.children_named("string")
+                    .map(|s| s.text.trim().to_string())
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let template = AddressTemplate {
         name_mappings: properties("nameMappings").into_iter().collect(),
         size_mappings: properties("sizeMappings").into_iter().collect(),
-        lines: strings("lineByLineFormat").iter().map(|l| split_fields(l)).collect(),
+        lines: strings("lineByLineFormat")
+            .iter()
+            .map(|l| split_fields(l))
+            .collect(),
         element_defaults: properties("elementDefaults").into_iter().collect(),
         required_elements: strings("requiredElements"),
         hierarchy_levels: Vec::new(),

@@ -12,13 +12,31 @@ use model::*;
 
 pub const COLUMNS: Columns = Columns {
     known: &[
-        "data class", "data type", "answers", "members", "same as mappings", "version",
-        "absolute high", "absolute low", "critical high", "critical low", "normal high",
-        "normal low", "units", "allow decimals", "display precision", "complex data handler",
+        "data class",
+        "data type",
+        "answers",
+        "members",
+        "same as mappings",
+        "version",
+        "absolute high",
+        "absolute low",
+        "critical high",
+        "critical low",
+        "normal high",
+        "normal low",
+        "units",
+        "allow decimals",
+        "display precision",
+        "complex data handler",
     ],
     prefixes: &[
-        "fully specified name", "short name", "synonym", "index term", "description:",
-        "mappings|", "attribute|",
+        "fully specified name",
+        "short name",
+        "synonym",
+        "index term",
+        "description:",
+        "mappings|",
+        "attribute|",
     ],
     required: &["data class", "data type"],
 };
@@ -27,9 +45,16 @@ pub const COLUMNS: Columns = Columns {
 const CONCEPT_NAME_NAMESPACE: &str = "103e0f29-b7a3-4382-bfdc-449068e9d436";
 
 /// Initializer's (and core's) concept name uuid when none is given.
-pub fn concept_name_uuid(concept: &str, name: &str, name_type: ConceptNameType, locale: &str) -> String {
+pub fn concept_name_uuid(
+    concept: &str,
+    name: &str,
+    name_type: ConceptNameType,
+    locale: &str,
+) -> String {
     let ty = name_type.rest_name().unwrap_or("null");
-    name_uuid_from_bytes(format!("{CONCEPT_NAME_NAMESPACE}_{concept}_{name}_{ty}_{locale}").as_bytes())
+    name_uuid_from_bytes(
+        format!("{CONCEPT_NAME_NAMESPACE}_{concept}_{name}_{ty}_{locale}").as_bytes(),
+    )
 }
 
 fn name_type_of(base: &str) -> Option<ConceptNameType> {
@@ -85,8 +110,14 @@ pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
             let key = format!("{}:{}", h.key, suffix);
             table.get(ctx.row, &key)
         };
-        let preferred = companion("preferred")
-            .and_then(|v| crate::csvtable::parse_bool(v, &format!("{}:Preferred", h.name), &table.loc(ctx.row, &format!("{}:preferred", h.key)), sink));
+        let preferred = companion("preferred").and_then(|v| {
+            crate::csvtable::parse_bool(
+                v,
+                &format!("{}:Preferred", h.name),
+                &table.loc(ctx.row, &format!("{}:preferred", h.key)),
+                sink,
+            )
+        });
         names.push(NameCell {
             name: value.to_string(),
             name_type,
@@ -121,7 +152,11 @@ pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
                 sink.unknown_reference(&ctx.loc("data type"), "Concept datatype", &datatype_name)
                     .help = Some(format!(
                     "datatypes: {}",
-                    builtin::DATATYPES.iter().map(|d| d.0).collect::<Vec<_>>().join(", ")
+                    builtin::DATATYPES
+                        .iter()
+                        .map(|d| d.0)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             return;
@@ -175,23 +210,35 @@ pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     }
 
     let mut mappings = Vec::new();
-    let mut add_mappings = |map_type: &str, fixed_source: Option<&str>, value: &str, loc: &crate::source::Loc, sink: &mut Sink| {
+    let mut add_mappings = |map_type: &str,
+                            fixed_source: Option<&str>,
+                            value: &str,
+                            loc: &crate::source::Loc,
+                            sink: &mut Sink| {
         for item in split_list(value) {
             let (source, code) = match fixed_source {
                 Some(s) => (s.to_string(), item.to_string()),
                 None => match item.split_once(':') {
-                    Some((s, c)) if !c.contains(':') && !s.trim().is_empty() && !c.trim().is_empty() => {
+                    Some((s, c))
+                        if !c.contains(':') && !s.trim().is_empty() && !c.trim().is_empty() =>
+                    {
                         (s.trim().to_string(), c.trim().to_string())
                     }
                     _ => {
-                        sink.emit(Code::InvalidValue, loc, format!("Mapping '{item}' is not of the form SOURCE:CODE"))
-                            .help = Some("write mappings as `CIEL:5089`, separated by `;`".into());
+                        sink.emit(
+                            Code::InvalidValue,
+                            loc,
+                            format!("Mapping '{item}' is not of the form SOURCE:CODE"),
+                        )
+                        .help = Some("write mappings as `CIEL:5089`, separated by `;`".into());
                         continue;
                     }
                 },
             };
             mappings.push(ConceptMapping {
-                uuid: crate::csvtable::derive_uuid(&format!("conceptmap/{uuid}/{map_type}/{source}/{code}")),
+                uuid: crate::csvtable::derive_uuid(&format!(
+                    "conceptmap/{uuid}/{map_type}/{source}/{code}"
+                )),
                 map_type: map_type.to_string(),
                 source,
                 code,
@@ -240,7 +287,9 @@ pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         answers: ctx.list("answers"),
         set_members: members,
         numeric,
-        complex_handler: (datatype_name == "Complex").then(|| ctx.string("complex data handler")).flatten(),
+        complex_handler: (datatype_name == "Complex")
+            .then(|| ctx.string("complex data handler"))
+            .flatten(),
         origin: ConceptOrigin::Csv(ctx.table.file.path.to_string()),
     };
     let mut entry = ctx.entry_with(
@@ -276,7 +325,10 @@ fn check_ranges(n: &ConceptNumeric, ctx: &Ctx, sink: &mut Sink) {
         (n.hi_critical, "critical high"),
         (n.hi_absolute, "absolute high"),
     ];
-    let present: Vec<_> = ordered.iter().filter_map(|(v, k)| v.map(|v| (v, *k))).collect();
+    let present: Vec<_> = ordered
+        .iter()
+        .filter_map(|(v, k)| v.map(|v| (v, *k)))
+        .collect();
     for pair in present.windows(2) {
         let ((a, ka), (b, kb)) = (pair[0], pair[1]);
         if a > b {
@@ -297,7 +349,12 @@ mod tests {
     #[test]
     fn concept_name_uuid_is_initializers() {
         // Value computed with Java 17's UUID.nameUUIDFromBytes on Initializer's string.
-        let u = concept_name_uuid("5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "Poids (kg)", ConceptNameType::FullySpecified, "fr");
+        let u = concept_name_uuid(
+            "5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "Poids (kg)",
+            ConceptNameType::FullySpecified,
+            "fr",
+        );
         assert_eq!(u, "c1adb4a4-6683-33bf-8cfe-ec89375ca07c");
     }
 }

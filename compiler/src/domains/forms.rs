@@ -52,42 +52,73 @@ fn parse_json(file: &Arc<TextFile>, sink: &mut Sink) -> Option<serde_json::Map<S
     match serde_json::from_str::<Value>(&file.text) {
         Ok(Value::Object(map)) => Some(map),
         Ok(_) => {
-            sink.emit(Code::FormSchema, &file.whole(), "Expected a JSON object at the top level");
+            sink.emit(
+                Code::FormSchema,
+                &file.whole(),
+                "Expected a JSON object at the top level",
+            );
             None
         }
         Err(e) => {
             let offset = offset_of(&file.text, e.line(), e.column());
-            sink.emit(Code::JsonSyntax, &file.loc(offset, 1), format!("Invalid JSON: {e}"));
+            sink.emit(
+                Code::JsonSyntax,
+                &file.loc(offset, 1),
+                format!("Invalid JSON: {e}"),
+            );
             None
         }
     }
 }
 
 fn offset_of(text: &str, line: usize, column: usize) -> usize {
-    let start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
     let rest = &text[start.min(text.len())..];
-    start + rest.char_indices().nth(column.saturating_sub(1)).map_or(rest.len(), |(i, _)| i)
+    start
+        + rest
+            .char_indices()
+            .nth(column.saturating_sub(1))
+            .map_or(rest.len(), |(i, _)| i)
 }
 
 pub fn load_forms(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink) {
     for f in files {
-        let Some(file) = decode(f, sink) else { continue };
-        let Some(map) = parse_json(&file, sink) else { continue };
+        let Some(file) = decode(f, sink) else {
+            continue;
+        };
+        let Some(map) = parse_json(&file, sink) else {
+            continue;
+        };
         let mut ok = true;
         let mut string_field = |key: &str, required: bool, sink: &mut Sink| match map.get(key) {
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
             Some(Value::String(_)) | None | Some(Value::Null) => {
                 if required {
                     ok = false;
-                    sink.emit(Code::FormSchema, &file.whole(), format!("Form has no '{key}'"))
-                        .help = Some(format!("a form needs a non-empty string '{key}'"));
+                    sink.emit(
+                        Code::FormSchema,
+                        &file.whole(),
+                        format!("Form has no '{key}'"),
+                    )
+                    .help = Some(format!("a form needs a non-empty string '{key}'"));
                 }
                 None
             }
             Some(other) => {
                 ok = false;
-                sink.emit(Code::FormSchema, &locate_key(&file, key), format!("Form '{key}' must be a string, not {}", kind(other)))
-                    .help = Some(format!("write \"{key}\": \"{}\"", other.to_string().trim_matches('"')));
+                sink.emit(
+                    Code::FormSchema,
+                    &locate_key(&file, key),
+                    format!("Form '{key}' must be a string, not {}", kind(other)),
+                )
+                .help = Some(format!(
+                    "write \"{key}\": \"{}\"",
+                    other.to_string().trim_matches('"')
+                ));
                 None
             }
         };
@@ -100,9 +131,19 @@ pub fn load_forms(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink) {
             Some(Value::Bool(b)) => Some(*b),
             other => {
                 ok = false;
-                let loc = if other.is_some() { locate_key(&file, key) } else { file.whole() };
-                sink.emit(Code::FormSchema, &loc, format!("Form '{key}' must be a JSON boolean"))
-                    .help = Some(format!("write \"{key}\": true or false (Initializer requires it)"));
+                let loc = if other.is_some() {
+                    locate_key(&file, key)
+                } else {
+                    file.whole()
+                };
+                sink.emit(
+                    Code::FormSchema,
+                    &loc,
+                    format!("Form '{key}' must be a JSON boolean"),
+                )
+                .help = Some(format!(
+                    "write \"{key}\": true or false (Initializer requires it)"
+                ));
                 None
             }
         };
@@ -113,12 +154,20 @@ pub fn load_forms(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink) {
             sink.emit(Code::FormSchema, &file.whole(), "Form has no 'pages' list")
                 .help = Some("a form's questions live in pages[].sections[].questions[]".into());
         }
-        let is_encounter_form = processor.as_deref().is_none_or(|p| p == "EncounterFormProcessor");
+        let is_encounter_form = processor
+            .as_deref()
+            .is_none_or(|p| p == "EncounterFormProcessor");
         if is_encounter_form && encounter.is_none() && name.is_some() {
             ok = false;
-            sink.emit(Code::FormSchema, &file.whole(), "Encounter form has no 'encounter' (encounter type name)");
+            sink.emit(
+                Code::FormSchema,
+                &file.whole(),
+                "Encounter form has no 'encounter' (encounter type name)",
+            );
         }
-        let (Some(name), Some(version), Some(published), Some(retired), true) = (name, version, published, retired, ok) else {
+        let (Some(name), Some(version), Some(published), Some(retired), true) =
+            (name, version, published, retired, ok)
+        else {
             continue;
         };
         let uuid = form_uuid(&name, &version);
@@ -135,19 +184,32 @@ pub fn load_forms(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink) {
         }
         let mut refs = Vec::new();
         let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-        collect_concept_refs(&Value::Object(map.clone()), "", &mut |reference, question| {
-            let n = seen.entry(reference.to_string()).or_insert(0);
-            let loc = locate_string(&file, reference, *n);
-            *n += 1;
-            refs.push((reference.to_string(), question.to_string(), loc));
-        });
+        collect_concept_refs(
+            &Value::Object(map.clone()),
+            "",
+            &mut |reference, question| {
+                let n = seen.entry(reference.to_string()).or_insert(0);
+                let loc = locate_string(&file, reference, *n);
+                *n += 1;
+                refs.push((reference.to_string(), question.to_string(), loc));
+            },
+        );
         for (reference, _, loc) in &refs {
             if reference.trim() != reference {
-                sink.emit(Code::PaddedReference, loc, format!("Concept reference '{reference}' has surrounding spaces"))
-                    .help = Some("remove the spaces: the O3 form engine compares references as written".into());
+                sink.emit(
+                    Code::PaddedReference,
+                    loc,
+                    format!("Concept reference '{reference}' has surrounding spaces"),
+                )
+                .help = Some(
+                    "remove the spaces: the O3 form engine compares references as written".into(),
+                );
             }
         }
-        let refs = refs.into_iter().map(|(r, q, l)| (r.trim().to_string(), q, l)).collect();
+        let refs = refs
+            .into_iter()
+            .map(|(r, q, l)| (r.trim().to_string(), q, l))
+            .collect();
         let form = Form {
             uuid: uuid.clone(),
             name,
@@ -158,8 +220,16 @@ pub fn load_forms(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink) {
             encounter_type: None,
             schema_json: file.text.clone(),
         };
-        let entry = Entry::new(LoadedForm { form, encounter, concept_refs: refs }, f.layer, file.whole())
-            .with_cell("encounter", locate_key(&file, "encounter"));
+        let entry = Entry::new(
+            LoadedForm {
+                form,
+                encounter,
+                concept_refs: refs,
+            },
+            f.layer,
+            file.whole(),
+        )
+        .with_cell("encounter", locate_key(&file, "encounter"));
         loaded.forms.insert(uuid, entry, sink);
     }
 }
@@ -205,24 +275,44 @@ fn collect_concept_refs(v: &Value, question: &str, found: &mut impl FnMut(&str, 
                 }
             }
         }
-        Value::Array(items) => items.iter().for_each(|i| collect_concept_refs(i, question, found)),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|i| collect_concept_refs(i, question, found)),
         _ => {}
     }
 }
 
 pub fn load_translations(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink) {
     for f in files {
-        let Some(file) = decode(f, sink) else { continue };
-        let Some(map) = parse_json(&file, sink) else { continue };
-        let form = map.get("form").and_then(Value::as_str).filter(|s| !s.trim().is_empty());
-        let language = map.get("language").and_then(Value::as_str).filter(|s| !s.trim().is_empty());
+        let Some(file) = decode(f, sink) else {
+            continue;
+        };
+        let Some(map) = parse_json(&file, sink) else {
+            continue;
+        };
+        let form = map
+            .get("form")
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty());
+        let language = map
+            .get("language")
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty());
         let (Some(form), Some(language)) = (form, language) else {
-            sink.emit(Code::FormSchema, &file.whole(), "Form translation needs string 'form' and 'language' keys")
-                .help = Some("'form' is the name of a form; 'language' a locale such as fr".into());
+            sink.emit(
+                Code::FormSchema,
+                &file.whole(),
+                "Form translation needs string 'form' and 'language' keys",
+            )
+            .help = Some("'form' is the name of a form; 'language' a locale such as fr".into());
             continue;
         };
         if !is_locale(language) {
-            sink.emit(Code::InvalidLocale, &locate_string(&file, language, 0), format!("Invalid locale '{language}'"));
+            sink.emit(
+                Code::InvalidLocale,
+                &locate_string(&file, language, 0),
+                format!("Invalid locale '{language}'"),
+            );
             continue;
         }
         let mut translations = std::collections::BTreeMap::new();
@@ -234,23 +324,38 @@ pub fn load_translations(files: &[&InputFile], loaded: &mut Loaded, sink: &mut S
                             translations.insert(k.clone(), s.clone());
                         }
                         other => {
-                            sink.emit(Code::FormSchema, &locate_string(&file, k, 0), format!("Translation of '{k}' must be a string, not {}", kind(other)));
+                            sink.emit(
+                                Code::FormSchema,
+                                &locate_string(&file, k, 0),
+                                format!(
+                                    "Translation of '{k}' must be a string, not {}",
+                                    kind(other)
+                                ),
+                            );
                         }
                     }
                 }
             }
             None | Some(Value::Null) => {}
             Some(other) => {
-                sink.emit(Code::FormSchema, &locate_key(&file, "translations"), format!("'translations' must be an object, not {}", kind(other)));
+                sink.emit(
+                    Code::FormSchema,
+                    &locate_key(&file, "translations"),
+                    format!("'translations' must be an object, not {}", kind(other)),
+                );
             }
         }
         let value = FormTranslation {
             form: form.to_string(),
             language: language.to_string(),
-            form_name_translation: map.get("form_name_translation").and_then(Value::as_str).map(str::to_string),
+            form_name_translation: map
+                .get("form_name_translation")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             translations,
         };
-        let entry = Entry::new(value, f.layer, file.whole()).with_cell("form", locate_string(&file, form, 0));
+        let entry = Entry::new(value, f.layer, file.whole())
+            .with_cell("form", locate_string(&file, form, 0));
         loaded.form_translations.push(entry);
     }
 }
@@ -263,16 +368,31 @@ mod tests {
     fn form_uuid_is_initializers() {
         // UUID.nameUUIDFromBytes("794c4598-ab82-47ca-8d18-483a8abe6f4f_Vitals_1.0".getBytes())
         // Value computed with Java 17.
-        assert_eq!(form_uuid("Vitals", "1.0"), "35bd08b0-5a6d-335e-a32f-381ecd179523");
+        assert_eq!(
+            form_uuid("Vitals", "1.0"),
+            "35bd08b0-5a6d-335e-a32f-381ecd179523"
+        );
     }
 
     #[test]
     fn nested_questions_are_walked() {
-        let v: Value = serde_json::from_str(r#"{"pages":[{"sections":[{"questions":[
+        let v: Value = serde_json::from_str(
+            r#"{"pages":[{"sections":[{"questions":[
             {"id":"g","type":"obsGroup","questionOptions":{"concept":"A"},"questions":[
-              {"id":"q","questionOptions":{"concept":"B","answers":[{"concept":"C"}]}}]}]}]}]}"#).unwrap();
+              {"id":"q","questionOptions":{"concept":"B","answers":[{"concept":"C"}]}}]}]}]}]}"#,
+        )
+        .unwrap();
         let mut found = Vec::new();
-        collect_concept_refs(&v, "", &mut |c, q| found.push((c.to_string(), q.to_string())));
-        assert_eq!(found, vec![("A".into(), "g".into()), ("B".into(), "q".into()), ("C".into(), "q".into())]);
+        collect_concept_refs(&v, "", &mut |c, q| {
+            found.push((c.to_string(), q.to_string()))
+        });
+        assert_eq!(
+            found,
+            vec![
+                ("A".into(), "g".into()),
+                ("B".into(), "q".into()),
+                ("C".into(), "q".into())
+            ]
+        );
     }
 }

@@ -9,8 +9,14 @@ use model::*;
 
 pub const TYPE_COLUMNS: Columns = Columns {
     known: &[
-        "name", "description", "required", "format", "format description", "validator",
-        "location behavior", "uniqueness behavior",
+        "name",
+        "description",
+        "required",
+        "format",
+        "format description",
+        "validator",
+        "location behavior",
+        "uniqueness behavior",
     ],
     prefixes: &[],
     required: &["name"],
@@ -18,10 +24,23 @@ pub const TYPE_COLUMNS: Columns = Columns {
 
 pub const IDGEN_COLUMNS: Columns = Columns {
     known: &[
-        "name", "description", "identifier type", "pool identifier source",
-        "pool refill batch size", "pool minimum size", "pool refill with task",
-        "pool sequential allocation", "prefix", "suffix", "first identifier base",
-        "base character set", "min length", "max length", "url", "user", "password",
+        "name",
+        "description",
+        "identifier type",
+        "pool identifier source",
+        "pool refill batch size",
+        "pool minimum size",
+        "pool refill with task",
+        "pool sequential allocation",
+        "prefix",
+        "suffix",
+        "first identifier base",
+        "base character set",
+        "min length",
+        "max length",
+        "url",
+        "user",
+        "password",
     ],
     prefixes: &[],
     required: &["name", "identifier type"],
@@ -29,7 +48,10 @@ pub const IDGEN_COLUMNS: Columns = Columns {
 
 pub const AUTOGEN_COLUMNS: Columns = Columns {
     known: &[
-        "identifier type", "identifier source", "location", "manual entry enabled",
+        "identifier type",
+        "identifier source",
+        "location",
+        "manual entry enabled",
         "auto generation enabled",
     ],
     prefixes: &[],
@@ -68,13 +90,22 @@ pub fn load_type(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         && !IDENTIFIER_VALIDATORS.contains(&v.as_str())
     {
         sink.unknown_reference(&ctx.loc("validator"), "Identifier validator", v)
-            .help = Some(format!("known validators: {}", IDENTIFIER_VALIDATORS.join(", ")));
+            .help = Some(format!(
+            "known validators: {}",
+            IDENTIFIER_VALIDATORS.join(", ")
+        ));
     }
     let location_behavior = ctx.get("location behavior").and_then(|v| match v {
         "REQUIRED" => Some(LocationBehavior::Required),
         "NOT_USED" => Some(LocationBehavior::NotUsed),
         other => {
-            invalid_enum(ctx, "location behavior", other, "REQUIRED or NOT_USED", sink);
+            invalid_enum(
+                ctx,
+                "location behavior",
+                other,
+                "REQUIRED or NOT_USED",
+                sink,
+            );
             None
         }
     });
@@ -83,7 +114,13 @@ pub fn load_type(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         "NON_UNIQUE" => Some(UniquenessBehavior::NonUnique),
         "LOCATION" => Some(UniquenessBehavior::Location),
         other => {
-            invalid_enum(ctx, "uniqueness behavior", other, "UNIQUE, NON_UNIQUE or LOCATION", sink);
+            invalid_enum(
+                ctx,
+                "uniqueness behavior",
+                other,
+                "UNIQUE, NON_UNIQUE or LOCATION",
+                sink,
+            );
             None
         }
     });
@@ -107,7 +144,10 @@ fn invalid_enum(ctx: &Ctx, key: &str, value: &str, expected: &str, sink: &mut Si
     sink.emit(
         Code::InvalidValue,
         &ctx.loc(key),
-        format!("Invalid value '{value}' in column '{}'", ctx.header_name(key)),
+        format!(
+            "Invalid value '{value}' in column '{}'",
+            ctx.header_name(key)
+        ),
     )
     .help = Some(format!("expected {expected} (upper case)"));
 }
@@ -121,7 +161,8 @@ pub fn load_source(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     };
     let kind = if let Some(pool) = ctx.string("pool identifier source") {
         IdentifierSourceKind::Pool { pool_source: pool }
-    } else if ctx.get("first identifier base").is_some() || ctx.get("base character set").is_some() {
+    } else if ctx.get("first identifier base").is_some() || ctx.get("base character set").is_some()
+    {
         let (Some(first), Some(charset)) = (
             ctx.required("first identifier base", sink),
             ctx.required("base character set", sink),
@@ -177,7 +218,10 @@ pub fn load_source(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     };
     let entry = ctx.entry_with(
         value,
-        &[("identifier_type", "identifier type"), ("pool", "pool identifier source")],
+        &[
+            ("identifier_type", "identifier type"),
+            ("pool", "pool identifier source"),
+        ],
     );
     loaded.identifier_sources.insert(uuid, entry, sink);
 }
@@ -189,7 +233,11 @@ pub fn load_autogen(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     ) else {
         return;
     };
-    let Some(uuid) = ctx.uuid(UuidRule::Metadata, &format!("{identifier_type}/{source}"), sink) else {
+    let Some(uuid) = ctx.uuid(
+        UuidRule::Metadata,
+        &format!("{identifier_type}/{source}"),
+        sink,
+    ) else {
         return;
     };
     let value = AutogenerationOption {

@@ -24,11 +24,17 @@ pub fn locale_of(file_name: &str) -> Option<String> {
     Some("en".to_string())
 }
 
-pub fn load(files: &[&InputFile], messages: &mut BTreeMap<String, BTreeMap<String, String>>, sink: &mut Sink) {
+pub fn load(
+    files: &[&InputFile],
+    messages: &mut BTreeMap<String, BTreeMap<String, String>>,
+    sink: &mut Sink,
+) {
     // `_order` inside a file sorts it; files without one keep path order, after ordered ones.
     let mut parsed = Vec::new();
     for f in files {
-        let Some(file) = decode(f, sink) else { continue };
+        let Some(file) = decode(f, sink) else {
+            continue;
+        };
         let name = f.rel.rsplit('/').next().unwrap_or(&f.rel);
         let locale = locale_of(name).unwrap_or_else(|| "en".into());
         let mut entries = Vec::new();
@@ -48,7 +54,11 @@ pub fn load(files: &[&InputFile], messages: &mut BTreeMap<String, BTreeMap<Strin
                     let line_no = e.line_number().unwrap_or(1);
                     sink.emit(
                         Code::InvalidValue,
-                        &crate::source::Loc::Point { path: file.path.clone(), line: line_no as u32, col: 1 },
+                        &crate::source::Loc::Point {
+                            path: file.path.clone(),
+                            line: line_no as u32,
+                            col: 1,
+                        },
                         format!("Malformed properties line: {e}"),
                     );
                     break;
@@ -73,8 +83,14 @@ mod tests {
     #[test]
     fn locales_from_file_names() {
         assert_eq!(locale_of("labels_fr.properties").as_deref(), Some("fr"));
-        assert_eq!(locale_of("metadata_km_KH.properties").as_deref(), Some("km_KH"));
+        assert_eq!(
+            locale_of("metadata_km_KH.properties").as_deref(),
+            Some("km_KH")
+        );
         assert_eq!(locale_of("labels.properties").as_deref(), Some("en"));
-        assert_eq!(locale_of("address_labels_en.properties").as_deref(), Some("en"));
+        assert_eq!(
+            locale_of("address_labels_en.properties").as_deref(),
+            Some("en")
+        );
     }
 }

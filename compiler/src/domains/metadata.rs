@@ -25,13 +25,27 @@ pub const ENCOUNTER_TYPE_COLUMNS: Columns = Columns {
 };
 
 pub const RELATIONSHIP_COLUMNS: Columns = Columns {
-    known: &["name", "description", "weight", "preferred", "a is to b", "b is to a"],
+    known: &[
+        "name",
+        "description",
+        "weight",
+        "preferred",
+        "a is to b",
+        "b is to a",
+    ],
     prefixes: &[],
     required: &["a is to b", "b is to a"],
 };
 
 pub const PERSON_ATTRIBUTE_COLUMNS: Columns = Columns {
-    known: &["name", "description", "format", "foreign uuid", "searchable", "edit privilege"],
+    known: &[
+        "name",
+        "description",
+        "format",
+        "foreign uuid",
+        "searchable",
+        "edit privilege",
+    ],
     prefixes: &[],
     required: &["name"],
 };
@@ -73,7 +87,10 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
             };
             let entry = ctx.entry_with(
                 value,
-                &[("view_privilege", "view privilege"), ("edit_privilege", "edit privilege")],
+                &[
+                    ("view_privilege", "view privilege"),
+                    ("edit_privilege", "edit privilege"),
+                ],
             );
             loaded.encounter_types.insert(uuid, entry, sink);
         }
@@ -129,7 +146,10 @@ fn load_source(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
 }
 
 fn load_relationship_type(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
-    let (Some(a), Some(b)) = (ctx.required("a is to b", sink), ctx.required("b is to a", sink)) else {
+    let (Some(a), Some(b)) = (
+        ctx.required("a is to b", sink),
+        ctx.required("b is to a", sink),
+    ) else {
         return;
     };
     let key = format!("{a}/{b}");
@@ -146,5 +166,7 @@ fn load_relationship_type(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         retired: ctx.retired(sink),
         display: ctx.display(sink),
     };
-    loaded.relationship_types.insert(uuid, ctx.entry(value), sink);
+    loaded
+        .relationship_types
+        .insert(uuid, ctx.entry(value), sink);
 }

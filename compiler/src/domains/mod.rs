@@ -185,7 +185,8 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
                         Table::parse(text, columns, sink).map(|t| (t, f.layer))
                     })
                     .collect();
-                tables.sort_by(|a, b| (a.0.order, &a.0.file.path).cmp(&(b.0.order, &b.0.file.path)));
+                tables
+                    .sort_by(|a, b| (a.0.order, &a.0.file.path).cmp(&(b.0.order, &b.0.file.path)));
                 for (table, layer) in &tables {
                     for row in &table.rows {
                         let ctx = Ctx {
@@ -309,9 +310,8 @@ impl Ctx<'_> {
     pub fn bool(&self, key: &str, default: bool, sink: &mut Sink) -> bool {
         match self.get(key) {
             None => default,
-            Some(v) => {
-                csvtable::parse_bool(v, &self.header_name(key), &self.loc(key), sink).unwrap_or(default)
-            }
+            Some(v) => csvtable::parse_bool(v, &self.header_name(key), &self.loc(key), sink)
+                .unwrap_or(default),
         }
     }
 
@@ -327,7 +327,12 @@ impl Ctx<'_> {
 
     pub fn list(&self, key: &str) -> Vec<String> {
         self.get(key)
-            .map(|v| csvtable::split_list(v).into_iter().map(str::to_string).collect())
+            .map(|v| {
+                csvtable::split_list(v)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

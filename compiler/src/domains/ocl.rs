@@ -266,12 +266,15 @@ fn parse_archive(f: &InputFile) -> ParsedArchive {
                 Code::BadArchive,
                 &text.whole(),
                 if single {
-                    "Export holds a single concept, not a collection: it has no 'concepts' list".to_string()
+                    "Export holds a single concept, not a collection: it has no 'concepts' list"
+                        .to_string()
                 } else {
                     "Export has no 'concepts' list".to_string()
                 },
             )
-            .help = Some("export a collection version from OCL; its mappings need their concepts".into());
+            .help = Some(
+                "export a collection version from OCL; its mappings need their concepts".into(),
+            );
         }
     }
     if let Some(mappings) = export.mappings {
@@ -375,7 +378,11 @@ pub fn normalise_source(name: &str) -> String {
 }
 
 fn same_as_key(source: &str, code: &str) -> String {
-    format!("{}:{}", normalise_source(source), code.trim().to_uppercase())
+    format!(
+        "{}:{}",
+        normalise_source(source),
+        code.trim().to_uppercase()
+    )
 }
 
 fn normalise_name_type(t: Option<&str>) -> ConceptNameType {
@@ -400,13 +407,23 @@ fn extra_bool(extras: &serde_json::Map<String, serde_json::Value>, key: &str) ->
     match extras.get(key)? {
         serde_json::Value::Bool(b) => Some(*b),
         serde_json::Value::Number(n) => Some(n.as_f64() != Some(0.0)),
-        serde_json::Value::String(s) => Some(matches!(s.to_ascii_lowercase().as_str(), "true" | "1" | "yes")),
+        serde_json::Value::String(s) => Some(matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "1" | "yes"
+        )),
         _ => None,
     }
 }
 
 impl Merger {
-    fn add_concept(&mut self, c: OclConcept, loc: Loc, layer: Layer, member: &Arc<str>, sink: &mut Sink) {
+    fn add_concept(
+        &mut self,
+        c: OclConcept,
+        loc: Loc,
+        layer: Layer,
+        member: &Arc<str>,
+        sink: &mut Sink,
+    ) {
         let url = c.url.clone().unwrap_or_default();
         let uuid = match c.external_id.as_deref().filter(|s| !s.trim().is_empty()) {
             Some(ext) if is_standard_uuid(ext.trim()) => ext.trim().to_string(),
@@ -422,10 +439,18 @@ impl Merger {
                 };
                 match existing {
                     Some(u) => u,
-                    None if !url.is_empty() => uuid::Uuid::new_v5(&OCL_NAMESPACE, url.as_bytes()).to_string(),
+                    None if !url.is_empty() => {
+                        uuid::Uuid::new_v5(&OCL_NAMESPACE, url.as_bytes()).to_string()
+                    }
                     None => {
-                        sink.emit(Code::MissingValue, &loc, "OCL concept has neither external_id nor url")
-                            .help = Some("an OCL concept needs an external_id or a url to get a uuid".into());
+                        sink.emit(
+                            Code::MissingValue,
+                            &loc,
+                            "OCL concept has neither external_id nor url",
+                        )
+                        .help = Some(
+                            "an OCL concept needs an external_id or a url to get a uuid".into(),
+                        );
                         return;
                     }
                 }
@@ -451,15 +476,20 @@ impl Merger {
             };
             let locale = n.locale.unwrap_or_else(|| "en".into());
             if !crate::csvtable::is_locale(&locale) {
-                sink.emit(Code::OclLocale, &loc, format!("Name '{text}' has the locale '{locale}'"))
-                    .help = Some("OpenMRS locales look like `fr`, `en` or `en_GB`".into());
+                sink.emit(
+                    Code::OclLocale,
+                    &loc,
+                    format!("Name '{text}' has the locale '{locale}'"),
+                )
+                .help = Some("OpenMRS locales look like `fr`, `en` or `en_GB`".into());
             }
             let name_type = normalise_name_type(n.name_type.as_deref());
             let name_uuid = match n.external_id.filter(|e| !e.is_empty()) {
                 Some(e) => e,
                 None => {
                     let key = n.uuid.unwrap_or_else(|| format!("{locale}/{text}"));
-                    uuid::Uuid::new_v5(&OCL_NAMESPACE, format!("{url}/names/{key}").as_bytes()).to_string()
+                    uuid::Uuid::new_v5(&OCL_NAMESPACE, format!("{url}/names/{key}").as_bytes())
+                        .to_string()
                 }
             };
             names.push(ConceptName {
@@ -478,9 +508,17 @@ impl Merger {
                 let text = d.description.filter(|t| !t.trim().is_empty())?;
                 let locale = d.locale.unwrap_or_else(|| "en".into());
                 let uuid = d.external_id.unwrap_or_else(|| {
-                    uuid::Uuid::new_v5(&OCL_NAMESPACE, format!("{url}/descriptions/{locale}/{text}").as_bytes()).to_string()
+                    uuid::Uuid::new_v5(
+                        &OCL_NAMESPACE,
+                        format!("{url}/descriptions/{locale}/{text}").as_bytes(),
+                    )
+                    .to_string()
                 });
-                Some(ConceptDescription { uuid, description: text, locale })
+                Some(ConceptDescription {
+                    uuid,
+                    description: text,
+                    locale,
+                })
             })
             .collect();
         let numeric = (datatype == "Numeric").then(|| ConceptNumeric {
@@ -490,14 +528,20 @@ impl Merger {
             low_absolute: extra_f64(&extras, "low_absolute"),
             low_critical: extra_f64(&extras, "low_critical"),
             low_normal: extra_f64(&extras, "low_normal"),
-            units: extras.get("units").and_then(|v| v.as_str()).map(str::to_string),
+            units: extras
+                .get("units")
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
             allow_decimal: extra_bool(&extras, "allow_decimal")
                 .or_else(|| extra_bool(&extras, "precise"))
                 .unwrap_or(false),
             display_precision: None,
         });
         let is_set = extra_bool(&extras, "is_set").unwrap_or(false);
-        let handler = extras.get("handler").and_then(|v| v.as_str()).map(str::to_string);
+        let handler = extras
+            .get("handler")
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
         if !url.is_empty() {
             self.by_url.insert(url.clone(), uuid.clone());
         }
@@ -537,7 +581,9 @@ impl Merger {
                     complex_handler: handler,
                     origin,
                 };
-                self.loaded.concepts.insert(uuid, Entry::new(concept, layer, loc));
+                self.loaded
+                    .concepts
+                    .insert(uuid, Entry::new(concept, layer, loc));
             }
         }
     }
@@ -565,32 +611,63 @@ impl Merger {
         let map_type = m.map_type.clone().unwrap_or_default();
         let describe = |url: &Option<String>, source: &Option<String>, code: &Option<String>| {
             url.clone().unwrap_or_else(|| {
-                format!("{}:{}", source.as_deref().unwrap_or(""), code.as_deref().unwrap_or(""))
+                format!(
+                    "{}:{}",
+                    source.as_deref().unwrap_or(""),
+                    code.as_deref().unwrap_or("")
+                )
             })
         };
-        let Some(from) = self.find(m.from_concept_url.as_deref(), m.from_source_name.as_deref(), m.from_concept_code.as_deref()) else {
+        let Some(from) = self.find(
+            m.from_concept_url.as_deref(),
+            m.from_source_name.as_deref(),
+            m.from_concept_code.as_deref(),
+        ) else {
             if !last_try {
                 return Some((m, loc, member.clone()));
             }
-            sink.unknown_concept(&loc, &describe(&m.from_concept_url, &m.from_source_name, &m.from_concept_code))
-                .notes
-                .push(format!("the {map_type} mapping starts from this concept"));
+            sink.unknown_concept(
+                &loc,
+                &describe(
+                    &m.from_concept_url,
+                    &m.from_source_name,
+                    &m.from_concept_code,
+                ),
+            )
+            .notes
+            .push(format!("the {map_type} mapping starts from this concept"));
             return None;
         };
         let retired = m.retired.unwrap_or(false);
         match map_type.to_uppercase().as_str() {
             kind @ ("Q-AND-A" | "CONCEPT-SET") => {
-                let Some(to) = self.find(m.to_concept_url.as_deref(), m.to_source_name.as_deref(), m.to_concept_code.as_deref()) else {
+                let Some(to) = self.find(
+                    m.to_concept_url.as_deref(),
+                    m.to_source_name.as_deref(),
+                    m.to_concept_code.as_deref(),
+                ) else {
                     if !last_try {
                         return Some((m, loc, member.clone()));
                     }
-                    sink.unknown_concept(&loc, &describe(&m.to_concept_url, &m.to_source_name, &m.to_concept_code))
-                        .notes
-                        .push(format!("target of a {kind} mapping"));
+                    sink.unknown_concept(
+                        &loc,
+                        &describe(&m.to_concept_url, &m.to_source_name, &m.to_concept_code),
+                    )
+                    .notes
+                    .push(format!("target of a {kind} mapping"));
                     return None;
                 };
-                let concept = &mut self.loaded.concepts.get_mut(&from).expect("found above").value;
-                let list = if kind == "Q-AND-A" { &mut concept.answers } else { &mut concept.set_members };
+                let concept = &mut self
+                    .loaded
+                    .concepts
+                    .get_mut(&from)
+                    .expect("found above")
+                    .value;
+                let list = if kind == "Q-AND-A" {
+                    &mut concept.answers
+                } else {
+                    &mut concept.set_members
+                };
                 if retired {
                     list.retain(|u| u != &to);
                 } else if !list.contains(&to) {
@@ -613,28 +690,52 @@ impl Merger {
                 });
                 let Some(code) = code.filter(|c| !c.is_empty()) else {
                     sink.emit(Code::MissingValue, &loc, "OCL mapping has no target code")
-                        .help = Some("set to_concept_code (or a to_concept_url ending in the code)".into());
+                        .help =
+                        Some("set to_concept_code (or a to_concept_url ending in the code)".into());
                     return None;
                 };
                 if source.is_empty() {
-                    sink.emit(Code::MissingValue, &loc, "OCL mapping has no target source name");
+                    sink.emit(
+                        Code::MissingValue,
+                        &loc,
+                        "OCL mapping has no target source name",
+                    );
                     return None;
                 }
                 if map_type.eq_ignore_ascii_case("SAME-AS") {
-                    self.same_as.entry(same_as_key(&source, &code)).or_insert_with(|| from.clone());
+                    self.same_as
+                        .entry(same_as_key(&source, &code))
+                        .or_insert_with(|| from.clone());
                 }
-                let uuid = m.external_id.clone().filter(|e| !e.is_empty()).unwrap_or_else(|| {
-                    let key = m.url.clone().unwrap_or_else(|| format!("{from}/{map_type}/{source}/{code}"));
-                    uuid::Uuid::new_v5(&OCL_NAMESPACE, key.as_bytes()).to_string()
-                });
-                let concept = &mut self.loaded.concepts.get_mut(&from).expect("found above").value;
+                let uuid = m
+                    .external_id
+                    .clone()
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| {
+                        let key = m
+                            .url
+                            .clone()
+                            .unwrap_or_else(|| format!("{from}/{map_type}/{source}/{code}"));
+                        uuid::Uuid::new_v5(&OCL_NAMESPACE, key.as_bytes()).to_string()
+                    });
+                let concept = &mut self
+                    .loaded
+                    .concepts
+                    .get_mut(&from)
+                    .expect("found above")
+                    .value;
                 let duplicate = concept.mappings.iter().any(|x| {
                     x.map_type.eq_ignore_ascii_case(&map_type)
                         && normalise_source(&x.source) == normalise_source(&source)
                         && x.code.eq_ignore_ascii_case(&code)
                 });
                 if !duplicate {
-                    concept.mappings.push(ConceptMapping { uuid, map_type, source, code });
+                    concept.mappings.push(ConceptMapping {
+                        uuid,
+                        map_type,
+                        source,
+                        code,
+                    });
                 }
             }
         }
@@ -661,7 +762,8 @@ mod tests {
 
     #[test]
     fn element_positions_point_at_each_object() {
-        let text = "{\"id\":\"x\",\"concepts\":[\n {\"a\":[{}]},\n {\"b\":\"}\"}],\"mappings\":[{}]}";
+        let text =
+            "{\"id\":\"x\",\"concepts\":[\n {\"a\":[{}]},\n {\"b\":\"}\"}],\"mappings\":[{}]}";
         let (c, m) = element_positions(text);
         assert_eq!(c, vec![(2, 2), (3, 2)]);
         assert_eq!(m, vec![(3, 25)]);
@@ -669,8 +771,14 @@ mod tests {
 
     #[test]
     fn name_types_normalise() {
-        assert_eq!(normalise_name_type(Some("Fully-Specified")), ConceptNameType::FullySpecified);
-        assert_eq!(normalise_name_type(Some("INDEX_TERM")), ConceptNameType::IndexTerm);
+        assert_eq!(
+            normalise_name_type(Some("Fully-Specified")),
+            ConceptNameType::FullySpecified
+        );
+        assert_eq!(
+            normalise_name_type(Some("INDEX_TERM")),
+            ConceptNameType::IndexTerm
+        );
         assert_eq!(normalise_name_type(None), ConceptNameType::Synonym);
         assert_eq!(normalise_source("SNOMED-CT"), normalise_source("snomed ct"));
     }

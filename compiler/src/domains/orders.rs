@@ -6,7 +6,13 @@ use crate::diagnostics::{Code, Sink};
 use model::*;
 
 pub const DRUG_COLUMNS: Columns = Columns {
-    known: &["name", "description", "strength", "concept drug", "concept dosage form"],
+    known: &[
+        "name",
+        "description",
+        "strength",
+        "concept drug",
+        "concept dosage form",
+    ],
     prefixes: &["mappings|", "ingredient "],
     required: &["name", "concept drug"],
 };
@@ -24,13 +30,23 @@ pub const PAYMENT_COLUMNS: Columns = Columns {
 };
 
 pub const QUEUE_COLUMNS: Columns = Columns {
-    known: &["name", "description", "service", "status concept set", "priority concept set", "location"],
+    known: &[
+        "name",
+        "description",
+        "service",
+        "status concept set",
+        "priority concept set",
+        "location",
+    ],
     prefixes: &[],
     required: &["name", "service", "location"],
 };
 
 pub fn load_drug(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
-    let (Some(name), Some(concept)) = (ctx.required("name", sink), ctx.required("concept drug", sink)) else {
+    let (Some(name), Some(concept)) = (
+        ctx.required("name", sink),
+        ctx.required("concept drug", sink),
+    ) else {
         return;
     };
     let Some(uuid) = ctx.uuid(UuidRule::Metadata, &name, sink) else {
@@ -60,7 +76,9 @@ pub fn load_drug(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
                 },
             };
             mappings.push(ConceptMapping {
-                uuid: crate::csvtable::derive_uuid(&format!("drug/{uuid}/{map_type}/{source}/{code}")),
+                uuid: crate::csvtable::derive_uuid(&format!(
+                    "drug/{uuid}/{map_type}/{source}/{code}"
+                )),
                 map_type: map_type.clone(),
                 source,
                 code,
@@ -79,7 +97,10 @@ pub fn load_drug(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     };
     let entry = ctx.entry_with(
         value,
-        &[("concept", "concept drug"), ("dosage_form", "concept dosage form")],
+        &[
+            ("concept", "concept drug"),
+            ("dosage_form", "concept dosage form"),
+        ],
     );
     loaded.drugs.insert(uuid, entry, sink);
 }

@@ -29,7 +29,11 @@ pub fn load_program(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         return;
     };
     let name = ctx.string("name");
-    let Some(uuid) = ctx.uuid(UuidRule::Metadata, name.as_deref().unwrap_or(&concept), sink) else {
+    let Some(uuid) = ctx.uuid(
+        UuidRule::Metadata,
+        name.as_deref().unwrap_or(&concept),
+        sink,
+    ) else {
         return;
     };
     let value = Program {
@@ -43,15 +47,19 @@ pub fn load_program(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     };
     let entry = ctx.entry_with(
         value,
-        &[("concept", "program concept"), ("outcomes_concept", "outcomes concept")],
+        &[
+            ("concept", "program concept"),
+            ("outcomes_concept", "outcomes concept"),
+        ],
     );
     loaded.programs.insert(uuid, entry, sink);
 }
 
 pub fn load_workflow(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
-    let (Some(program), Some(concept)) =
-        (ctx.required("program", sink), ctx.required("workflow concept", sink))
-    else {
+    let (Some(program), Some(concept)) = (
+        ctx.required("program", sink),
+        ctx.required("workflow concept", sink),
+    ) else {
         return;
     };
     let Some(uuid) = ctx.uuid(UuidRule::Metadata, &format!("{program}/{concept}"), sink) else {
@@ -63,14 +71,18 @@ pub fn load_workflow(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         concept,
         retired: ctx.retired(sink),
     };
-    let entry = ctx.entry_with(value, &[("program", "program"), ("concept", "workflow concept")]);
+    let entry = ctx.entry_with(
+        value,
+        &[("program", "program"), ("concept", "workflow concept")],
+    );
     loaded.program_workflows.insert(uuid, entry, sink);
 }
 
 pub fn load_state(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
-    let (Some(workflow), Some(concept)) =
-        (ctx.required("workflow", sink), ctx.required("state concept", sink))
-    else {
+    let (Some(workflow), Some(concept)) = (
+        ctx.required("workflow", sink),
+        ctx.required("state concept", sink),
+    ) else {
         return;
     };
     let Some(uuid) = ctx.uuid(UuidRule::Metadata, &format!("{workflow}/{concept}"), sink) else {
@@ -84,6 +96,9 @@ pub fn load_state(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         terminal: ctx.bool("terminal", false, sink),
         retired: ctx.retired(sink),
     };
-    let entry = ctx.entry_with(value, &[("workflow", "workflow"), ("concept", "state concept")]);
+    let entry = ctx.entry_with(
+        value,
+        &[("workflow", "workflow"), ("concept", "state concept")],
+    );
     loaded.program_workflow_states.insert(uuid, entry, sink);
 }

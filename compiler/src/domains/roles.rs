@@ -36,7 +36,10 @@ pub fn load_role(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     };
     let entry = ctx.entry_with(
         value,
-        &[("inherited_roles", "inherited roles"), ("privileges", "privileges")],
+        &[
+            ("inherited_roles", "inherited roles"),
+            ("privileges", "privileges"),
+        ],
     );
     loaded.roles.insert(uuid, entry, sink);
 }
