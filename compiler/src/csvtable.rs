@@ -237,11 +237,11 @@ impl Table {
 
     /// Columns whose key starts with `prefix`, with the rest of the (trimmed) header.
     pub fn prefixed<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (usize, &'a str)> + 'a {
-        self.headers.iter().enumerate().filter_map(move |(i, h)| {
-            h.key
-                .starts_with(prefix)
-                .then(|| (i, h.name[prefix.len()..].trim()))
-        })
+        self.headers
+            .iter()
+            .enumerate()
+            .filter(move |(_, h)| h.key.starts_with(prefix))
+            .map(move |(i, h)| (i, h.name[prefix.len()..].trim()))
     }
 
     /// The trimmed cell under column `i`, `None` when empty or missing.

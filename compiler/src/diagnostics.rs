@@ -343,20 +343,20 @@ pub fn render_human(d: &Diagnostic, color: bool) -> String {
         other => {
             if let Some(p) = other {
                 if p.line > 0 {
-                    let _ = writeln!(out, "  --> {}:{}:{}", p.path, p.line, p.column);
+                    let _ = writeln!(out, " --> {}:{}:{}", p.path, p.line, p.column);
                 } else {
-                    let _ = writeln!(out, "  --> {}", p.path);
+                    let _ = writeln!(out, " --> {}", p.path);
                 }
             }
             if let Some(l) = &d.label {
-                let _ = writeln!(out, "   = {l}");
+                let _ = writeln!(out, "  = {l}");
             }
             for n in &d.notes {
-                let _ = writeln!(out, "   = note: {n}");
+                let _ = writeln!(out, "  = note: {n}");
             }
-            let _ = writeln!(out, "   = {code_note}");
+            let _ = writeln!(out, "  = note: {code_note}");
             if let Some(h) = &d.help {
-                let _ = writeln!(out, "help: {h}");
+                let _ = writeln!(out, "  = help: {h}");
             }
         }
     }

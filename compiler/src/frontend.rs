@@ -160,28 +160,52 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    /// Where `"key"` is written (the site file first, as it wins).
-    fn locate(&self, key: &str, value: Option<&str>) -> Loc {
-        let quoted_key = format!("\"{key}\"");
+    /// Where the setting at `path` (module, then nested keys) is written, preferring the
+    /// site file (it wins the merge); with `value`, the value's position after the key.
+    fn locate(&self, path: &[&str], value: Option<&str>) -> Loc {
         for f in self.files.iter().rev() {
-            if let Some(v) = value {
-                let quoted = serde_json::to_string(v).unwrap_or_default();
-                for (i, _) in f.text.match_indices(&quoted_key) {
-                    if let Some(j) = f.text[i..].find(&quoted) {
-                        return f.loc(i + j, quoted.len());
+            let mut at = 0;
+            let mut found = true;
+            let mut last = (0, 0);
+            for key in path {
+                let quoted = format!("\"{key}\"");
+                match f.text[at..].find(&quoted) {
+                    Some(i) => {
+                        last = (at + i, quoted.len());
+                        at += i + quoted.len();
+                    }
+                    None => {
+                        found = false;
+                        break;
                     }
                 }
             }
-            if let Some(i) = f.text.find(&quoted_key) {
-                return f.loc(i, quoted_key.len());
+            if !found {
+                continue;
             }
+            if let Some(v) = value {
+                let quoted = serde_json::to_string(v).unwrap_or_default();
+                if let Some(i) = f.text[at..].find(&quoted) {
+                    return f.loc(at + i, quoted.len());
+                }
+            }
+            return f.loc(last.0, last.1);
         }
         self.files.last().map_or(Loc::None, |f| f.whole())
     }
 
-    fn check_uuid(&self, key: &str, value: &str, sink: &mut Sink) {
+    fn check_uuid(&self, path: &[&str], key: &str, value: &str, sink: &mut Sink) {
+        let key = if key.is_empty() {
+            path.iter()
+                .rev()
+                .find(|k| !k.is_empty())
+                .copied()
+                .unwrap_or("")
+        } else {
+            key
+        };
         let expected = kind_of(key);
-        let loc = self.locate(key, Some(value));
+        let loc = self.locate(path, Some(value));
         match self.kinds.get(value) {
             None if expected == "concept" => {
                 sink.unknown_concept(&loc, value)
@@ -212,21 +236,27 @@ impl Checker<'_> {
         }
     }
 
-    fn walk(&self, path: &str, key: &str, value: &Value, sink: &mut Sink) {
+    fn walk(&self, keys: &mut Vec<String>, value: &Value, sink: &mut Sink) {
+        let key = keys.last().cloned().unwrap_or_default();
+        let key = key.as_str();
+        let path = keys.join(".");
+        let at: Vec<&str> = keys.iter().map(String::as_str).collect();
         match value {
             Value::Object(map) => {
                 for (k, v) in map {
-                    self.walk(&format!("{path}.{k}"), k, v, sink);
+                    keys.push(k.clone());
+                    self.walk(keys, v, sink);
+                    keys.pop();
                 }
             }
             Value::Array(items) if key.ends_with("Uuids") => {
                 for item in items {
                     match item {
-                        Value::String(s) => self.check_uuid(key, s, sink),
+                        Value::String(s) => self.check_uuid(&at, key, s, sink),
                         _ => {
                             sink.emit(
                                 Code::FrontendConfig,
-                                &self.locate(key, None),
+                                &self.locate(&at, None),
                                 format!("Setting '{path}' must list uuid strings"),
                             );
                         }
@@ -235,26 +265,28 @@ impl Checker<'_> {
             }
             Value::Array(items) => {
                 for v in items {
-                    self.walk(path, "", v, sink);
+                    keys.push(String::new());
+                    self.walk(keys, v, sink);
+                    keys.pop();
                 }
             }
             Value::String(s) if key.ends_with("Uuid") => {
                 if s.is_empty() {
                     sink.emit(
                         Code::FrontendConfig,
-                        &self.locate(key, None),
+                        &self.locate(&at, None),
                         format!("Setting '{path}' is an empty uuid"),
                     )
                     .help =
                         Some("O3 rejects an empty uuid: remove the key to use the default".into());
                 } else {
-                    self.check_uuid(key, s, sink);
+                    self.check_uuid(&at, key, s, sink);
                 }
             }
             _ if key == "enabled" && !value.is_boolean() => {
                 sink.emit(
                     Code::FrontendConfig,
-                    &self.locate(key, None),
+                    &self.locate(&at, None),
                     format!("Setting '{path}' must be true or false"),
                 );
             }
@@ -265,7 +297,7 @@ impl Checker<'_> {
                 if !ok {
                     sink.emit(
                         Code::FrontendConfig,
-                        &self.locate(key, Some(s)),
+                        &self.locate(&at, Some(s)),
                         format!("Brand colour '{s}' is not a hex colour"),
                     )
                     .help = Some("write colours as #rrggbb, e.g. #005d5d".into());
@@ -274,7 +306,7 @@ impl Checker<'_> {
             _ if key.starts_with("Brand color") => {
                 sink.emit(
                     Code::FrontendConfig,
-                    &self.locate(key, None),
+                    &self.locate(&at, None),
                     format!("Setting '{path}' must be a colour string such as #005d5d"),
                 );
             }
@@ -337,12 +369,12 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
             if !settings.is_object() {
                 sink.emit(
                     Code::FrontendConfig,
-                    &checker.locate(module, None),
+                    &checker.locate(&[module.as_str()], None),
                     format!("Settings of '{module}' must be an object"),
                 );
                 continue;
             }
-            checker.walk(module, module, settings, sink);
+            checker.walk(&mut vec![module.clone()], settings, sink);
         }
     }
 

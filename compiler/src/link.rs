@@ -400,7 +400,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     content.visit_types = visit_types.into_sorted();
     content.encounter_roles = encounter_roles.into_sorted();
     content.relationship_types = relationship_types.into_sorted();
-    for (_, e) in &encounter_types.items {
+    for e in encounter_types.items.values() {
         for (field, p) in [
             ("view_privilege", &e.value.view_privilege),
             ("edit_privilege", &e.value.edit_privilege),
@@ -416,7 +416,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
             .map(|t| (t.name.as_str(), t.uuid.as_str())),
     );
     content.encounter_types = encounter_types.into_sorted();
-    for (_, e) in &person_attribute_types.items {
+    for e in person_attribute_types.items.values() {
         if let Some(p) = &e.value.edit_privilege {
             check_privilege(p, e.at("edit_privilege"), sink);
         }

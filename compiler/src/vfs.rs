@@ -238,8 +238,17 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, sink: &mut Sink, root: &Path) {
         if hidden {
             continue;
         }
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                sink.emit(
+                    Code::Io,
+                    &Loc::File(relative(&path, root).into()),
+                    format!("Cannot read file: {e}"),
+                )
+                .help = Some("a broken link or a file without read permission".into());
+                continue;
+            }
         };
         if meta.is_dir() {
             walk(&path, out, sink, root);
@@ -278,16 +287,18 @@ pub fn read_zip_member(
     bytes: &[u8],
     name: &str,
     display: &Arc<str>,
-) -> Result<Vec<u8>, Diagnostic> {
+) -> Result<Vec<u8>, Box<Diagnostic>> {
     let loc = Loc::File(display.clone());
-    let bad = |msg: String| Diagnostic::new(Code::BadArchive, &loc, msg);
+    let bad = |msg: String| Box::new(Diagnostic::new(Code::BadArchive, &loc, msg));
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| bad(format!("Not a readable zip archive: {e}")))?;
     let mut entry = match archive.by_name(name) {
         Ok(e) => e,
         Err(zip::result::ZipError::FileNotFound) => {
-            return Err(bad(format!("The archive has no '{name}' member"))
-                .help("an OCL export zip holds its concepts in export.json at the top level"));
+            return Err(Box::new(
+                bad(format!("The archive has no '{name}' member"))
+                    .help("an OCL export zip holds its concepts in export.json at the top level"),
+            ));
         }
         Err(e) => return Err(bad(format!("Cannot open '{name}' in the archive: {e}"))),
     };
@@ -295,14 +306,14 @@ pub fn read_zip_member(
     let compressed = entry.compressed_size().max(1);
     let member: Arc<str> = format!("{display}!/{name}").into();
     let too_large = |size: u64| {
-        Diagnostic::new(
+        Box::new(Diagnostic::new(
             Code::TooLarge,
             &Loc::File(member.clone()),
             format!("Archive member inflates to {size} bytes or more, over the limit"),
         )
         .help(format!(
             "members are limited to {MAX_FILE_BYTES} bytes and a compression ratio of {MAX_COMPRESSION_RATIO}:1 (zip bomb protection)"
-        ))
+        )))
     };
     let cap = MAX_FILE_BYTES.min(
         compressed
@@ -317,10 +328,10 @@ pub fn read_zip_member(
     match (&mut entry).take(cap + 1).read_to_end(&mut out) {
         Ok(n) if n as u64 > cap => Err(too_large(n as u64)),
         Ok(_) => Ok(out),
-        Err(e) => Err(Diagnostic::new(
+        Err(e) => Err(Box::new(Diagnostic::new(
             Code::BadArchive,
             &Loc::File(member.clone()),
             format!("Cannot inflate archive member: {e}"),
-        )),
+        ))),
     }
 }

@@ -119,8 +119,10 @@ mod tests {
 
     #[test]
     fn round_trip_keeps_content() {
-        let mut content = Content::default();
-        content.frontend_config = "{}".into();
+        let content = Content {
+            frontend_config: "{}".into(),
+            ..Content::default()
+        };
         let bytes = encode(&header(), &content);
         let bundle = decode(&bytes).unwrap();
         assert_eq!(bundle.content, content);

@@ -220,7 +220,7 @@ fn parse_archive(f: &InputFile) -> ParsedArchive {
     let bytes = match read_zip_member(&f.bytes, "export.json", &f.display) {
         Ok(b) => b,
         Err(d) => {
-            sink.push(d);
+            sink.push(*d);
             out.sink = sink;
             return out;
         }
@@ -291,7 +291,10 @@ fn parse_archive(f: &InputFile) -> ParsedArchive {
 
 /// Line and column (1-based, in characters) where each element of the top-level
 /// `concepts` and `mappings` arrays starts. One linear pass over the text.
-fn element_positions(text: &str) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
+/// (line, column) pairs.
+type Starts = Vec<(u32, u32)>;
+
+fn element_positions(text: &str) -> (Starts, Starts) {
     let b = text.as_bytes();
     let (mut concepts, mut mappings) = (Vec::new(), Vec::new());
     let (mut line, mut col) = (1u32, 0u32);
@@ -475,7 +478,9 @@ impl Merger {
                 continue;
             };
             let locale = n.locale.unwrap_or_else(|| "en".into());
-            if !crate::csvtable::is_locale(&locale) {
+            // `eng` is a valid Java locale, but the rest of OpenMRS content uses `en`.
+            let two_letter = locale.split('_').next().is_some_and(|l| l.len() == 2);
+            if !crate::csvtable::is_locale(&locale) || !two_letter {
                 sink.emit(
                     Code::OclLocale,
                     &loc,

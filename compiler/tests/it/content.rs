@@ -1,0 +1,139 @@
+//! The project's own content (openmrs_config/, sites/, frontend/) compiles for the
+//! distro and for every site with no error and no warning, and reproducibly.
+
+use compiler::vfs::{Selection, list_sites};
+use std::path::{Path, PathBuf};
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn selections() -> Vec<Selection> {
+    let sites = list_sites(&project_root());
+    assert!(
+        sites.len() >= 2,
+        "the project ships at least two sites, found {sites:?}"
+    );
+    std::iter::once(Selection::distro())
+        .chain(sites.iter().map(|s| Selection::site(s)))
+        .collect()
+}
+
+#[test]
+fn the_distribution_and_every_site_compile_without_any_diagnostic() {
+    for selection in selections() {
+        let compiled = compiler::compile(&project_root(), &selection, &compiler::NoProgress);
+        let rendered: String = compiled
+            .diagnostics
+            .iter()
+            .map(|d| compiler::diagnostics::render_human(d, false))
+            .collect();
+        assert!(
+            compiled.diagnostics.is_empty(),
+            "{selection:?}:\n{rendered}"
+        );
+        let c = &compiled.content;
+        assert!(
+            c.concepts.len() > 300 && c.forms.len() >= 3 && c.locations.len() > 10,
+            "{selection:?}"
+        );
+        assert_eq!(c.locales.default, "fr");
+    }
+}
+
+#[test]
+fn the_same_content_gives_the_same_bundle_byte_for_byte() {
+    for selection in selections() {
+        let first = compiler::compile(&project_root(), &selection, &compiler::NoProgress).encode();
+        let second = compiler::compile(&project_root(), &selection, &compiler::NoProgress).encode();
+        assert!(first == second, "{selection:?}: two builds differ");
+        let decoded = model::decode(&first).expect("decodes");
+        assert_eq!(
+            decoded.content.concepts.len(),
+            compiler::compile(&project_root(), &selection, &compiler::NoProgress)
+                .content
+                .concepts
+                .len()
+        );
+    }
+}
+
+#[test]
+fn the_bundle_does_not_depend_on_where_the_project_lives() {
+    let copy = tempfile::tempdir().unwrap();
+    for dir in ["openmrs_config", "sites", "frontend"] {
+        copy_tree(&project_root().join(dir), &copy.path().join(dir));
+    }
+    let here = compiler::compile(
+        &project_root(),
+        &Selection::site("makala"),
+        &compiler::NoProgress,
+    )
+    .encode();
+    let there = compiler::compile(
+        copy.path(),
+        &Selection::site("makala"),
+        &compiler::NoProgress,
+    )
+    .encode();
+    assert!(here == there);
+}
+
+#[test]
+fn site_builds_differ_from_the_distro_as_their_packages_say() {
+    let distro =
+        compiler::compile(&project_root(), &Selection::distro(), &compiler::NoProgress).content;
+    let makala = compiler::compile(
+        &project_root(),
+        &Selection::site("makala"),
+        &compiler::NoProgress,
+    )
+    .content;
+    let goma = compiler::compile(
+        &project_root(),
+        &Selection::site("goma"),
+        &compiler::NoProgress,
+    )
+    .content;
+    // makala overrides a global property, replaces the payment modes file and adds locations.
+    assert_eq!(
+        distro
+            .global_property("visits.autoCloseVisitTimeout")
+            .unwrap()
+            .value,
+        "24"
+    );
+    assert_eq!(
+        makala
+            .global_property("visits.autoCloseVisitTimeout")
+            .unwrap()
+            .value,
+        "12"
+    );
+    assert!(
+        makala
+            .payment_modes
+            .iter()
+            .all(|p| p.name != "Assurance maladie")
+    );
+    assert!(makala.locations.len() > distro.locations.len());
+    // goma only adds.
+    assert!(goma.locations.len() > distro.locations.len());
+    assert_eq!(goma.payment_modes.len(), distro.payment_modes.len());
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
