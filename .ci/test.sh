@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The project's test command (README: "Run the tests"). Assumes the tools .ci/run installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "formatting"
+cargo fmt --all -- --check
+
+step "clippy (warnings denied)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "OCL archives are up to date with their sources"
+python3 tools/ocl/build.py --check
+
+step "content check: the distribution and every site, warnings denied"
+cargo build --locked -q -p compiler
+./target/debug/compiler check --deny-warnings --build-type distro
+for site in $(ls sites); do
+  ./target/debug/compiler check --deny-warnings --build-type site --site "$site"
+done
+
+step "tests"
+cargo test --workspace --locked
