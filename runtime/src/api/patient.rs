@@ -1,0 +1,1357 @@
+//! `patient`: search (`?q=`, `?identifier=`), read, and creation validated as OpenMRS
+//! validates it; with the person, name, identifier, address and attribute objects nested in
+//! its representations.
+
+use super::{Caller, JsonBody, blocking, json, ok, param};
+use crate::AppState;
+use crate::error::{ApiError, ApiResult, Invalid};
+use crate::identifiers::{self, CheckError};
+use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, nested_list, render};
+use crate::store::{
+    AddressRecord, AttributeRecord, IdentifierRecord, NameRecord, PatientRecord, StoreError,
+    identifier_key,
+};
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use chrono::{Datelike, NaiveDate};
+use model::{PatientIdentifierType, PersonAttributeType};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// OpenMRS's date format: `yyyy-MM-dd'T'HH:mm:ss.SSSZ`.
+pub fn format_date(date: &str) -> Value {
+    match NaiveDate::parse_from_str(date, "%Y-%m-%d") {
+        Ok(d) => json!(format!("{}T00:00:00.000+0000", d.format("%Y-%m-%d"))),
+        Err(_) => Value::Null,
+    }
+}
+
+pub fn format_datetime(rfc3339: &str) -> Value {
+    match chrono::DateTime::parse_from_rfc3339(rfc3339) {
+        Ok(d) => json!(
+            d.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%dT%H:%M:%S%.3f+0000")
+                .to_string()
+        ),
+        Err(_) => Value::Null,
+    }
+}
+
+/// Lenient date input: `2020-1-5`, `2020-01-05T10:00:00.000+0000`, `2020-01-05 10:00:00`.
+pub fn parse_date(s: &str) -> Option<NaiveDate> {
+    let day = s.trim().split(['T', ' ']).next()?;
+    let mut parts = day.split('-');
+    let (y, m, d) = (
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse().ok()?,
+    );
+    if parts.next().is_some() {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(y, m, d)
+}
+
+fn today() -> NaiveDate {
+    chrono::Utc::now().date_naive()
+}
+
+fn age(birthdate: &str) -> Option<i32> {
+    let b = NaiveDate::parse_from_str(birthdate, "%Y-%m-%d").ok()?;
+    let t = today();
+    let mut years = t.year() - b.year();
+    if (t.month(), t.day()) < (b.month(), b.day()) {
+        years -= 1;
+    }
+    Some(years.max(0))
+}
+
+fn full_name(n: &NameRecord) -> String {
+    [
+        &n.prefix,
+        &n.given_name,
+        &n.middle_name,
+        &n.family_name,
+        &n.family_name2,
+        &n.degree,
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|s| !s.is_empty())
+    .cloned()
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+fn preferred_name(p: &PatientRecord) -> Option<&NameRecord> {
+    p.names
+        .iter()
+        .find(|n| n.preferred)
+        .or_else(|| p.names.first())
+}
+
+fn preferred_identifier(p: &PatientRecord) -> Option<&IdentifierRecord> {
+    p.identifiers
+        .iter()
+        .find(|i| i.preferred)
+        .or_else(|| p.identifiers.first())
+}
+
+pub struct PatientRes<'a>(pub &'a PatientRecord);
+pub struct PersonRes<'a>(pub &'a PatientRecord);
+pub struct NameRes<'a>(pub &'a str, pub &'a NameRecord);
+pub struct IdentifierRes<'a>(pub &'a str, pub &'a IdentifierRecord);
+pub struct AddressRes<'a>(pub &'a str, pub &'a AddressRecord);
+pub struct AttributeRes<'a>(pub &'a str, pub &'a AttributeRecord);
+pub struct IdentifierTypeRes<'a>(pub &'a PatientIdentifierType);
+pub struct AttributeTypeRes<'a>(pub &'a PersonAttributeType);
+
+impl Resource for PatientRes<'_> {
+    fn alias(&self) -> &'static str {
+        "patient"
+    }
+    fn version(&self) -> &'static str {
+        "1.8"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, _: &Ctx) -> String {
+        match (preferred_identifier(self.0), preferred_name(self.0)) {
+            (Some(i), Some(n)) => format!("{} - {}", i.identifier, full_name(n)),
+            (None, Some(n)) => full_name(n),
+            _ => String::new(),
+        }
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("voided", self.0.voided))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("identifiers", Rep::Ref),
+            ("person", Rep::Default),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("identifiers", Rep::Default),
+            ("person", Rep::Full),
+            ("voided", Rep::Default),
+            ("auditInfo", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let p = self.0;
+        Some(match name {
+            "identifiers" => {
+                let ids: Vec<IdentifierRes> = p
+                    .identifiers
+                    .iter()
+                    .map(|i| IdentifierRes(&p.uuid, i))
+                    .collect();
+                nested_list(ids.iter().map(|i| i as &dyn Resource), rep, ctx)
+            }
+            "patientIdentifier" => nested(
+                preferred_identifier(p)
+                    .map(|i| IdentifierRes(&p.uuid, i))
+                    .as_ref()
+                    .map(|r| r as &dyn Resource),
+                rep,
+                ctx,
+            ),
+            "person" => nested(Some(&PersonRes(p)), rep, ctx),
+            "voided" => json!(p.voided),
+            "patientId" => Value::Null,
+            "auditInfo" => audit(p),
+            // O3 asks for person properties on the patient (Patient extends Person).
+            other => return PersonRes(p).prop(other, rep, ctx),
+        })
+    }
+}
+
+fn audit(p: &PatientRecord) -> Value {
+    json!({"creator": {"uuid": p.creator, "display": null}, "dateCreated": format_datetime(&p.date_created), "changedBy": null, "dateChanged": null})
+}
+
+impl Resource for PersonRes<'_> {
+    fn alias(&self) -> &'static str {
+        "person"
+    }
+    fn version(&self) -> &'static str {
+        "1.11"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, _: &Ctx) -> String {
+        preferred_name(self.0).map(full_name).unwrap_or_default()
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("voided", self.0.voided))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("gender", Rep::Default),
+            ("age", Rep::Default),
+            ("birthdate", Rep::Default),
+            ("birthdateEstimated", Rep::Default),
+            ("dead", Rep::Default),
+            ("deathDate", Rep::Default),
+            ("causeOfDeath", Rep::Ref),
+            ("preferredName", Rep::Ref),
+            ("preferredAddress", Rep::Ref),
+            ("attributes", Rep::Ref),
+            ("voided", Rep::Default),
+            ("birthtime", Rep::Default),
+            ("deathdateEstimated", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("gender", Rep::Default),
+            ("age", Rep::Default),
+            ("birthdate", Rep::Default),
+            ("birthdateEstimated", Rep::Default),
+            ("dead", Rep::Default),
+            ("deathDate", Rep::Default),
+            ("causeOfDeath", Rep::Default),
+            ("preferredName", Rep::Default),
+            ("preferredAddress", Rep::Default),
+            ("names", Rep::Default),
+            ("addresses", Rep::Default),
+            ("attributes", Rep::Default),
+            ("voided", Rep::Default),
+            ("auditInfo", Rep::Default),
+            ("birthtime", Rep::Default),
+            ("deathdateEstimated", Rep::Default),
+            ("causeOfDeathNonCoded", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let p = self.0;
+        let uuid = p.uuid.as_str();
+        Some(match name {
+            "gender" => json!(p.gender),
+            "age" => json!(p.birthdate.as_deref().and_then(age)),
+            "birthdate" => p
+                .birthdate
+                .as_deref()
+                .map(format_date)
+                .unwrap_or(Value::Null),
+            "birthdateEstimated" => json!(p.birthdate_estimated),
+            "dead" => json!(p.dead),
+            "deathDate" => p
+                .death_date
+                .as_deref()
+                .map(format_date)
+                .unwrap_or(Value::Null),
+            "causeOfDeath" => nested(
+                p.cause_of_death
+                    .as_deref()
+                    .and_then(|c| ctx.catalog.content.concept(c))
+                    .map(super::concept::ConceptRes)
+                    .as_ref()
+                    .map(|r| r as &dyn Resource),
+                rep,
+                ctx,
+            ),
+            "causeOfDeathNonCoded" => Value::Null,
+            "preferredName" | "personName" => nested(
+                preferred_name(p)
+                    .map(|n| NameRes(uuid, n))
+                    .as_ref()
+                    .map(|r| r as &dyn Resource),
+                rep,
+                ctx,
+            ),
+            "preferredAddress" => {
+                let a = p
+                    .addresses
+                    .iter()
+                    .find(|a| a.preferred)
+                    .or_else(|| p.addresses.first());
+                nested(
+                    a.map(|a| AddressRes(uuid, a))
+                        .as_ref()
+                        .map(|r| r as &dyn Resource),
+                    rep,
+                    ctx,
+                )
+            }
+            "names" => {
+                let v: Vec<NameRes> = p.names.iter().map(|n| NameRes(uuid, n)).collect();
+                nested_list(v.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
+            "addresses" => {
+                let v: Vec<AddressRes> = p.addresses.iter().map(|a| AddressRes(uuid, a)).collect();
+                nested_list(v.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
+            "attributes" => {
+                let v: Vec<AttributeRes> =
+                    p.attributes.iter().map(|a| AttributeRes(uuid, a)).collect();
+                nested_list(v.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
+            "voided" => json!(p.voided),
+            "birthtime" => Value::Null,
+            "deathdateEstimated" => json!(false),
+            "isPatient" => json!(true),
+            "auditInfo" => audit(p),
+            _ => return None,
+        })
+    }
+}
+
+impl Resource for NameRes<'_> {
+    fn alias(&self) -> &'static str {
+        "name"
+    }
+    fn version(&self) -> &'static str {
+        "1.8"
+    }
+    fn uuid(&self) -> String {
+        self.1.uuid.clone()
+    }
+    fn path(&self) -> String {
+        format!("person/{}/name/{}", self.0, self.1.uuid)
+    }
+    fn display(&self, _: &Ctx) -> String {
+        full_name(self.1)
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("display", Rep::Default),
+            ("uuid", Rep::Default),
+            ("givenName", Rep::Default),
+            ("middleName", Rep::Default),
+            ("familyName", Rep::Default),
+            ("familyName2", Rep::Default),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("display", Rep::Default),
+            ("uuid", Rep::Default),
+            ("givenName", Rep::Default),
+            ("middleName", Rep::Default),
+            ("familyName", Rep::Default),
+            ("familyName2", Rep::Default),
+            ("voided", Rep::Default),
+            ("preferred", Rep::Default),
+            ("prefix", Rep::Default),
+            ("familyNamePrefix", Rep::Default),
+            ("familyNameSuffix", Rep::Default),
+            ("degree", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
+        let n = self.1;
+        Some(match name {
+            "givenName" => json!(n.given_name),
+            "middleName" => json!(n.middle_name),
+            "familyName" => json!(n.family_name),
+            "familyName2" => json!(n.family_name2),
+            "voided" => json!(false),
+            "preferred" => json!(n.preferred),
+            "prefix" => json!(n.prefix),
+            "degree" => json!(n.degree),
+            "familyNamePrefix" | "familyNameSuffix" => Value::Null,
+            _ => return None,
+        })
+    }
+}
+
+impl Resource for IdentifierRes<'_> {
+    fn alias(&self) -> &'static str {
+        "identifier"
+    }
+    fn version(&self) -> &'static str {
+        "1.8"
+    }
+    fn uuid(&self) -> String {
+        self.1.uuid.clone()
+    }
+    fn path(&self) -> String {
+        format!("patient/{}/identifier/{}", self.0, self.1.uuid)
+    }
+    fn display(&self, ctx: &Ctx) -> String {
+        let type_name = ctx
+            .catalog
+            .identifier_type(&self.1.identifier_type)
+            .map(|t| t.name.clone())
+            .unwrap_or_default();
+        format!("{type_name} = {}", self.1.identifier)
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("display", Rep::Default),
+            ("uuid", Rep::Default),
+            ("identifier", Rep::Default),
+            ("identifierType", Rep::Ref),
+            ("location", Rep::Ref),
+            ("preferred", Rep::Default),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("display", Rep::Default),
+            ("uuid", Rep::Default),
+            ("identifier", Rep::Default),
+            ("identifierType", Rep::Default),
+            ("location", Rep::Default),
+            ("preferred", Rep::Default),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let i = self.1;
+        Some(match name {
+            "identifier" => json!(i.identifier),
+            "identifierType" => nested(
+                ctx.catalog
+                    .identifier_type(&i.identifier_type)
+                    .map(IdentifierTypeRes)
+                    .as_ref()
+                    .map(|r| r as &dyn Resource),
+                rep,
+                ctx,
+            ),
+            "location" => nested(
+                i.location
+                    .as_deref()
+                    .and_then(|l| ctx.catalog.location(l))
+                    .map(super::location::LocationRes)
+                    .as_ref()
+                    .map(|r| r as &dyn Resource),
+                rep,
+                ctx,
+            ),
+            "preferred" => json!(i.preferred),
+            "voided" => json!(false),
+            _ => return None,
+        })
+    }
+}
+
+impl Resource for AddressRes<'_> {
+    fn alias(&self) -> &'static str {
+        "address"
+    }
+    fn version(&self) -> &'static str {
+        "1.8"
+    }
+    fn uuid(&self) -> String {
+        self.1.uuid.clone()
+    }
+    fn path(&self) -> String {
+        format!("person/{}/address/{}", self.0, self.1.uuid)
+    }
+    fn display(&self, _: &Ctx) -> String {
+        [
+            "address1",
+            "cityVillage",
+            "countyDistrict",
+            "stateProvince",
+            "country",
+        ]
+        .iter()
+        .find_map(|k| self.1.fields.get(*k))
+        .cloned()
+        .unwrap_or_default()
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("display", Rep::Default),
+            ("uuid", Rep::Default),
+            ("preferred", Rep::Default),
+            ("address1", Rep::Default),
+            ("address2", Rep::Default),
+            ("cityVillage", Rep::Default),
+            ("stateProvince", Rep::Default),
+            ("country", Rep::Default),
+            ("postalCode", Rep::Default),
+            ("countyDistrict", Rep::Default),
+            ("address3", Rep::Default),
+            ("address4", Rep::Default),
+            ("address5", Rep::Default),
+            ("address6", Rep::Default),
+            ("latitude", Rep::Default),
+            ("longitude", Rep::Default),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        self.default_props()
+    }
+    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
+        Some(match name {
+            "preferred" => json!(self.1.preferred),
+            "voided" => json!(false),
+            field if ADDRESS_FIELDS.contains(&field) => json!(self.1.fields.get(field)),
+            _ => return None,
+        })
+    }
+}
+
+impl Resource for AttributeRes<'_> {
+    fn alias(&self) -> &'static str {
+        "attribute"
+    }
+    fn version(&self) -> &'static str {
+        "1.8"
+    }
+    fn uuid(&self) -> String {
+        self.1.uuid.clone()
+    }
+    fn path(&self) -> String {
+        format!("person/{}/attribute/{}", self.0, self.1.uuid)
+    }
+    fn display(&self, ctx: &Ctx) -> String {
+        let type_name = ctx
+            .catalog
+            .person_attribute_type(&self.1.attribute_type)
+            .map(|t| t.name.clone())
+            .unwrap_or_default();
+        format!("{type_name} = {}", self.1.value)
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("display", Rep::Default),
+            ("uuid", Rep::Default),
+            ("value", Rep::Default),
+            ("attributeType", Rep::Ref),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("display", Rep::Default),
+            ("uuid", Rep::Default),
+            ("value", Rep::Default),
+            ("attributeType", Rep::Default),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        Some(match name {
+            "value" => json!(self.1.value),
+            "attributeType" => nested(
+                ctx.catalog
+                    .person_attribute_type(&self.1.attribute_type)
+                    .map(AttributeTypeRes)
+                    .as_ref()
+                    .map(|r| r as &dyn Resource),
+                rep,
+                ctx,
+            ),
+            "voided" => json!(false),
+            _ => return None,
+        })
+    }
+}
+
+impl Resource for IdentifierTypeRes<'_> {
+    fn alias(&self) -> &'static str {
+        "patientidentifiertype"
+    }
+    fn version(&self) -> &'static str {
+        "1.8"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, ctx: &Ctx) -> String {
+        model::display_in(&self.0.display, &ctx.locale, &ctx.fallbacks())
+            .map(str::to_string)
+            .unwrap_or_else(|| self.0.name.clone())
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("retired", self.0.retired))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("name", Rep::Default),
+            ("description", Rep::Default),
+            ("format", Rep::Default),
+            ("formatDescription", Rep::Default),
+            ("required", Rep::Default),
+            ("validator", Rep::Default),
+            ("locationBehavior", Rep::Default),
+            ("uniquenessBehavior", Rep::Default),
+            ("retired", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        self.default_props()
+    }
+    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
+        let t = self.0;
+        Some(match name {
+            "name" => json!(t.name),
+            "description" => json!(t.description),
+            "format" => json!(t.format),
+            "formatDescription" => json!(t.format_description),
+            "required" => json!(t.required),
+            "validator" => json!(t.validator),
+            "locationBehavior" => json!(t.location_behavior.map(|b| b.as_str())),
+            "uniquenessBehavior" => json!(t.uniqueness_behavior.map(|b| b.as_str())),
+            "retired" => json!(t.retired),
+            _ => return None,
+        })
+    }
+}
+
+impl Resource for AttributeTypeRes<'_> {
+    fn alias(&self) -> &'static str {
+        "personattributetype"
+    }
+    fn version(&self) -> &'static str {
+        "1.8"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, ctx: &Ctx) -> String {
+        model::display_in(&self.0.display, &ctx.locale, &ctx.fallbacks())
+            .map(str::to_string)
+            .unwrap_or_else(|| self.0.name.clone())
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("retired", self.0.retired))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("name", Rep::Default),
+            ("description", Rep::Default),
+            ("format", Rep::Default),
+            ("foreignKey", Rep::Default),
+            ("sortWeight", Rep::Default),
+            ("searchable", Rep::Default),
+            ("editPrivilege", Rep::Default),
+            ("retired", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        self.default_props()
+    }
+    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
+        let t = self.0;
+        Some(match name {
+            "name" => json!(t.name),
+            "description" => json!(t.description),
+            "format" => json!(t.format),
+            "foreignKey" => json!(t.foreign_key),
+            "sortWeight" => Value::Null,
+            "searchable" => json!(t.searchable),
+            "editPrivilege" => t
+                .edit_privilege
+                .as_ref()
+                .map(|p| json!({"display": p, "name": p}))
+                .unwrap_or(Value::Null),
+            "retired" => json!(t.retired),
+            _ => return None,
+        })
+    }
+}
+
+pub const ADDRESS_FIELDS: &[&str] = &[
+    "address1",
+    "address2",
+    "address3",
+    "address4",
+    "address5",
+    "address6",
+    "address7",
+    "address8",
+    "address9",
+    "address10",
+    "address11",
+    "address12",
+    "address13",
+    "address14",
+    "address15",
+    "cityVillage",
+    "countyDistrict",
+    "stateProvince",
+    "country",
+    "postalCode",
+    "latitude",
+    "longitude",
+    "startDate",
+    "endDate",
+];
+
+/// `GET patient?q=…` and `GET patient?identifier=…` — privilege: Get Patients.
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Patients"])?;
+    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);
+    let paging = Paging::from_query(&query)?;
+    let (q, by_identifier) = match (param(&query, "q"), param(&query, "identifier")) {
+        (Some(q), _) => (q, false),
+        (None, Some(id)) => (id, true),
+        (None, None) => {
+            return Err(ApiError::BadRequest(
+                "The Resource Does not Support the Requested Operation".into(),
+            ));
+        }
+    };
+    let include_dead = by_identifier
+        || param(&query, "includeDead").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let min_chars = state.int_setting("minSearchCharacters", 2) as usize;
+    let hits = {
+        let index = state.index.read().map_err(ApiError::internal)?;
+        let found = index.search(q, include_dead, if by_identifier { 1 } else { min_chars });
+        if by_identifier {
+            found
+                .into_iter()
+                .filter(|p| {
+                    p.identifiers
+                        .iter()
+                        .any(|i| i.identifier.eq_ignore_ascii_case(q.trim()))
+                })
+                .collect()
+        } else {
+            found
+        }
+    };
+    if hits.is_empty() {
+        return Ok(ok(json!({"results": []})));
+    }
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    // Only the requested page is rendered; the rest is counted.
+    let total = hits.len();
+    let mut items: Vec<Value> = vec![Value::Null; total];
+    for (i, p) in hits
+        .iter()
+        .enumerate()
+        .skip(paging.start)
+        .take(paging.limit)
+    {
+        items[i] = render(&PatientRes(p), &rep, &ctx)?;
+    }
+    Ok(ok(paging.page(
+        items,
+        &caller.request_url(&state, "/patient", &query),
+    )))
+}
+
+/// `GET patient/{uuid}` — privilege: Get Patients.
+pub async fn read(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(uuid): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Patients"])?;
+    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
+    let patient = state
+        .index
+        .read()
+        .map_err(ApiError::internal)?
+        .get(&uuid)
+        .ok_or(ApiError::NotFound)?;
+    let catalog = state.catalog.load();
+    Ok(ok(render(
+        &PatientRes(&patient),
+        &rep,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
+fn not_allowed(keys: Vec<&str>) -> ApiError {
+    ApiError::BadRequest(format!(
+        "Some properties are not allowed to be set: {}",
+        keys.join(", ")
+    ))
+}
+
+fn check_keys(obj: &Map<String, Value>, allowed: &[&str]) -> ApiResult<()> {
+    let unknown: Vec<&str> = obj
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !allowed.contains(k))
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(not_allowed(unknown))
+    }
+}
+
+fn opt_string(obj: &Map<String, Value>, key: &str, path: &str) -> ApiResult<Option<String>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
+        Some(other) => Err(ApiError::BadRequest(format!(
+            "{path}{key}: expected a string, got {other}"
+        ))),
+    }
+}
+
+fn opt_bool(obj: &Map<String, Value>, key: &str, path: &str) -> ApiResult<Option<bool>> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
+        Some(other) => Err(ApiError::BadRequest(format!(
+            "{path}{key}: expected true or false, got {other}"
+        ))),
+    }
+}
+
+/// A reference written as a uuid string or as an object with a `uuid`.
+fn reference(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.trim().to_string()),
+        Value::Object(o) => o.get("uuid").and_then(Value::as_str).map(str::to_string),
+        _ => None,
+    }
+}
+
+fn new_uuid(given: Option<String>, what: &str) -> ApiResult<String> {
+    match given {
+        None => Ok(uuid::Uuid::new_v4().to_string()),
+        Some(u)
+            if u.len() <= 38
+                && !u.is_empty()
+                && u.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
+        {
+            Ok(u)
+        }
+        Some(u) => Err(ApiError::BadRequest(format!(
+            "{what} uuid '{u}' is not a valid uuid"
+        ))),
+    }
+}
+
+/// Full-match, as Java's `String.matches` does.
+fn full_match(pattern: &str, value: &str) -> Option<bool> {
+    fancy_regex::Regex::new(&format!("^(?:{pattern})$"))
+        .ok()?
+        .is_match(value)
+        .ok()
+}
+
+/// Parses and validates a patient creation body. Returns the record and the identifier
+/// uniqueness keys to check atomically when storing.
+fn build_patient(
+    state: &AppState,
+    caller: &Caller,
+    body: &Map<String, Value>,
+) -> ApiResult<(PatientRecord, Vec<(String, String)>)> {
+    check_keys(body, &["uuid", "person", "identifiers"])?;
+    let person = match body.get("person") {
+        None | Some(Value::Null) => {
+            return Err(ApiError::BadRequest(
+                "The person property is missing".into(),
+            ));
+        }
+        Some(Value::Object(p)) => p,
+        Some(Value::String(u)) => {
+            return Err(ApiError::BadRequest(format!(
+                "Person '{u}' not found: send the person as an object"
+            )));
+        }
+        Some(_) => return Err(ApiError::BadRequest("person must be an object".into())),
+    };
+    check_keys(
+        person,
+        &[
+            "uuid",
+            "names",
+            "gender",
+            "birthdate",
+            "birthdateEstimated",
+            "age",
+            "dead",
+            "deathDate",
+            "causeOfDeath",
+            "attributes",
+            "addresses",
+            "birthtime",
+            "deathdateEstimated",
+            "causeOfDeathNonCoded",
+        ],
+    )?;
+    let person_uuid = opt_string(person, "uuid", "person.")?;
+    let top_uuid = opt_string(body, "uuid", "")?;
+    if let (Some(t), Some(p)) = (&top_uuid, &person_uuid)
+        && t != p
+    {
+        return Err(not_allowed(vec!["uuid"]));
+    }
+    let uuid = new_uuid(person_uuid.or(top_uuid), "Patient")?;
+    let identifiers = match body.get("identifiers") {
+        None | Some(Value::Null) => {
+            return Err(ApiError::BadRequest(
+                "Some required properties are missing: identifiers".into(),
+            ));
+        }
+        Some(Value::Array(a)) if a.is_empty() => {
+            return Err(ApiError::BadRequest(
+                "identifiers on class org.openmrs.Patient => At least one identifier required"
+                    .into(),
+            ));
+        }
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(ApiError::BadRequest("identifiers must be a list".into())),
+    };
+
+    let mut invalid = Invalid::default();
+    // Names.
+    let mut names = Vec::new();
+    match person.get("names") {
+        Some(Value::Array(list)) => {
+            for (i, n) in list.iter().enumerate() {
+                let Value::Object(n) = n else {
+                    return Err(ApiError::BadRequest(format!(
+                        "person.names[{i}] must be an object"
+                    )));
+                };
+                check_keys(
+                    n,
+                    &[
+                        "uuid",
+                        "preferred",
+                        "givenName",
+                        "middleName",
+                        "familyName",
+                        "familyName2",
+                        "prefix",
+                        "familyNamePrefix",
+                        "familyNameSuffix",
+                        "degree",
+                    ],
+                )?;
+                let path = format!("person.names[{i}].");
+                let record = NameRecord {
+                    uuid: new_uuid(opt_string(n, "uuid", &path)?, "Name")?,
+                    given_name: opt_string(n, "givenName", &path)?,
+                    middle_name: opt_string(n, "middleName", &path)?,
+                    family_name: opt_string(n, "familyName", &path)?,
+                    family_name2: opt_string(n, "familyName2", &path)?,
+                    prefix: opt_string(n, "prefix", &path)?,
+                    degree: opt_string(n, "degree", &path)?,
+                    preferred: opt_bool(n, "preferred", &path)?.unwrap_or(false),
+                };
+                if record.given_name.is_none() || record.family_name.is_none() {
+                    invalid.field(
+                        &format!("names[{i}].givenName"),
+                        "Patient.names.required.given.family",
+                        "Given name and family name are required",
+                    );
+                }
+                names.push(record);
+            }
+        }
+        None | Some(Value::Null) => {}
+        Some(_) => return Err(ApiError::BadRequest("person.names must be a list".into())),
+    }
+    if names.is_empty() {
+        invalid.field(
+            "names",
+            "Person.shouldHaveAtleastOneNonVoidedName",
+            "The person should have at least one name",
+        );
+    }
+    if names.iter().filter(|n| n.preferred).count() > 1 {
+        invalid.global("Only one preferred name allowed");
+    }
+    if !names.is_empty() && !names.iter().any(|n| n.preferred) {
+        names[0].preferred = true;
+    }
+    // Gender and dates.
+    let gender = opt_string(person, "gender", "person.")?.map(|g| g.to_uppercase());
+    let gender = match gender.as_deref() {
+        Some("M" | "F" | "O" | "U") => gender.unwrap_or_default(),
+        _ => {
+            invalid.field("gender", "Person.gender.required", "Please select a gender");
+            String::new()
+        }
+    };
+    let mut birthdate_estimated =
+        opt_bool(person, "birthdateEstimated", "person.")?.unwrap_or(false);
+    let birthdate = match opt_string(person, "birthdate", "person.")? {
+        Some(s) => match parse_date(&s) {
+            Some(d) if d > today() => {
+                invalid.field(
+                    "birthdate",
+                    "error.date.future",
+                    "Cannot be a date in the future",
+                );
+                None
+            }
+            Some(d) if today().year() - d.year() > 140 => {
+                invalid.field(
+                    "birthdate",
+                    "error.date.nonsensical",
+                    "Birthdate cannot be more than 140 years ago",
+                );
+                None
+            }
+            Some(d) => Some(d.format("%Y-%m-%d").to_string()),
+            None => {
+                return Err(ApiError::BadRequest(format!(
+                    "person.birthdate: cannot parse the date '{s}'"
+                )));
+            }
+        },
+        None => match person.get("age") {
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|a| a <= 140) => {
+                birthdate_estimated = true;
+                Some(format!(
+                    "{}-01-01",
+                    today().year() - n.as_u64().unwrap_or(0) as i32
+                ))
+            }
+            None | Some(Value::Null) => None,
+            Some(other) => {
+                return Err(ApiError::BadRequest(format!(
+                    "person.age: expected a whole number of years up to 140, got {other}"
+                )));
+            }
+        },
+    };
+    let dead = opt_bool(person, "dead", "person.")?.unwrap_or(false);
+    let death_date = match opt_string(person, "deathDate", "person.")? {
+        Some(s) => {
+            let d = parse_date(&s).ok_or_else(|| {
+                ApiError::BadRequest(format!("person.deathDate: cannot parse the date '{s}'"))
+            })?;
+            if d > today() {
+                invalid.field(
+                    "deathDate",
+                    "error.date.future",
+                    "Cannot be a date in the future",
+                );
+            }
+            Some(d.format("%Y-%m-%d").to_string())
+        }
+        None => None,
+    };
+    let catalog = state.catalog.load();
+    let cause_of_death = match reference(person.get("causeOfDeath")) {
+        Some(c) => Some(catalog.concept(&c).map(|x| x.uuid.clone()).ok_or_else(|| {
+            ApiError::BadRequest(format!("causeOfDeath: concept '{c}' not found"))
+        })?),
+        None => None,
+    };
+    // Attributes.
+    let mut attributes = Vec::new();
+    if let Some(list) = person.get("attributes") {
+        let Value::Array(list) = list else {
+            return Err(ApiError::BadRequest(
+                "person.attributes must be a list".into(),
+            ));
+        };
+        for (i, a) in list.iter().enumerate() {
+            let Value::Object(a) = a else {
+                return Err(ApiError::BadRequest(format!(
+                    "person.attributes[{i}] must be an object"
+                )));
+            };
+            check_keys(a, &["uuid", "attributeType", "value", "hydratedObject"])?;
+            let path = format!("person.attributes[{i}].");
+            let type_ref = reference(a.get("attributeType"))
+                .ok_or_else(|| ApiError::BadRequest(format!("{path}attributeType is missing")))?;
+            let t = catalog.person_attribute_type(&type_ref).filter(|t| !t.retired).ok_or_else(|| {
+                ApiError::BadRequest(format!("attributes on class org.openmrs.Person => attributeType: '{type_ref}' is not a person attribute type"))
+            })?;
+            let Some(value) = opt_string(a, "value", &path)? else {
+                continue;
+            };
+            attributes.push(AttributeRecord {
+                uuid: new_uuid(opt_string(a, "uuid", &path)?, "Attribute")?,
+                attribute_type: t.uuid.clone(),
+                value,
+            });
+        }
+    }
+    // Addresses.
+    let mut addresses = Vec::new();
+    if let Some(list) = person.get("addresses") {
+        let Value::Array(list) = list else {
+            return Err(ApiError::BadRequest(
+                "person.addresses must be a list".into(),
+            ));
+        };
+        for (i, a) in list.iter().enumerate() {
+            let Value::Object(a) = a else {
+                return Err(ApiError::BadRequest(format!(
+                    "person.addresses[{i}] must be an object"
+                )));
+            };
+            let mut allowed: Vec<&str> = ADDRESS_FIELDS.to_vec();
+            allowed.extend(["uuid", "preferred"]);
+            check_keys(a, &allowed)?;
+            let path = format!("person.addresses[{i}].");
+            let mut fields = std::collections::BTreeMap::new();
+            for f in ADDRESS_FIELDS {
+                if let Some(v) = opt_string(a, f, &path)? {
+                    fields.insert(f.to_string(), v);
+                }
+            }
+            if fields.is_empty() {
+                continue; // O3 sends `[{}]` when no address was entered.
+            }
+            addresses.push(AddressRecord {
+                uuid: new_uuid(opt_string(a, "uuid", &path)?, "Address")?,
+                preferred: opt_bool(a, "preferred", &path)?.unwrap_or(false),
+                fields,
+            });
+        }
+        if !addresses.is_empty() && !addresses.iter().any(|a| a.preferred) {
+            addresses[0].preferred = true;
+        }
+    }
+    // Identifiers.
+    let global_regex = state
+        .setting("patient.identifier.regex")
+        .filter(|r| !r.trim().is_empty());
+    let mut records = Vec::new();
+    let mut keys = Vec::new();
+    for (i, id) in identifiers.iter().enumerate() {
+        let Value::Object(id) = id else {
+            return Err(ApiError::BadRequest(format!(
+                "identifiers[{i}] must be an object"
+            )));
+        };
+        check_keys(
+            id,
+            &[
+                "uuid",
+                "identifier",
+                "identifierType",
+                "location",
+                "preferred",
+            ],
+        )?;
+        let path = format!("identifiers[{i}].");
+        let identifier = match id.get("identifier") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            Some(Value::String(_)) | None | Some(Value::Null) => {
+                return Err(ApiError::BadRequest(format!("{path}identifier is missing")));
+            }
+            Some(_) => return Err(ApiError::BadRequest(
+                "Don't know how to convert from a number to a string: send identifiers as strings"
+                    .into(),
+            )),
+        };
+        let type_ref = match id.get("identifierType") {
+            Some(Value::Object(o)) => o
+                .get("uuid")
+                .or_else(|| o.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            other => reference(other),
+        }
+        .ok_or_else(|| ApiError::BadRequest(format!("{path}identifierType is missing")))?;
+        let id_type = catalog.identifier_type(&type_ref).filter(|t| !t.retired).ok_or_else(|| {
+            ApiError::BadRequest(format!("identifiers on class org.openmrs.Patient => identifierType: '{type_ref}' is not an identifier type in use"))
+        })?;
+        let location = match reference(id.get("location")) {
+            Some(l) => Some(
+                catalog
+                    .location(&l)
+                    .filter(|x| x.uuid == l)
+                    .map(|x| x.uuid.clone())
+                    .ok_or_else(|| {
+                        ApiError::BadRequest(format!(
+                            "{path}location: '{l}' is not the UUID of any location."
+                        ))
+                    })?,
+            ),
+            None => None,
+        };
+        if let Some(format) = &id_type.format
+            && full_match(format, &identifier) != Some(true)
+        {
+            invalid.global(format!(
+                "Identifier \"{identifier}\" does not match : \"{format}\""
+            ));
+        }
+        if let Some(r) = &global_regex
+            && full_match(r.trim(), &identifier) == Some(false)
+        {
+            invalid.global(format!(
+                "Identifier \"{identifier}\" does not match : \"{}\"",
+                r.trim()
+            ));
+        }
+        match identifiers::validate(&identifier, id_type.validator.as_deref()) {
+            Ok(()) => {}
+            Err(CheckError::Invalid) => {
+                invalid.global(format!("Invalid check digit for identifier: {identifier}"))
+            }
+            Err(CheckError::Unsupported(v)) => invalid.global(format!(
+                "The identifier validator {v} is not supported by this server"
+            )),
+        }
+        if id_type.location_behavior == Some(model::LocationBehavior::Required)
+            && location.is_none()
+        {
+            invalid.global(format!(
+                "Identifier Location cannot be null for {identifier}"
+            ));
+        }
+        if let Some(key) = identifier_key(
+            &id_type.uuid,
+            id_type.uniqueness_behavior,
+            location.as_deref(),
+            &identifier,
+        ) {
+            if keys.iter().any(|(k, _)| *k == key) {
+                invalid.global(format!(
+                    "Identifier {identifier} already in use by another patient"
+                ));
+            }
+            keys.push((key, identifier.clone()));
+        }
+        records.push(IdentifierRecord {
+            uuid: new_uuid(opt_string(id, "uuid", &path)?, "Identifier")?,
+            identifier,
+            identifier_type: id_type.uuid.clone(),
+            location,
+            preferred: opt_bool(id, "preferred", &path)?.unwrap_or(false),
+        });
+    }
+    match records.iter().filter(|r| r.preferred).count() {
+        0 => records[0].preferred = true,
+        1 => {}
+        _ => invalid.global("Only one preferred identifier allowed"),
+    }
+    let missing: Vec<&str> = catalog
+        .content
+        .patient_identifier_types
+        .iter()
+        .filter(|t| {
+            t.required && !t.retired && !records.iter().any(|r| r.identifier_type == t.uuid)
+        })
+        .map(|t| t.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        invalid.global(format!(
+            "Patient is missing the following required identifier(s): {}",
+            missing.join(", ")
+        ));
+    }
+    if !invalid.is_empty() {
+        return Err(ApiError::Invalid(invalid));
+    }
+    let record = PatientRecord {
+        v: 1,
+        uuid,
+        gender,
+        birthdate,
+        birthdate_estimated,
+        dead,
+        death_date,
+        cause_of_death,
+        names,
+        identifiers: records,
+        addresses,
+        attributes,
+        voided: false,
+        date_created: chrono::Utc::now().to_rfc3339(),
+        creator: caller
+            .user
+            .as_ref()
+            .map(|u| u.uuid.clone())
+            .unwrap_or_default(),
+    };
+    Ok((record, keys))
+}
+
+/// `POST patient` — privilege: Add Patients. Answers 201 with the default representation
+/// once the patient is durably stored.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Add Patients"])?;
+    let (record, keys) = build_patient(&state, &caller, &body)?;
+    let st = state.clone();
+    let stored = record.clone();
+    blocking(move || {
+        if st
+            .store
+            .patient_exists(&stored.uuid)
+            .map_err(ApiError::internal)?
+        {
+            return Err(ApiError::BadRequest(format!(
+                "A patient with uuid {} already exists",
+                stored.uuid
+            )));
+        }
+        match st.store.insert_patient(&stored, &keys) {
+            Ok(()) => Ok(()),
+            Err(StoreError::IdentifierInUse(id)) => {
+                let mut inv = Invalid::default();
+                inv.global(format!("Identifier {id} already in use by another patient"));
+                Err(ApiError::Invalid(inv))
+            }
+            Err(e) => Err(ApiError::internal(e)),
+        }
+    })
+    .await?;
+    state
+        .index
+        .write()
+        .map_err(ApiError::internal)?
+        .upsert(record.clone());
+    let catalog = state.catalog.load();
+    let body = render(
+        &PatientRes(&record),
+        &Rep::Default,
+        &caller.ctx(&state, &catalog),
+    )?;
+    Ok(json(StatusCode::CREATED, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_lenient_in_and_strict_out() {
+        assert_eq!(parse_date("2020-1-5"), NaiveDate::from_ymd_opt(2020, 1, 5));
+        assert_eq!(
+            parse_date("2020-01-05T10:00:00.000+0000"),
+            NaiveDate::from_ymd_opt(2020, 1, 5)
+        );
+        assert_eq!(parse_date("2020-02-30"), None);
+        assert_eq!(parse_date("yesterday"), None);
+        assert_eq!(
+            format_date("1936-12-04"),
+            json!("1936-12-04T00:00:00.000+0000")
+        );
+    }
+
+    #[test]
+    fn formats_must_match_whole_identifiers() {
+        assert_eq!(full_match("[0-9]{3}", "123"), Some(true));
+        assert_eq!(full_match("[0-9]{3}", "1234"), Some(false));
+        assert_eq!(full_match("a|b", "ab"), Some(false));
+    }
+}

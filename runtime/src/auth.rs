@@ -1,0 +1,343 @@
+//! Accounts, sessions and privileges.
+//!
+//! - Passwords are argon2 hashes; there is no default account: the first administrator
+//!   comes from the environment (`ensure_admin`).
+//! - `GET /session` with HTTP Basic logs in and sets an HttpOnly `JSESSIONID` cookie; later
+//!   requests use the cookie. Basic credentials on other requests are accepted too (curl and
+//!   scripts), each creating a session.
+//! - After `security.allowedFailedLoginsBeforeLockout` consecutive failures (default 7) an
+//!   account is locked for `security.unlockAccountWaitingTime` minutes (default 5); every
+//!   attempt while locked fails and restarts the wait, as OpenMRS does.
+//! - Privileges come from the user's roles (with inheritance, from the bundle); `System
+//!   Developer` holds them all.
+
+use crate::catalog::Catalog;
+use crate::store::{Store, StoreError, UserRecord};
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub const SUPER_USER_ROLE: &str = "System Developer";
+pub const MIN_PASSWORD_LENGTH: usize = 8;
+
+pub fn hash_password(password: &str) -> String {
+    // A version-4 uuid carries 122 random bits from the OS generator: a unique salt.
+    let salt = SaltString::encode_b64(uuid::Uuid::new_v4().as_bytes())
+        .expect("16 bytes make a valid salt");
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .expect("argon2 hashing with a fresh salt succeeds")
+        .to_string()
+}
+
+pub fn verify_password(password: &str, phc: &str) -> bool {
+    PasswordHash::new(phc)
+        .map(|h| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &h)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(
+        "the store has no user yet: set EMR_ADMIN_PASSWORD (at least {MIN_PASSWORD_LENGTH} characters) to create the administrator; there is no default password"
+    )]
+    NoAdminPassword,
+    #[error("EMR_ADMIN_PASSWORD is too short: use at least {MIN_PASSWORD_LENGTH} characters")]
+    WeakPassword,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Creates the administrator on a first start (empty store). Returns true when created.
+pub fn ensure_admin(
+    store: &Store,
+    username: &str,
+    password: Option<&str>,
+) -> Result<bool, SetupError> {
+    if store.user_count()? > 0 {
+        return Ok(false);
+    }
+    let password = password
+        .filter(|p| !p.is_empty())
+        .ok_or(SetupError::NoAdminPassword)?;
+    if password.chars().count() < MIN_PASSWORD_LENGTH {
+        return Err(SetupError::WeakPassword);
+    }
+    let user = UserRecord {
+        v: 1,
+        uuid: uuid::Uuid::new_v4().to_string(),
+        username: username.to_string(),
+        system_id: "admin".into(),
+        person_uuid: uuid::Uuid::new_v4().to_string(),
+        person_name: "Super User".into(),
+        password_hash: hash_password(password),
+        roles: vec![SUPER_USER_ROLE.to_string(), "Provider".to_string()],
+        properties: BTreeMap::new(),
+        retired: false,
+        failed_logins: 0,
+        locked_until: None,
+    };
+    store.put_user(&user)?;
+    Ok(true)
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Checks a username and password, applying the lockout rules. Writes the user's
+/// bookkeeping (attempts, lockout, last login) durably.
+/// Lockout settings: failures allowed, then minutes to wait.
+#[derive(Debug, Clone, Copy)]
+pub struct Lockout {
+    pub allowed_failures: u32,
+    pub wait_minutes: u64,
+}
+
+pub fn login(
+    store: &Store,
+    lockout: Lockout,
+    username: &str,
+    password: &str,
+) -> Result<Option<UserRecord>, StoreError> {
+    let Some(mut user) = store.user_by_username(username)? else {
+        return Ok(None); // Unknown usernames are not counted.
+    };
+    if user.retired {
+        return Ok(None);
+    }
+    let allowed = lockout.allowed_failures;
+    let wait_ms = lockout.wait_minutes as i64 * 60_000;
+    let now = now_ms();
+    if let Some(until) = user.locked_until {
+        if now < until {
+            // Still locked: refuse, and restart the wait.
+            user.locked_until = Some(now + wait_ms);
+            store.put_user(&user)?;
+            return Ok(None);
+        }
+        user.locked_until = None;
+        user.failed_logins = 0;
+    }
+    if verify_password(password, &user.password_hash) {
+        user.failed_logins = 0;
+        user.properties.insert("loginAttempts".into(), "0".into());
+        user.properties
+            .insert("lastLoginTimestamp".into(), now.to_string());
+        store.put_user(&user)?;
+        Ok(Some(user))
+    } else {
+        user.failed_logins += 1;
+        user.properties
+            .insert("loginAttempts".into(), user.failed_logins.to_string());
+        if user.failed_logins > allowed {
+            user.locked_until = Some(now + wait_ms);
+            user.properties
+                .insert("lockoutTimestamp".into(), now.to_string());
+        }
+        store.put_user(&user)?;
+        Ok(None)
+    }
+}
+
+/// A logged-in session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub user_uuid: String,
+    /// Explicit session locale (`POST /session {locale}`), BCP-47.
+    pub locale: Option<String>,
+    pub location: Option<String>,
+    created: Instant,
+    last_seen: Instant,
+}
+
+/// Sessions live in memory: a restart logs everyone out, nothing else is lost.
+pub struct Sessions {
+    map: Mutex<HashMap<String, Session>>,
+    idle: Duration,
+    max_age: Duration,
+    /// SHA-256 of `username:password` and the stored hash → user uuid, so scripts sending
+    /// Basic credentials on every call do not pay for argon2 each time.
+    basic_cache: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+impl Sessions {
+    pub fn new(idle: Duration, max_age: Duration) -> Sessions {
+        Sessions {
+            map: Mutex::new(HashMap::new()),
+            idle,
+            max_age,
+            basic_cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn max_age(&self) -> Duration {
+        self.max_age
+    }
+
+    pub fn create(&self, user_uuid: &str, location: Option<String>) -> String {
+        let id = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
+        let now = Instant::now();
+        let mut map = self.map.lock().expect("sessions lock");
+        if map.len() > 10_000 {
+            map.retain(|_, s| {
+                now.duration_since(s.last_seen) < self.idle
+                    && now.duration_since(s.created) < self.max_age
+            });
+        }
+        map.insert(
+            id.clone(),
+            Session {
+                user_uuid: user_uuid.into(),
+                locale: None,
+                location,
+                created: now,
+                last_seen: now,
+            },
+        );
+        id
+    }
+
+    /// The live session with this id, refreshing its idle timer.
+    pub fn get(&self, id: &str) -> Option<Session> {
+        let now = Instant::now();
+        let mut map = self.map.lock().expect("sessions lock");
+        let live = map.get(id).is_some_and(|s| {
+            now.duration_since(s.last_seen) < self.idle
+                && now.duration_since(s.created) < self.max_age
+        });
+        if !live {
+            map.remove(id);
+            return None;
+        }
+        let s = map.get_mut(id).expect("checked above");
+        s.last_seen = now;
+        Some(s.clone())
+    }
+
+    pub fn update(&self, id: &str, f: impl FnOnce(&mut Session)) {
+        if let Some(s) = self.map.lock().expect("sessions lock").get_mut(id) {
+            f(s);
+        }
+    }
+
+    pub fn remove(&self, id: &str) {
+        self.map.lock().expect("sessions lock").remove(id);
+    }
+
+    /// Ends every session of a user (e.g. after a password change).
+    pub fn remove_user(&self, user_uuid: &str) {
+        self.map
+            .lock()
+            .expect("sessions lock")
+            .retain(|_, s| s.user_uuid != user_uuid);
+        self.basic_cache
+            .lock()
+            .expect("cache lock")
+            .retain(|_, (u, _)| u != user_uuid);
+    }
+
+    pub fn cached_basic(&self, key: &str) -> Option<String> {
+        let cache = self.basic_cache.lock().expect("cache lock");
+        cache
+            .get(key)
+            .filter(|(_, at)| at.elapsed() < Duration::from_secs(300))
+            .map(|(u, _)| u.clone())
+    }
+
+    pub fn cache_basic(&self, key: String, user_uuid: &str) {
+        let mut cache = self.basic_cache.lock().expect("cache lock");
+        if cache.len() > 1_000 {
+            cache.clear();
+        }
+        cache.insert(key, (user_uuid.to_string(), Instant::now()));
+    }
+}
+
+/// The privileges a user holds through its roles.
+pub struct Grants {
+    pub super_user: bool,
+    pub privileges: HashSet<String>,
+}
+
+pub fn grants(user: &UserRecord, catalog: &Catalog) -> Grants {
+    let mut privileges = HashSet::new();
+    let mut super_user = false;
+    let mut stack: Vec<&str> = user.roles.iter().map(String::as_str).collect();
+    let mut seen = HashSet::new();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        if name == SUPER_USER_ROLE {
+            super_user = true;
+        }
+        if let Some(role) = catalog.role(name) {
+            privileges.extend(role.all_privileges.iter().map(|p| p.to_lowercase()));
+            stack.extend(role.inherited_roles.iter().map(String::as_str));
+        }
+    }
+    Grants {
+        super_user,
+        privileges,
+    }
+}
+
+impl Grants {
+    pub fn has(&self, privilege: &str) -> bool {
+        self.super_user || self.privileges.contains(&privilege.to_lowercase())
+    }
+}
+
+/// Converts a locale to BCP-47 (`en_GB` → `en-GB`).
+pub fn bcp47(locale: &str) -> String {
+    locale.replace('_', "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_hash_and_verify() {
+        let h = hash_password("s3cret-pass");
+        assert!(h.starts_with("$argon2"));
+        assert!(verify_password("s3cret-pass", &h));
+        assert!(!verify_password("wrong", &h));
+        assert!(!verify_password("x", "not a hash"));
+    }
+
+    #[test]
+    fn no_admin_without_a_password() {
+        let store = Store::in_memory().unwrap();
+        assert!(matches!(
+            ensure_admin(&store, "admin", None),
+            Err(SetupError::NoAdminPassword)
+        ));
+        assert!(matches!(
+            ensure_admin(&store, "admin", Some("short")),
+            Err(SetupError::WeakPassword)
+        ));
+        assert!(ensure_admin(&store, "admin", Some("long enough")).unwrap());
+        // Only once: an existing store keeps its users whatever the environment says.
+        assert!(!ensure_admin(&store, "admin", None).unwrap());
+    }
+
+    #[test]
+    fn sessions_expire_when_idle() {
+        let s = Sessions::new(Duration::from_millis(0), Duration::from_secs(60));
+        let id = s.create("u", None);
+        assert!(s.get(&id).is_none());
+        let s = Sessions::new(Duration::from_secs(60), Duration::from_secs(60));
+        let id = s.create("u", None);
+        assert_eq!(s.get(&id).unwrap().user_uuid, "u");
+        s.remove(&id);
+        assert!(s.get(&id).is_none());
+    }
+}

@@ -1,0 +1,141 @@
+//! The served content: the decoded bundle plus lookup maps built once at start (or at a
+//! reload). Immutable; swapped as a whole by `initializer/reload`.
+
+use model::*;
+use std::collections::HashMap;
+
+pub struct Catalog {
+    pub header: Header,
+    pub content: Content,
+    location_by_uuid: HashMap<String, usize>,
+    location_by_name: HashMap<String, usize>,
+    identifier_type_by_uuid: HashMap<String, usize>,
+    identifier_type_by_name: HashMap<String, usize>,
+    role_by_name: HashMap<String, usize>,
+    person_attribute_type_by_uuid: HashMap<String, usize>,
+    tag_by_uuid: HashMap<String, usize>,
+    /// Privilege names known to the content (lower case → canonical).
+    privilege_names: HashMap<String, String>,
+}
+
+fn index<T>(items: &[T], key: impl Fn(&T) -> String) -> HashMap<String, usize> {
+    items.iter().enumerate().map(|(i, x)| (key(x), i)).collect()
+}
+
+impl Catalog {
+    pub fn new(bundle: Bundle) -> Catalog {
+        let c = &bundle.content;
+        Catalog {
+            location_by_uuid: index(&c.locations, |l| l.uuid.clone()),
+            location_by_name: index(&c.locations, |l| l.name.to_lowercase()),
+            identifier_type_by_uuid: index(&c.patient_identifier_types, |t| t.uuid.clone()),
+            identifier_type_by_name: index(&c.patient_identifier_types, |t| t.name.to_lowercase()),
+            role_by_name: index(&c.roles, |r| r.name.clone()),
+            person_attribute_type_by_uuid: index(&c.person_attribute_types, |t| t.uuid.clone()),
+            tag_by_uuid: index(&c.location_tags, |t| t.uuid.clone()),
+            privilege_names: c
+                .privileges
+                .iter()
+                .map(|p| (p.name.to_lowercase(), p.name.clone()))
+                .collect(),
+            header: bundle.header,
+            content: bundle.content,
+        }
+    }
+
+    /// Decodes bundle bytes, refusing an unknown format.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Catalog, DecodeError> {
+        model::decode(bytes).map(Catalog::new)
+    }
+
+    pub fn concept(&self, reference: &str) -> Option<&Concept> {
+        self.content.concept_by_reference(reference)
+    }
+
+    pub fn global_property(&self, name: &str) -> Option<&GlobalProperty> {
+        self.content.global_property(name)
+    }
+
+    pub fn location(&self, uuid_or_name: &str) -> Option<&Location> {
+        self.location_by_uuid
+            .get(uuid_or_name)
+            .or_else(|| self.location_by_name.get(&uuid_or_name.to_lowercase()))
+            .map(|&i| &self.content.locations[i])
+    }
+
+    pub fn location_tag(&self, uuid: &str) -> Option<&NamedMetadata> {
+        self.tag_by_uuid
+            .get(uuid)
+            .map(|&i| &self.content.location_tags[i])
+    }
+
+    pub fn identifier_type(&self, uuid_or_name: &str) -> Option<&PatientIdentifierType> {
+        self.identifier_type_by_uuid
+            .get(uuid_or_name)
+            .or_else(|| {
+                self.identifier_type_by_name
+                    .get(&uuid_or_name.to_lowercase())
+            })
+            .map(|&i| &self.content.patient_identifier_types[i])
+    }
+
+    pub fn person_attribute_type(&self, uuid: &str) -> Option<&PersonAttributeType> {
+        self.person_attribute_type_by_uuid
+            .get(uuid)
+            .map(|&i| &self.content.person_attribute_types[i])
+    }
+
+    pub fn role(&self, name: &str) -> Option<&Role> {
+        self.role_by_name.get(name).map(|&i| &self.content.roles[i])
+    }
+
+    pub fn identifier_source(&self, uuid: &str) -> Option<&IdentifierSource> {
+        find_by_uuid(&self.content.identifier_sources, uuid, |s| &s.uuid)
+    }
+
+    pub fn has_privilege_named(&self, name: &str) -> bool {
+        self.privilege_names.contains_key(&name.to_lowercase())
+    }
+
+    /// A message in `locale`, then its language, then English.
+    pub fn message(&self, code: &str, locale: &str) -> Option<&str> {
+        let language = locale.split(['_', '-']).next().unwrap_or(locale);
+        [locale, language, "en"]
+            .iter()
+            .find_map(|l| self.content.messages.get(*l).and_then(|m| m.get(code)))
+            .map(String::as_str)
+    }
+
+    pub fn allowed_locales(&self) -> &[String] {
+        &self.content.locales.allowed
+    }
+
+    pub fn default_locale(&self) -> &str {
+        &self.content.locales.default
+    }
+
+    /// An integer global property, or `default`.
+    pub fn int_setting(&self, name: &str, default: u64) -> u64 {
+        self.global_property(name)
+            .and_then(|g| g.value.trim().parse().ok())
+            .unwrap_or(default)
+    }
+}
+
+/// Fingerprint of a global property as the bundle defines it (empty when it does not),
+/// stored with an API-made value so a changed definition can be detected.
+pub fn setting_fingerprint(gp: Option<&GlobalProperty>) -> String {
+    use sha2::{Digest, Sha256};
+    match gp {
+        None => String::new(),
+        Some(gp) => {
+            let mut h = Sha256::new();
+            h.update(gp.property.as_bytes());
+            h.update([0]);
+            h.update(gp.value.as_bytes());
+            h.update([0]);
+            h.update(gp.description.as_deref().unwrap_or("").as_bytes());
+            model::hex(&h.finalize())
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The one error type of the API, rendered as OpenMRS error bodies (rest-api.md section 7).
+//!
+//! 401 is used only for "not logged in"; missing privileges are 403. Server errors keep
+//! their cause in the log and send a generic message.
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+/// Field and global errors of a validation failure.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Invalid {
+    pub global: Vec<String>,
+    /// (field, code, message)
+    pub fields: Vec<(String, String, String)>,
+}
+
+impl Invalid {
+    pub fn global(&mut self, message: impl Into<String>) {
+        self.global.push(message.into());
+    }
+
+    pub fn field(&mut self, field: &str, code: &str, message: &str) {
+        self.fields
+            .push((field.into(), code.into(), message.into()));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.global.is_empty() && self.fields.is_empty()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("not authenticated")]
+    Unauthenticated { privileges: Vec<String> },
+    #[error("missing privilege")]
+    Forbidden { privileges: Vec<String> },
+    #[error("not found")]
+    NotFound,
+    #[error("unknown resource {0}")]
+    UnknownResource(String),
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("invalid submission")]
+    Invalid(Invalid),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
+    #[error("payload too large")]
+    PayloadTooLarge,
+    /// The content is being reloaded and has errors; the body carries the diagnostics.
+    #[error("content has errors")]
+    ContentErrors(Value),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn internal(e: impl std::fmt::Display) -> ApiError {
+        ApiError::Internal(e.to_string())
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthenticated { .. } => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::NotFound | ApiError::UnknownResource(_) => StatusCode::NOT_FOUND,
+            ApiError::BadRequest(_) | ApiError::Invalid(_) | ApiError::ContentErrors(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn body(&self) -> Value {
+        let envelope = |message: String, code: &str| json!({"error": {"message": message, "code": code, "detail": "", "rawMessage": null, "translatedMessage": null}});
+        match self {
+            ApiError::Unauthenticated { privileges } => envelope(
+                format!(
+                    "User is not logged in [Privileges required: {}]",
+                    privileges.join(",")
+                ),
+                "org.openmrs.api.APIAuthenticationException",
+            ),
+            ApiError::Forbidden { privileges } => envelope(
+                format!(
+                    "User is logged in but doesn't have the relevant privilege [Privileges required: {}]",
+                    privileges.join(",")
+                ),
+                "org.openmrs.api.APIAuthenticationException",
+            ),
+            ApiError::NotFound => envelope(
+                "Object with given uuid doesn't exist [null]".into(),
+                "org.openmrs.module.webservices.rest.web.response.ObjectNotFoundException",
+            ),
+            ApiError::UnknownResource(name) => envelope(
+                format!(
+                    "Resource does not exist. Please check documentation for implemented resources and their paths [Unknown resource: v1/{name}]"
+                ),
+                "org.openmrs.module.webservices.rest.web.response.UnknownResourceException",
+            ),
+            ApiError::BadRequest(m) => envelope(
+                format!("[{m}]"),
+                "org.openmrs.module.webservices.rest.web.response.IllegalRequestException",
+            ),
+            ApiError::Invalid(inv) => {
+                let mut fields = Map::new();
+                for (field, code, message) in &inv.fields {
+                    let list = fields
+                        .entry(field.clone())
+                        .or_insert_with(|| Value::Array(Vec::new()));
+                    if let Value::Array(items) = list {
+                        items.push(json!({"code": code, "message": message}));
+                    }
+                }
+                let global: Vec<Value> = inv
+                    .global
+                    .iter()
+                    .map(|m| json!({"code": m, "message": m}))
+                    .collect();
+                json!({"error": {
+                    "message": "Invalid Submission",
+                    "code": "webservices.rest.error.invalid.submission",
+                    "globalErrors": global,
+                    "fieldErrors": fields,
+                }})
+            }
+            ApiError::MethodNotAllowed => envelope(
+                "[Request method not supported]".into(),
+                "org.springframework.web.HttpRequestMethodNotSupportedException",
+            ),
+            ApiError::UnsupportedMediaType => envelope(
+                "[Content type not supported: send application/json]".into(),
+                "org.openmrs.module.webservices.rest.web.response.ConversionException",
+            ),
+            ApiError::PayloadTooLarge => envelope(
+                "[Request body is too large]".into(),
+                "org.openmrs.module.webservices.rest.web.response.IllegalRequestException",
+            ),
+            ApiError::ContentErrors(diagnostics) => json!({"error": {
+                "message": "[The content has errors; the previous content is still served]",
+                "code": "emr.content.invalid",
+                "detail": "",
+                "diagnostics": diagnostics,
+            }}),
+            ApiError::Internal(_) => envelope(
+                "[An internal error occurred; see the server log]".into(),
+                "org.openmrs.api.APIException",
+            ),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(cause) = &self {
+            tracing::error!(%cause, "internal error");
+        }
+        let status = self.status();
+        let mut res = (status, json_headers(), self.body().to_string()).into_response();
+        if let ApiError::Unauthenticated { .. } = self {
+            // Marked so the auth layer can add WWW-Authenticate unless the client disabled it.
+            res.extensions_mut().insert(Unauthenticated);
+        }
+        res
+    }
+}
+
+/// Marks a 401 response produced by the API.
+#[derive(Clone, Copy)]
+pub struct Unauthenticated;
+
+pub fn json_headers() -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json;charset=UTF-8"),
+    );
+    h
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

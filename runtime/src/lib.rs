@@ -1,0 +1,220 @@
+//! The runtime: serves the content bundle compiled into this binary over an
+//! OpenMRS-compatible REST API under `/openmrs`, and keeps what the API changes in redb.
+//!
+//! - `catalog`: the decoded bundle with lookup maps (swapped whole by a reload);
+//! - `store`: the redb tables and their versioned records;
+//! - `overlay`: which API-made values survive a new bundle;
+//! - `auth`: accounts, sessions, lockout, privileges;
+//! - `search`: the in-memory patient index;
+//! - `identifiers`: check digits and identifier generation;
+//! - `repr`: representations, links and paging shared by every resource;
+//! - `api`: routes and handlers, one module per resource;
+//! - `error`: the OpenMRS error bodies.
+
+pub mod api;
+pub mod auth;
+pub mod catalog;
+pub mod error;
+pub mod identifiers;
+pub mod overlay;
+pub mod repr;
+pub mod search;
+pub mod store;
+
+use arc_swap::ArcSwap;
+use catalog::Catalog;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+pub use api::app;
+
+/// The bundle compiled into this binary by `build.rs`.
+pub static EMBEDDED_BUNDLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bundle.bin"));
+
+/// Settings from the environment (see the README for each variable).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `EMR_APP_PATH`, default `/openmrs`.
+    pub app_path: String,
+    /// `EMR_LISTEN`, default `0.0.0.0:8080`.
+    pub listen: SocketAddr,
+    /// `EMR_DATA_DIR`, default `./data`.
+    pub data_dir: PathBuf,
+    /// `EMR_ADMIN_USERNAME`, default `admin`.
+    pub admin_username: String,
+    /// `EMR_ADMIN_PASSWORD`: needed only on a first start; never has a default.
+    pub admin_password: Option<String>,
+    /// `EMR_CONTENT_DIR`: a project root to recompile from on reload (content authors).
+    pub content_dir: Option<PathBuf>,
+    /// `EMR_SESSION_IDLE_MINUTES`, default 30.
+    pub session_idle: Duration,
+    /// `EMR_MAX_BODY_BYTES`, default 1 MiB.
+    pub max_body_bytes: usize,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, String> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let app_path = var("EMR_APP_PATH").unwrap_or_else(|| "/openmrs".into());
+        let app_path = format!("/{}", app_path.trim_matches('/'));
+        let listen = var("EMR_LISTEN")
+            .unwrap_or_else(|| "0.0.0.0:8080".into())
+            .parse()
+            .map_err(|e| format!("EMR_LISTEN is not an address: {e}"))?;
+        let minutes: u64 = var("EMR_SESSION_IDLE_MINUTES")
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| "EMR_SESSION_IDLE_MINUTES is not a number".to_string())
+            })
+            .transpose()?
+            .unwrap_or(30);
+        let max_body_bytes = var("EMR_MAX_BODY_BYTES")
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| "EMR_MAX_BODY_BYTES is not a number".to_string())
+            })
+            .transpose()?
+            .unwrap_or(1024 * 1024);
+        Ok(Config {
+            app_path,
+            listen,
+            data_dir: var("EMR_DATA_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("./data")),
+            admin_username: var("EMR_ADMIN_USERNAME").unwrap_or_else(|| "admin".into()),
+            admin_password: var("EMR_ADMIN_PASSWORD"),
+            content_dir: var("EMR_CONTENT_DIR").map(PathBuf::from),
+            session_idle: Duration::from_secs(minutes * 60),
+            max_body_bytes,
+        })
+    }
+
+    /// Defaults for tests: in-memory store, no listening address used.
+    pub fn for_tests(admin_password: &str) -> Config {
+        Config {
+            app_path: "/openmrs".into(),
+            listen: "127.0.0.1:0".parse().expect("valid address"),
+            data_dir: PathBuf::from("unused"),
+            admin_username: "admin".into(),
+            admin_password: Some(admin_password.into()),
+            content_dir: None,
+            session_idle: Duration::from_secs(1800),
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Everything a request handler can reach.
+pub struct AppState {
+    pub catalog: ArcSwap<Catalog>,
+    pub store: store::Store,
+    pub sessions: auth::Sessions,
+    pub index: RwLock<search::SearchIndex>,
+    pub config: Config,
+    /// The sealed bundle, re-applied by `initializer/reload` without a content directory.
+    pub sealed_bundle: Vec<u8>,
+    /// Serialises reloads.
+    pub reload_lock: tokio::sync::Mutex<()>,
+}
+
+impl AppState {
+    /// A setting's value: the API-made one, else the content's.
+    pub fn setting(&self, property: &str) -> Option<String> {
+        match self.store.setting(property) {
+            Ok(Some(s)) => Some(s.value),
+            Ok(None) => self
+                .catalog
+                .load()
+                .global_property(property)
+                .map(|g| g.value.clone()),
+            Err(e) => {
+                tracing::error!(%e, property, "cannot read a setting; using the content's value");
+                self.catalog
+                    .load()
+                    .global_property(property)
+                    .map(|g| g.value.clone())
+            }
+        }
+    }
+
+    pub fn int_setting(&self, property: &str, default: u64) -> u64 {
+        self.setting(property)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    }
+
+    pub fn lockout(&self) -> auth::Lockout {
+        auth::Lockout {
+            allowed_failures: self.int_setting("security.allowedFailedLoginsBeforeLockout", 7)
+                as u32,
+            wait_minutes: self.int_setting("security.unlockAccountWaitingTime", 5),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the embedded bundle is unusable: {0}")]
+    Bundle(#[from] model::DecodeError),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error(transparent)]
+    Setup(#[from] auth::SetupError),
+    #[error("cannot create the data directory {0}: {1}")]
+    DataDir(PathBuf, std::io::Error),
+}
+
+/// What start-up did, for the start-up log line.
+pub struct StartReport {
+    pub dropped_settings: Vec<String>,
+    pub admin_created: bool,
+    pub patients: usize,
+    pub elapsed: Duration,
+}
+
+/// Builds the state: decodes the bundle, applies the overlay rule to the store, creates the
+/// administrator on a first start, and rebuilds the search index.
+pub fn start(
+    config: Config,
+    bundle: Vec<u8>,
+    store: store::Store,
+) -> Result<(Arc<AppState>, StartReport), StartError> {
+    let began = Instant::now();
+    let catalog = Catalog::from_bytes(&bundle)?;
+    let dropped_settings = overlay::apply_new_bundle(&store, &catalog)?;
+    let admin_created = auth::ensure_admin(
+        &store,
+        &config.admin_username,
+        config.admin_password.as_deref(),
+    )?;
+    let index = search::SearchIndex::build(store.patients()?);
+    let patients = index.len();
+    let max_age = Duration::from_secs(12 * 3600);
+    let state = AppState {
+        sessions: auth::Sessions::new(config.session_idle, max_age),
+        catalog: ArcSwap::from_pointee(catalog),
+        store,
+        index: RwLock::new(index),
+        config,
+        sealed_bundle: bundle,
+        reload_lock: tokio::sync::Mutex::new(()),
+    };
+    Ok((
+        Arc::new(state),
+        StartReport {
+            dropped_settings,
+            admin_created,
+            patients,
+            elapsed: began.elapsed(),
+        },
+    ))
+}
+
+/// Opens the store in the configured data directory.
+pub fn open_store(config: &Config) -> Result<store::Store, StartError> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| StartError::DataDir(config.data_dir.clone(), e))?;
+    Ok(store::Store::open(&config.data_dir.join("store.redb"))?)
+}

@@ -1,0 +1,392 @@
+//! Representations (`v=ref|default|full|custom:(…)`), links and paging: the one mechanism
+//! every resource goes through (rest-api.md sections 0, 2 and 3.1).
+//!
+//! A resource says which properties its `default` and `full` representations list and how
+//! to produce one property; `render` does the rest (ref shape, links, `resourceVersion`,
+//! custom property lists, unknown-property errors).
+
+use crate::error::{ApiError, ApiResult};
+use serde_json::{Map, Value, json};
+
+/// How much of an object to serialise.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rep {
+    Ref,
+    Default,
+    Full,
+    /// Properties in the order asked, each with its own nested representation.
+    Custom(Vec<(String, Rep)>),
+}
+
+/// The nested representation a property takes inside `default` or `full`.
+pub type Props = &'static [(&'static str, Rep)];
+
+impl Rep {
+    /// Parses the `v` parameter; `None` when absent.
+    pub fn parse(v: Option<&str>) -> ApiResult<Option<Rep>> {
+        let Some(v) = v else { return Ok(None) };
+        match v {
+            "ref" => Ok(Some(Rep::Ref)),
+            "default" => Ok(Some(Rep::Default)),
+            "full" => Ok(Some(Rep::Full)),
+            _ => match v.strip_prefix("custom:") {
+                Some(spec) => parse_custom(spec.trim()).map(Some),
+                None => Err(ApiError::BadRequest(format!("Unknown representation: {v}"))),
+            },
+        }
+    }
+}
+
+fn parse_custom(spec: &str) -> ApiResult<Rep> {
+    let inner = spec
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(|| ApiError::BadRequest(format!("Invalid custom representation: {spec}")))?;
+    let mut props = Vec::new();
+    for item in split_top(inner)? {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let (name, nested) = match item.split_once(':') {
+            None => (item, Rep::Default),
+            Some((name, sub)) => {
+                let sub = sub.trim();
+                let rep = if sub.starts_with('(') {
+                    parse_custom(sub)?
+                } else if sub.eq_ignore_ascii_case("ref") {
+                    Rep::Ref
+                } else if sub.eq_ignore_ascii_case("full") {
+                    Rep::Full
+                } else {
+                    Rep::Default
+                };
+                (name.trim(), rep)
+            }
+        };
+        props.push((name.to_string(), nested));
+    }
+    Ok(Rep::Custom(props))
+}
+
+/// Splits on commas at nesting depth 0.
+fn split_top(s: &str) -> ApiResult<Vec<&str>> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err(ApiError::BadRequest(
+                        "Unbalanced parentheses in representation".into(),
+                    ));
+                }
+            }
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(ApiError::BadRequest(
+            "Unbalanced parentheses in representation".into(),
+        ));
+    }
+    out.push(&s[start..]);
+    Ok(out)
+}
+
+/// What every rendering needs: where links point and which locale names display in.
+pub struct Ctx<'a> {
+    /// `scheme://host[:port]/openmrs/ws/rest/v1`
+    pub base: String,
+    pub locale: String,
+    /// Locales to try after `locale`: the user's default, then `default_locale`.
+    pub fallbacks: Vec<String>,
+    pub catalog: &'a crate::catalog::Catalog,
+}
+
+impl Ctx<'_> {
+    pub fn fallbacks(&self) -> Vec<&str> {
+        self.fallbacks.iter().map(String::as_str).collect()
+    }
+
+    pub fn link(&self, rel: &str, path: &str, alias: &str, suffix: &str) -> Value {
+        json!({"rel": rel, "uri": format!("{}/{path}{suffix}", self.base), "resourceAlias": alias})
+    }
+}
+
+pub trait Resource {
+    /// The resource name used in links and as `resourceAlias` (`patient`, `identifier`).
+    fn alias(&self) -> &'static str;
+    fn version(&self) -> &'static str;
+    fn uuid(&self) -> String;
+    fn display(&self, ctx: &Ctx) -> String;
+    /// Path below `/ws/rest/v1` (sub-resources override it).
+    fn path(&self) -> String {
+        format!("{}/{}", self.alias(), self.uuid())
+    }
+    /// `("voided", true)` / `("retired", true)`; shown in `ref` only when true.
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        None
+    }
+    fn default_props(&self) -> Props;
+    fn full_props(&self) -> Props;
+    /// One property, with the representation its value should take; `None` if the
+    /// resource has no such property.
+    fn prop(&self, name: &str, nested: &Rep, ctx: &Ctx) -> Option<Value>;
+}
+
+fn base_prop(r: &dyn Resource, name: &str, nested: &Rep, ctx: &Ctx) -> Option<Value> {
+    match name {
+        "uuid" => Some(Value::String(r.uuid())),
+        "display" => Some(Value::String(r.display(ctx))),
+        _ => r.prop(name, nested, ctx),
+    }
+}
+
+/// Serialises a resource in a representation.
+pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
+    let mut out = Map::new();
+    let path = r.path();
+    match rep {
+        Rep::Ref => {
+            out.insert("uuid".into(), Value::String(r.uuid()));
+            out.insert("display".into(), Value::String(r.display(ctx)));
+            if let Some((flag, true)) = r.flag() {
+                out.insert(flag.into(), Value::Bool(true));
+            }
+            out.insert(
+                "links".into(),
+                json!([ctx.link("self", &path, r.alias(), "")]),
+            );
+            return Ok(Value::Object(out));
+        }
+        Rep::Default | Rep::Full => {
+            let props = if *rep == Rep::Full {
+                r.full_props()
+            } else {
+                r.default_props()
+            };
+            for (name, nested) in props {
+                let value = base_prop(r, name, nested, ctx).unwrap_or(Value::Null);
+                out.insert(name.to_string(), value);
+            }
+            let links = if *rep == Rep::Full {
+                json!([ctx.link("self", &path, r.alias(), "")])
+            } else {
+                json!([
+                    ctx.link("self", &path, r.alias(), ""),
+                    ctx.link("full", &path, r.alias(), "?v=full")
+                ])
+            };
+            out.insert("links".into(), links);
+        }
+        Rep::Custom(props) => {
+            for (name, nested) in props {
+                if name == "links" {
+                    out.insert(
+                        "links".into(),
+                        json!([
+                            ctx.link("self", &path, r.alias(), ""),
+                            ctx.link("default", &path, r.alias(), "?v=default")
+                        ]),
+                    );
+                    continue;
+                }
+                let value = base_prop(r, name, nested, ctx).ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "Unknown property '{name}' on resource {}",
+                        r.alias()
+                    ))
+                })?;
+                out.insert(name.clone(), value);
+            }
+        }
+    }
+    out.insert("resourceVersion".into(), Value::String(r.version().into()));
+    Ok(Value::Object(out))
+}
+
+/// Renders a nested object, `null` when absent.
+pub fn nested(r: Option<&dyn Resource>, rep: &Rep, ctx: &Ctx) -> Value {
+    match r {
+        // A nested unknown property is reported at the top level only; inside, null.
+        Some(r) => render(r, rep, ctx).unwrap_or(Value::Null),
+        None => Value::Null,
+    }
+}
+
+pub fn nested_list<'r>(
+    items: impl Iterator<Item = &'r dyn Resource>,
+    rep: &Rep,
+    ctx: &Ctx,
+) -> Value {
+    Value::Array(
+        items
+            .map(|r| render(r, rep, ctx).unwrap_or(Value::Null))
+            .collect(),
+    )
+}
+
+/// Paging parameters of a list request.
+#[derive(Debug, Clone)]
+pub struct Paging {
+    pub limit: usize,
+    pub start: usize,
+    pub total_count: bool,
+}
+
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 100;
+
+impl Paging {
+    pub fn from_query(q: &[(String, String)]) -> ApiResult<Paging> {
+        let get = |k: &str| {
+            q.iter()
+                .rev()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        let limit = match get("limit").map(str::parse::<i64>) {
+            Some(Ok(n)) if n <= 0 => {
+                return Err(ApiError::BadRequest(
+                    "If you specify a number of results to return, it must be >0 and not null"
+                        .into(),
+                ));
+            }
+            Some(Ok(n)) if n as usize > MAX_LIMIT => {
+                return Err(ApiError::BadRequest(format!(
+                    "Administrator has set absolute limit at {MAX_LIMIT}"
+                )));
+            }
+            Some(Ok(n)) => n as usize,
+            // A non-integer limit is ignored, as OpenMRS does.
+            _ => DEFAULT_LIMIT,
+        };
+        let start = get("startIndex")
+            .and_then(|s| s.parse::<usize>().ok())
+            .unwrap_or(0);
+        let total_count = get("totalCount").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        Ok(Paging {
+            limit,
+            start,
+            total_count,
+        })
+    }
+
+    /// Builds `{results, links?, totalCount?}` from the full list of matches.
+    pub fn page(&self, items: Vec<Value>, request: &RequestUrl) -> Value {
+        let total = items.len();
+        let results: Vec<Value> = items
+            .into_iter()
+            .skip(self.start)
+            .take(self.limit)
+            .collect();
+        let mut out = Map::new();
+        out.insert("results".into(), Value::Array(results));
+        let mut links = Vec::new();
+        if self.start + self.limit < total {
+            links.push(
+                json!({"rel": "next", "uri": request.with_start(Some(self.start + self.limit))}),
+            );
+        }
+        if self.start > 0 {
+            let prev = self.start.saturating_sub(self.limit);
+            links.push(
+                json!({"rel": "prev", "uri": request.with_start((prev > 0).then_some(prev))}),
+            );
+        }
+        if !links.is_empty() {
+            out.insert("links".into(), Value::Array(links));
+        }
+        if self.total_count {
+            out.insert("totalCount".into(), Value::from(total));
+        }
+        Value::Object(out)
+    }
+}
+
+/// The request's absolute URL, to build paging links.
+pub struct RequestUrl {
+    pub base: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+}
+
+impl RequestUrl {
+    fn with_start(&self, start: Option<usize>) -> String {
+        let mut s = format!("{}{}?", self.base, self.path);
+        for (k, v) in self.query.iter().filter(|(k, _)| k != "startIndex") {
+            s.push_str(&encode(k));
+            s.push('=');
+            s.push_str(&encode(v));
+            s.push('&');
+        }
+        if let Some(n) = start {
+            s.push_str(&format!("startIndex={n}"));
+        }
+        s
+    }
+}
+
+/// Percent-encodes a query component (as `URLEncoder` does, space as `+`).
+pub fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_nested_custom_representations() {
+        let rep = Rep::parse(Some(
+            "custom:(uuid,person:(gender,names:ref),identifiers:full,attributes,links)",
+        ))
+        .unwrap();
+        assert_eq!(
+            rep,
+            Some(Rep::Custom(vec![
+                ("uuid".into(), Rep::Default),
+                (
+                    "person".into(),
+                    Rep::Custom(vec![
+                        ("gender".into(), Rep::Default),
+                        ("names".into(), Rep::Ref)
+                    ])
+                ),
+                ("identifiers".into(), Rep::Full),
+                ("attributes".into(), Rep::Default),
+                ("links".into(), Rep::Default),
+            ]))
+        );
+        assert!(Rep::parse(Some("custom:(a,b")).is_err());
+        assert!(Rep::parse(Some("fancy")).is_err());
+        assert!(Rep::parse(Some("")).is_err());
+        assert_eq!(Rep::parse(None).unwrap(), None);
+    }
+
+    #[test]
+    fn encodes_like_java() {
+        assert_eq!(
+            encode("custom:(uuid,display)"),
+            "custom%3A%28uuid%2Cdisplay%29"
+        );
+        assert_eq!(encode("a b"), "a+b");
+    }
+}

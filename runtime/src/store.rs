@@ -1,0 +1,440 @@
+//! The redb store: only what the API changed (patients, users, system-setting values,
+//! identifier-generator counters) plus a meta table (store schema version, hash of the
+//! bundle last served).
+//!
+//! Records are this module's own versioned types, stored as JSON with a `v` field, never
+//! the bundle's model types. Every write commits with redb's default (immediate)
+//! durability before the API acknowledges it.
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Bumped when a table's meaning changes; `open` refuses a store with a newer version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
+const PATIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("patients");
+/// `<type uuid>|<scope>|<identifier>` → patient uuid, for uniqueness.
+const IDENTIFIERS: TableDefinition<&str, &str> = TableDefinition::new("identifiers");
+const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
+const USERNAMES: TableDefinition<&str, &str> = TableDefinition::new("usernames");
+const SETTINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("settings");
+const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store error: {0}")]
+    Redb(String),
+    #[error("corrupt record in {table}: {detail}")]
+    Corrupt { table: &'static str, detail: String },
+    #[error("the store has schema version {found}, newer than this runtime's {supported}")]
+    TooNew { found: u32, supported: u32 },
+    #[error("identifier {0} is already in use")]
+    IdentifierInUse(String),
+}
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(impl From<$t> for StoreError { fn from(e: $t) -> Self { StoreError::Redb(e.to_string()) } })*};
+}
+from_redb!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NameRecord {
+    pub uuid: String,
+    pub given_name: Option<String>,
+    pub middle_name: Option<String>,
+    pub family_name: Option<String>,
+    pub family_name2: Option<String>,
+    pub prefix: Option<String>,
+    pub degree: Option<String>,
+    pub preferred: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdentifierRecord {
+    pub uuid: String,
+    pub identifier: String,
+    pub identifier_type: String,
+    pub location: Option<String>,
+    pub preferred: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddressRecord {
+    pub uuid: String,
+    pub preferred: bool,
+    /// REST field name (`cityVillage`) → value.
+    pub fields: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttributeRecord {
+    pub uuid: String,
+    pub attribute_type: String,
+    pub value: String,
+}
+
+/// A patient and its person (they share the uuid, as in OpenMRS).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatientRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub gender: String,
+    /// `yyyy-mm-dd`
+    pub birthdate: Option<String>,
+    pub birthdate_estimated: bool,
+    pub dead: bool,
+    pub death_date: Option<String>,
+    pub cause_of_death: Option<String>,
+    pub names: Vec<NameRecord>,
+    pub identifiers: Vec<IdentifierRecord>,
+    pub addresses: Vec<AddressRecord>,
+    pub attributes: Vec<AttributeRecord>,
+    pub voided: bool,
+    /// RFC 3339.
+    pub date_created: String,
+    pub creator: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub username: String,
+    pub system_id: String,
+    pub person_uuid: String,
+    pub person_name: String,
+    /// Argon2 PHC string.
+    pub password_hash: String,
+    pub roles: Vec<String>,
+    pub properties: BTreeMap<String, String>,
+    pub retired: bool,
+    pub failed_logins: u32,
+    /// Unix milliseconds until which logins are refused.
+    pub locked_until: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingRecord {
+    pub v: u32,
+    pub property: String,
+    pub value: String,
+    pub description: Option<String>,
+    /// `catalog::setting_fingerprint` of the bundle's definition when this value was set.
+    pub base_fingerprint: String,
+}
+
+pub struct Store {
+    db: Database,
+}
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("records serialize")
+}
+
+fn decode<T: for<'a> Deserialize<'a>>(table: &'static str, bytes: &[u8]) -> StoreResult<T> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        table,
+        detail: e.to_string(),
+    })
+}
+
+/// The key under which an identifier's uniqueness is recorded, or `None` when its type
+/// allows duplicates.
+pub fn identifier_key(
+    type_uuid: &str,
+    uniqueness: Option<model::UniquenessBehavior>,
+    location: Option<&str>,
+    identifier: &str,
+) -> Option<String> {
+    match uniqueness {
+        Some(model::UniquenessBehavior::NonUnique) => None,
+        Some(model::UniquenessBehavior::Location) => Some(format!(
+            "{type_uuid}|{}|{identifier}",
+            location.unwrap_or("")
+        )),
+        _ => Some(format!("{type_uuid}||{identifier}")),
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the store file, checking its schema version.
+    pub fn open(path: &Path) -> StoreResult<Store> {
+        Store::init(Database::create(path)?)
+    }
+
+    /// A store in memory, for tests.
+    pub fn in_memory() -> StoreResult<Store> {
+        let db = Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
+        Store::init(db)
+    }
+
+    fn init(db: Database) -> StoreResult<Store> {
+        let store = Store { db };
+        let txn = store.db.begin_write()?;
+        {
+            // Create every table so reads never meet a missing one.
+            let mut meta = txn.open_table(META)?;
+            txn.open_table(PATIENTS)?;
+            txn.open_table(IDENTIFIERS)?;
+            txn.open_table(USERS)?;
+            txn.open_table(USERNAMES)?;
+            txn.open_table(SETTINGS)?;
+            txn.open_table(COUNTERS)?;
+            let found = meta
+                .get("schema_version")?
+                .map(|v| v.value().parse::<u32>().unwrap_or(u32::MAX));
+            match found {
+                Some(v) if v > SCHEMA_VERSION => {
+                    return Err(StoreError::TooNew {
+                        found: v,
+                        supported: SCHEMA_VERSION,
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    meta.insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
+                }
+            }
+        }
+        txn.commit()?;
+        Ok(store)
+    }
+
+    pub fn meta(&self, key: &str) -> StoreResult<Option<String>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(META)?;
+        Ok(t.get(key)?.map(|v| v.value().to_string()))
+    }
+
+    pub fn set_meta(&self, key: &str, value: &str) -> StoreResult<()> {
+        let txn = self.db.begin_write()?;
+        txn.open_table(META)?.insert(key, value)?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    // Users.
+
+    pub fn user_count(&self) -> StoreResult<u64> {
+        let txn = self.db.begin_read()?;
+        Ok(txn.open_table(USERS)?.len()?)
+    }
+
+    pub fn user(&self, uuid: &str) -> StoreResult<Option<UserRecord>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(USERS)?;
+        t.get(uuid)?.map(|v| decode("users", v.value())).transpose()
+    }
+
+    pub fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRecord>> {
+        let txn = self.db.begin_read()?;
+        let names = txn.open_table(USERNAMES)?;
+        let Some(uuid) = names
+            .get(username.to_lowercase().as_str())?
+            .map(|v| v.value().to_string())
+        else {
+            return Ok(None);
+        };
+        let t = txn.open_table(USERS)?;
+        t.get(uuid.as_str())?
+            .map(|v| decode("users", v.value()))
+            .transpose()
+    }
+
+    pub fn put_user(&self, user: &UserRecord) -> StoreResult<()> {
+        let txn = self.db.begin_write()?;
+        {
+            txn.open_table(USERS)?
+                .insert(user.uuid.as_str(), encode(user).as_slice())?;
+            let mut names = txn.open_table(USERNAMES)?;
+            names.insert(user.username.to_lowercase().as_str(), user.uuid.as_str())?;
+            if !user.system_id.is_empty() {
+                names.insert(user.system_id.to_lowercase().as_str(), user.uuid.as_str())?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    // Patients.
+
+    /// Stores a new patient; refuses it if one of its unique identifiers is taken.
+    /// `keys` are the uniqueness keys of its identifiers (see `identifier_key`).
+    pub fn insert_patient(&self, p: &PatientRecord, keys: &[(String, String)]) -> StoreResult<()> {
+        let txn = self.db.begin_write()?;
+        {
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            for (key, identifier) in keys {
+                if let Some(owner) = ids.get(key.as_str())?
+                    && owner.value() != p.uuid
+                {
+                    return Err(StoreError::IdentifierInUse(identifier.clone()));
+                }
+            }
+            for (key, _) in keys {
+                ids.insert(key.as_str(), p.uuid.as_str())?;
+            }
+            txn.open_table(PATIENTS)?
+                .insert(p.uuid.as_str(), encode(p).as_slice())?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    pub fn patient(&self, uuid: &str) -> StoreResult<Option<PatientRecord>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(PATIENTS)?;
+        t.get(uuid)?
+            .map(|v| decode("patients", v.value()))
+            .transpose()
+    }
+
+    pub fn patient_exists(&self, uuid: &str) -> StoreResult<bool> {
+        let txn = self.db.begin_read()?;
+        Ok(txn.open_table(PATIENTS)?.get(uuid)?.is_some())
+    }
+
+    /// Every patient, for rebuilding the search index at start.
+    pub fn patients(&self) -> StoreResult<Vec<PatientRecord>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(PATIENTS)?;
+        let mut out = Vec::with_capacity(t.len()? as usize);
+        for row in t.iter()? {
+            let (_, v) = row?;
+            out.push(decode("patients", v.value())?);
+        }
+        Ok(out)
+    }
+
+    // System settings.
+
+    pub fn settings(&self) -> StoreResult<Vec<SettingRecord>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(SETTINGS)?;
+        let mut out = Vec::new();
+        for row in t.iter()? {
+            let (_, v) = row?;
+            out.push(decode("settings", v.value())?);
+        }
+        Ok(out)
+    }
+
+    pub fn setting(&self, property: &str) -> StoreResult<Option<SettingRecord>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(SETTINGS)?;
+        t.get(property)?
+            .map(|v| decode("settings", v.value()))
+            .transpose()
+    }
+
+    pub fn put_setting(&self, s: &SettingRecord) -> StoreResult<()> {
+        let txn = self.db.begin_write()?;
+        txn.open_table(SETTINGS)?
+            .insert(s.property.as_str(), encode(s).as_slice())?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// Removes API-made values; returns the properties removed.
+    pub fn remove_settings(&self, properties: &[String]) -> StoreResult<Vec<String>> {
+        let txn = self.db.begin_write()?;
+        let mut removed = Vec::new();
+        {
+            let mut t = txn.open_table(SETTINGS)?;
+            for p in properties {
+                if t.remove(p.as_str())?.is_some() {
+                    removed.push(p.clone());
+                }
+            }
+        }
+        txn.commit()?;
+        Ok(removed)
+    }
+
+    // Identifier generators.
+
+    /// The next value of a generator's counter (0 first), durably.
+    pub fn next_counter(&self, source: &str) -> StoreResult<u64> {
+        let txn = self.db.begin_write()?;
+        let value = {
+            let mut t = txn.open_table(COUNTERS)?;
+            let current = t.get(source)?.map_or(0, |v| v.value());
+            t.insert(source, current + 1)?;
+            current
+        };
+        txn.commit()?;
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patient(uuid: &str) -> PatientRecord {
+        PatientRecord {
+            v: 1,
+            uuid: uuid.into(),
+            gender: "F".into(),
+            birthdate: None,
+            birthdate_estimated: false,
+            dead: false,
+            death_date: None,
+            cause_of_death: None,
+            names: vec![],
+            identifiers: vec![],
+            addresses: vec![],
+            attributes: vec![],
+            voided: false,
+            date_created: String::new(),
+            creator: String::new(),
+        }
+    }
+
+    #[test]
+    fn unique_identifiers_are_refused_twice() {
+        let s = Store::in_memory().unwrap();
+        let keys = vec![("t||100".to_string(), "100".to_string())];
+        s.insert_patient(&patient("a"), &keys).unwrap();
+        assert!(matches!(
+            s.insert_patient(&patient("b"), &keys),
+            Err(StoreError::IdentifierInUse(_))
+        ));
+        assert!(s.patient("b").unwrap().is_none());
+        assert_eq!(s.patients().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn counters_never_repeat() {
+        let s = Store::in_memory().unwrap();
+        assert_eq!(s.next_counter("src").unwrap(), 0);
+        assert_eq!(s.next_counter("src").unwrap(), 1);
+        assert_eq!(s.next_counter("other").unwrap(), 0);
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        {
+            let s = Store::open(&path).unwrap();
+            s.set_meta("schema_version", "99").unwrap();
+        }
+        assert!(matches!(
+            Store::open(&path),
+            Err(StoreError::TooNew { found: 99, .. })
+        ));
+    }
+}

@@ -1,0 +1,184 @@
+//! Helpers shared by the runtime tests.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use runtime::store::Store;
+use runtime::{AppState, Config, EMBEDDED_BUNDLE, app, start};
+use serde_json::Value;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+pub const PASSWORD: &str = "Test-password-1";
+pub const MOD30: &str = "org.openmrs.module.idgen.validator.LuhnMod30IdentifierValidator";
+
+pub fn state() -> Arc<AppState> {
+    state_with(EMBEDDED_BUNDLE.to_vec(), Store::in_memory().unwrap())
+}
+
+pub fn state_with(bundle: Vec<u8>, store: Store) -> Arc<AppState> {
+    start(Config::for_tests(PASSWORD), bundle, store)
+        .expect("starts")
+        .0
+}
+
+pub struct Response {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+/// A client that keeps the session cookie, as a browser does.
+pub struct Client {
+    pub state: Arc<AppState>,
+    pub cookie: Option<String>,
+}
+
+impl Client {
+    pub fn new(state: Arc<AppState>) -> Client {
+        Client {
+            state,
+            cookie: None,
+        }
+    }
+
+    /// A client logged in as the administrator.
+    pub async fn admin(state: Arc<AppState>) -> Client {
+        let mut c = Client::new(state);
+        let r = c.login("admin", PASSWORD).await;
+        assert_eq!(r.body["authenticated"], true, "{:?}", r.body);
+        c
+    }
+
+    pub async fn login(&mut self, user: &str, password: &str) -> Response {
+        use base64::Engine;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        self.send(
+            "GET",
+            "/openmrs/ws/rest/v1/session",
+            &[("authorization", &format!("Basic {basic}"))],
+            None,
+        )
+        .await
+    }
+
+    pub async fn get(&mut self, uri: &str) -> Response {
+        self.send("GET", uri, &[], None).await
+    }
+
+    pub async fn post(&mut self, uri: &str, body: &str) -> Response {
+        self.send(
+            "POST",
+            uri,
+            &[("content-type", "application/json")],
+            Some(body),
+        )
+        .await
+    }
+
+    pub async fn send(
+        &mut self,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Response {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("host", "emr.test");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(c) = &self.cookie {
+            req = req.header("cookie", format!("JSESSIONID={c}"));
+        }
+        let req = req
+            .body(
+                body.map(|b| Body::from(b.to_string()))
+                    .unwrap_or_else(Body::empty),
+            )
+            .unwrap();
+        let res = app(self.state.clone()).oneshot(req).await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        for v in headers.get_all("set-cookie") {
+            let v = v.to_str().unwrap();
+            if let Some(rest) = v.strip_prefix("JSESSIONID=") {
+                let id = rest.split(';').next().unwrap();
+                self.cookie = (!id.is_empty()).then(|| id.to_string());
+            }
+        }
+        let bytes = http_body_util::BodyExt::collect(res.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+/// An EHR patient number with its Luhn mod-30 check character.
+pub fn emr_id(body: &str) -> String {
+    runtime::identifiers::with_check(body, Some(MOD30)).unwrap()
+}
+
+pub fn location_uuid(state: &AppState, name: &str) -> String {
+    state.catalog.load().location(name).unwrap().uuid.clone()
+}
+
+pub fn identifier_type_uuid(state: &AppState, name: &str) -> String {
+    state
+        .catalog
+        .load()
+        .identifier_type(name)
+        .unwrap()
+        .uuid
+        .clone()
+}
+
+/// A valid creation body for the distribution's content.
+pub fn patient_body(state: &AppState, given: &str, family: &str, id_body: &str) -> String {
+    serde_json::json!({
+        "person": {
+            "names": [{"givenName": given, "familyName": family, "preferred": true}],
+            "gender": "F",
+            "birthdate": "1990-4-12",
+            "birthdateEstimated": false,
+            "addresses": [{"cityVillage": "Ngaliema", "stateProvince": "Kinshasa", "country": "République démocratique du Congo"}],
+            "attributes": [{"attributeType": "14d4f066-15f5-102d-96e4-000c29c2a5d7", "value": "+243810000000"}]
+        },
+        "identifiers": [{
+            "identifier": emr_id(id_body),
+            "identifierType": identifier_type_uuid(state, "Numéro patient DSE"),
+            "location": location_uuid(state, "Bondeko - Accueil"),
+            "preferred": true
+        }]
+    })
+    .to_string()
+}
+
+/// Compiles a fixture content (`//- path` files, as in the compiler's tests) into a bundle.
+pub fn bundle_of(files: &[(&str, &str)]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let compiled = compiler::compile(
+        dir.path(),
+        &compiler::vfs::Selection::distro(),
+        &compiler::NoProgress,
+    );
+    assert!(!compiled.has_errors(), "{:?}", compiled.diagnostics);
+    compiled.encode()
+}

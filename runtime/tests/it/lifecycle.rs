@@ -1,0 +1,193 @@
+//! Start-up and reload rules: what survives a new bundle, a reload and a restart.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use runtime::store::Store;
+use runtime::{Config, start};
+
+fn gp_file(pairs: &[(&str, &str)]) -> String {
+    let items: String = pairs
+        .iter()
+        .map(|(k, v)| {
+            format!("<globalProperty><property>{k}</property><value>{v}</value></globalProperty>")
+        })
+        .collect();
+    format!("<config><globalProperties>{items}</globalProperties></config>")
+}
+
+fn bundle(pairs: &[(&str, &str)]) -> Vec<u8> {
+    bundle_of(&[("openmrs_config/globalproperties/gp.xml", &gp_file(pairs))])
+}
+
+#[tokio::test]
+async fn a_new_bundle_drops_api_values_of_changed_settings_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let first = bundle(&[
+        ("minSearchCharacters", "2"),
+        ("visits.autoCloseVisitTimeout", "24"),
+    ]);
+    {
+        let st = state_with(first, Store::open(&path).unwrap());
+        let mut c = Client::admin(st.clone()).await;
+        for (k, v) in [
+            ("minSearchCharacters", "3"),
+            ("visits.autoCloseVisitTimeout", "6"),
+        ] {
+            let r = c
+                .post(
+                    &format!("/openmrs/ws/rest/v1/systemsetting/{k}"),
+                    &format!(r#"{{"value":"{v}"}}"#),
+                )
+                .await;
+            assert_eq!(r.status, StatusCode::OK);
+        }
+    }
+    // The new content changes one of the two settings.
+    let second = bundle(&[
+        ("minSearchCharacters", "2"),
+        ("visits.autoCloseVisitTimeout", "48"),
+    ]);
+    let (st, report) = start(
+        Config::for_tests(PASSWORD),
+        second,
+        Store::open(&path).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report.dropped_settings, ["visits.autoCloseVisitTimeout"]);
+    assert_eq!(
+        st.setting("visits.autoCloseVisitTimeout").as_deref(),
+        Some("48")
+    );
+    assert_eq!(st.setting("minSearchCharacters").as_deref(), Some("3"));
+}
+
+#[tokio::test]
+async fn sealed_reload_resets_content_settings_and_keeps_patients() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    c.post(
+        "/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout",
+        r#"{"value":"6"}"#,
+    )
+    .await;
+    let created = c
+        .post(
+            "/openmrs/ws/rest/v1/patient",
+            &patient_body(&st, "Grâce", "Ngalula", "400001"),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let r = c
+        .send(
+            "POST",
+            "/openmrs/ws/rest/v1/initializer/reload",
+            &[("content-type", "application/json")],
+            Some("{}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["mode"], "sealed");
+    assert_eq!(
+        r.body["reset"]["systemsettings"],
+        serde_json::json!(["visits.autoCloseVisitTimeout"])
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout")
+            .await
+            .body["value"],
+        "24"
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient?q=grace").await.body["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn content_directory_reload_refuses_errors_and_swaps_valid_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let gp = dir.path().join("openmrs_config/globalproperties/gp.xml");
+    std::fs::create_dir_all(gp.parent().unwrap()).unwrap();
+    std::fs::write(&gp, gp_file(&[("minSearchCharacters", "2")])).unwrap();
+    let compiled = compiler::compile(
+        dir.path(),
+        &compiler::vfs::Selection::distro(),
+        &compiler::NoProgress,
+    );
+    let mut config = Config::for_tests(PASSWORD);
+    config.content_dir = Some(dir.path().to_path_buf());
+    let (st, _) = start(config, compiled.encode(), Store::in_memory().unwrap()).unwrap();
+    let mut c = Client::admin(st.clone()).await;
+
+    std::fs::write(&gp, "<config><globalProperties><globalProperty>").unwrap();
+    let r = c
+        .send("POST", "/openmrs/ws/rest/v1/initializer/reload", &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.body["error"]["diagnostics"][0]["code"], "E0112");
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/systemsetting/minSearchCharacters")
+            .await
+            .body["value"],
+        "2"
+    );
+
+    std::fs::write(&gp, gp_file(&[("minSearchCharacters", "4")])).unwrap();
+    let r = c
+        .send("POST", "/openmrs/ws/rest/v1/initializer/reload", &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["mode"], "content-directory");
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/systemsetting/minSearchCharacters")
+            .await
+            .body["value"],
+        "4"
+    );
+}
+
+#[tokio::test]
+async fn data_survives_a_restart_and_the_index_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let uuid = {
+        let st = state_with(
+            runtime::EMBEDDED_BUNDLE.to_vec(),
+            Store::open(&path).unwrap(),
+        );
+        let mut c = Client::admin(st.clone()).await;
+        let r = c
+            .post(
+                "/openmrs/ws/rest/v1/patient",
+                &patient_body(&st, "Béatrice", "Kalala", "500001"),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED);
+        r.body["uuid"].as_str().unwrap().to_string()
+    };
+    // A restart without EMR_ADMIN_PASSWORD works: the administrator exists.
+    let mut config = Config::for_tests(PASSWORD);
+    config.admin_password = None;
+    let (st, report) = start(
+        config,
+        runtime::EMBEDDED_BUNDLE.to_vec(),
+        Store::open(&path).unwrap(),
+    )
+    .unwrap();
+    assert_eq!((report.patients, report.admin_created), (1, false));
+    let mut c = Client::admin(st).await;
+    assert_eq!(
+        c.get(&format!("/openmrs/ws/rest/v1/patient/{uuid}"))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient?q=beatrice").await.body["results"][0]["uuid"],
+        uuid.as_str()
+    );
+}

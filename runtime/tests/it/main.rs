@@ -1,0 +1,14 @@
+//! The runtime's one integration-test binary.
+//!
+//! - `router_*`: the API through `app(state).oneshot(…)`, without a socket, over an
+//!   in-memory store and the embedded distribution bundle (or fixture bundles);
+//! - `lifecycle`: start-up rules (overlay of a new bundle, reload, restart);
+//! - `process`: the real binary over TCP: crash safety, SIGTERM, the operating procedure.
+
+mod common;
+mod lifecycle;
+mod process;
+mod router_concept;
+mod router_patient;
+mod router_session;
+mod router_setting;

@@ -1,0 +1,202 @@
+//! The real binary over TCP: crash safety under concurrent writes, SIGTERM, and the
+//! refusal to start without an administrator password.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PASSWORD: &str = "Process-pass-1";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn spawn(data: &std::path::Path, port: u16) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .env("EMR_DATA_DIR", data)
+        .env("EMR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("EMR_ADMIN_PASSWORD", PASSWORD)
+        .env("EMR_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// A minimal HTTP/1.1 exchange (one request per connection).
+fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> Option<(u16, String)> {
+    use base64::Engine;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    let body = body.unwrap_or("");
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let status = out.split_whitespace().nth(1)?.parse().ok()?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
+fn wait_ready(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Some((200, _)) = http(port, "GET", "/openmrs/health/started", None) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the runtime did not become ready");
+}
+
+fn patient_json(i: usize, id: &str, type_uuid: &str) -> String {
+    serde_json::json!({
+        "person": {"names": [{"givenName": format!("Crash{i}"), "familyName": "Test"}], "gender": "M", "birthdate": "1980-01-01"},
+        "identifiers": [{"identifier": id, "identifierType": type_uuid, "preferred": true}]
+    })
+    .to_string()
+}
+
+#[test]
+fn every_acknowledged_patient_survives_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = spawn(dir.path(), port);
+    wait_ready(port);
+    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let type_uuid = catalog
+        .identifier_type("Numéro patient DSE")
+        .unwrap()
+        .uuid
+        .clone();
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut clients = Vec::new();
+    for t in 0..32 {
+        let (ack, stop, type_uuid) = (acknowledged.clone(), stop.clone(), type_uuid.clone());
+        clients.push(std::thread::spawn(move || {
+            for n in 0..200 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let i = t * 1000 + n;
+                let id = common_id(i);
+                if let Some((201, body)) = http(
+                    port,
+                    "POST",
+                    "/openmrs/ws/rest/v1/patient",
+                    Some(&patient_json(i, &id, &type_uuid)),
+                ) {
+                    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                    ack.lock()
+                        .unwrap()
+                        .push((v["uuid"].as_str().unwrap().to_string(), id));
+                }
+            }
+        }));
+    }
+    // Let writes flow, then kill without warning.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while acknowledged.lock().unwrap().len() < 100 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for c in clients {
+        c.join().unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(
+        acknowledged.len() >= 100,
+        "only {} creations were acknowledged",
+        acknowledged.len()
+    );
+
+    let port = free_port();
+    let mut child = spawn(dir.path(), port);
+    wait_ready(port);
+    for (uuid, id) in &acknowledged {
+        let (status, body) = http(
+            port,
+            "GET",
+            &format!("/openmrs/ws/rest/v1/patient/{uuid}?v=full"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            status, 200,
+            "acknowledged patient {uuid} is missing after the crash"
+        );
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["identifiers"][0]["identifier"], id.as_str());
+        assert_eq!(v["person"]["names"][0]["familyName"], "Test");
+    }
+    terminate(&mut child);
+}
+
+fn common_id(i: usize) -> String {
+    runtime::identifiers::with_check(
+        &format!("{}", 300000 + i),
+        Some("org.openmrs.module.idgen.validator.LuhnMod30IdentifierValidator"),
+    )
+    .unwrap()
+}
+
+fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the runtime did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = spawn(dir.path(), port);
+    wait_ready(port);
+    assert_eq!(
+        http(port, "GET", "/openmrs/login.htm", None).unwrap().0,
+        200
+    );
+    assert!(terminate(&mut child).success());
+}
+
+#[test]
+fn refuses_to_start_without_an_administrator_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .env("EMR_DATA_DIR", dir.path())
+        .env("EMR_LISTEN", "127.0.0.1:0")
+        .env_remove("EMR_ADMIN_PASSWORD")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("EMR_ADMIN_PASSWORD"), "{text}");
+}

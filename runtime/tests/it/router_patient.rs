@@ -1,0 +1,425 @@
+//! `patient`: creation and its validation, search and read.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_valid_patient_is_created_and_read_back_in_the_default_representation() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/patient/",
+            &patient_body(&st, "Hélène", "Mbuyi", "100001"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let b = &r.body;
+    let uuid = b["uuid"].as_str().unwrap().to_string();
+    assert_eq!(b["display"], format!("{} - Hélène Mbuyi", emr_id("100001")));
+    assert_eq!(b["person"]["uuid"], uuid.as_str());
+    assert_eq!(b["person"]["gender"], "F");
+    assert_eq!(b["person"]["birthdate"], "1990-04-12T00:00:00.000+0000");
+    assert_eq!(b["person"]["resourceVersion"], "1.11");
+    assert_eq!(
+        b["identifiers"][0]["display"],
+        format!("Numéro patient DSE = {}", emr_id("100001"))
+    );
+    assert!(
+        b["identifiers"][0]["links"][0]["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!(
+                "http://emr.test/openmrs/ws/rest/v1/patient/{uuid}/identifier/"
+            ))
+    );
+    assert_eq!(b["resourceVersion"], "1.8");
+    let keys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "uuid",
+            "display",
+            "identifiers",
+            "person",
+            "voided",
+            "links",
+            "resourceVersion"
+        ]
+    );
+
+    let read = c.get(&format!("/openmrs/ws/rest/v1/patient/{uuid}")).await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert_eq!(read.body, r.body);
+    let custom = c.get(&format!("/openmrs/ws/rest/v1/patient/{uuid}?v=custom:(uuid,person:(preferredName:(givenName,familyName),attributes:(value)),patientIdentifier:(identifier))")).await;
+    assert_eq!(
+        custom.body["person"]["preferredName"]["givenName"],
+        "Hélène"
+    );
+    assert_eq!(
+        custom.body["person"]["attributes"][0]["value"],
+        "+243810000000"
+    );
+    assert_eq!(
+        custom.body["patientIdentifier"]["identifier"],
+        emr_id("100001").as_str()
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient/00000000-0000-4000-8000-000000000000")
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn validation_failures_are_400_with_field_and_global_errors() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let mut body: serde_json::Value =
+        serde_json::from_str(&patient_body(&st, "Jean", "Kabeya", "100002")).unwrap();
+    body["person"]["gender"] = json!("X");
+    body["person"]["birthdate"] = json!("2999-01-01");
+    body["person"]["names"][0]["familyName"] = json!("");
+    let r = c
+        .post("/openmrs/ws/rest/v1/patient", &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.body["error"]["message"], "Invalid Submission");
+    assert_eq!(
+        r.body["error"]["code"],
+        "webservices.rest.error.invalid.submission"
+    );
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["gender"][0]["code"],
+        "Person.gender.required"
+    );
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["birthdate"][0]["code"],
+        "error.date.future"
+    );
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["names[0].givenName"][0]["code"],
+        "Patient.names.required.given.family"
+    );
+    assert!(
+        r.body["error"]["globalErrors"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // A wrong check character.
+    let mut body: serde_json::Value =
+        serde_json::from_str(&patient_body(&st, "Jean", "Kabeya", "100002")).unwrap();
+    let good = emr_id("100002");
+    let bad = format!(
+        "{}{}",
+        &good[..good.len() - 1],
+        if good.ends_with('0') { '1' } else { '0' }
+    );
+    body["identifiers"][0]["identifier"] = json!(bad);
+    let r = c
+        .post("/openmrs/ws/rest/v1/patient", &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.body["error"]["globalErrors"][0]["message"],
+        format!("Invalid check digit for identifier: {bad}")
+    );
+
+    // A format that does not match, and the required type missing.
+    let nin = identifier_type_uuid(&st, "Numéro national d'identification");
+    body["identifiers"] = json!([{"identifier": "12-34", "identifierType": nin}]);
+    let r = c
+        .post("/openmrs/ws/rest/v1/patient", &body.to_string())
+        .await;
+    let messages: Vec<&str> = r.body["error"]["globalErrors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages
+            .contains(&"Identifier \"12-34\" does not match : \"^[0-9]{2}-[0-9]{4}-[0-9]{6}$\""),
+        "{messages:?}"
+    );
+    assert!(
+        messages.contains(
+            &"Patient is missing the following required identifier(s): Numéro patient DSE"
+        ),
+        "{messages:?}"
+    );
+
+    // ART numbers need a location.
+    let art = identifier_type_uuid(&st, "Code TARV");
+    let mut body: serde_json::Value =
+        serde_json::from_str(&patient_body(&st, "Jean", "Kabeya", "100003")).unwrap();
+    body["identifiers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"identifier": "BDK-00042", "identifierType": art}));
+    let r = c
+        .post("/openmrs/ws/rest/v1/patient", &body.to_string())
+        .await;
+    assert_eq!(
+        r.body["error"]["globalErrors"][0]["message"],
+        "Identifier Location cannot be null for BDK-00042"
+    );
+}
+
+#[tokio::test]
+async fn unique_identifiers_cannot_be_reused() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    assert_eq!(
+        c.post(
+            "/openmrs/ws/rest/v1/patient",
+            &patient_body(&st, "Anne", "Lukusa", "100010")
+        )
+        .await
+        .status,
+        StatusCode::CREATED
+    );
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/patient",
+            &patient_body(&st, "Marie", "Lukusa", "100010"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.body["error"]["globalErrors"][0]["message"],
+        format!(
+            "Identifier {} already in use by another patient",
+            emr_id("100010")
+        )
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient?q=marie").await.body["results"],
+        json!([])
+    );
+}
+
+#[tokio::test]
+async fn malformed_requests_are_client_errors() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let cases = [
+        ("{not json", StatusCode::BAD_REQUEST),
+        ("[1,2]", StatusCode::BAD_REQUEST),
+        (r#"{"identifiers":[]}"#, StatusCode::BAD_REQUEST),
+        (
+            r#"{"person":{"names":[],"gender":"F"}}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            r#"{"person":{"gender":"F","names":[{"givenName":1}]},"identifiers":[{"identifier":"x","identifierType":"y"}]}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+    ];
+    for (body, status) in cases {
+        let r = c.post("/openmrs/ws/rest/v1/patient", body).await;
+        assert_eq!(r.status, status, "{body}: {:?}", r.body);
+        assert!(r.body["error"]["message"].is_string(), "{body}");
+    }
+    let mut extra: serde_json::Value =
+        serde_json::from_str(&patient_body(&st, "A", "B", "100020")).unwrap();
+    extra["foo"] = json!(1);
+    let r = c
+        .post("/openmrs/ws/rest/v1/patient", &extra.to_string())
+        .await;
+    assert_eq!(
+        r.body["error"]["message"],
+        "[Some properties are not allowed to be set: foo]"
+    );
+    let r = c
+        .send(
+            "POST",
+            "/openmrs/ws/rest/v1/patient",
+            &[("content-type", "application/xml")],
+            Some("<patient/>"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let huge = format!("{{\"x\":\"{}\"}}", "a".repeat(2 * 1024 * 1024));
+    let r = c.post("/openmrs/ws/rest/v1/patient", &huge).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(r.body["error"].is_object());
+}
+
+#[tokio::test]
+async fn search_matches_name_prefixes_without_accents_and_identifiers_exactly() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    for (i, (given, family)) in [
+        ("Hélène", "Mbuyi"),
+        ("Helena", "Ilunga"),
+        ("Jean-Pierre", "Mukendi"),
+        ("Hervé", "Mbuyi"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let r = c
+            .post(
+                "/openmrs/ws/rest/v1/patient",
+                &patient_body(&st, given, family, &format!("20000{i}")),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED);
+    }
+    let names = |r: &crate::common::Response| -> Vec<String> {
+        r.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                p["display"]
+                    .as_str()
+                    .unwrap()
+                    .split(" - ")
+                    .nth(1)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let r = c.get("/openmrs/ws/rest/v1/patient?q=helene").await;
+    assert_eq!(names(&r), ["Hélène Mbuyi"]);
+    assert_eq!(
+        names(&c.get("/openmrs/ws/rest/v1/patient?q=hel").await),
+        ["Hélène Mbuyi", "Helena Ilunga"]
+    );
+    assert_eq!(
+        names(&c.get("/openmrs/ws/rest/v1/patient?q=pierre").await),
+        ["Jean-Pierre Mukendi"]
+    );
+    assert_eq!(
+        names(&c.get("/openmrs/ws/rest/v1/patient?q=mbuyi%20her").await),
+        ["Hervé Mbuyi"]
+    );
+    assert_eq!(
+        names(
+            &c.get(&format!(
+                "/openmrs/ws/rest/v1/patient?q={}",
+                emr_id("200002")
+            ))
+            .await
+        ),
+        ["Jean-Pierre Mukendi"]
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient?q=h").await.body,
+        json!({"results": []})
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient").await.status,
+        StatusCode::BAD_REQUEST
+    );
+
+    // Paging: two per page, links and totalCount.
+    let r = c
+        .get("/openmrs/ws/rest/v1/patient?q=h&limit=2&totalCount=true")
+        .await;
+    assert_eq!(r.body["results"], json!([]));
+    let r = c
+        .get("/openmrs/ws/rest/v1/patient?q=he&limit=2&totalCount=true&v=custom:(uuid)")
+        .await;
+    assert_eq!(r.body["totalCount"], 3);
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 2);
+    assert_eq!(r.body["links"][0]["rel"], "next");
+    assert_eq!(
+        r.body["links"][0]["uri"],
+        "http://emr.test/openmrs/ws/rest/v1/patient?q=he&limit=2&totalCount=true&v=custom%3A%28uuid%29&startIndex=2"
+    );
+    let r = c
+        .get("/openmrs/ws/rest/v1/patient?q=he&limit=2&startIndex=2")
+        .await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 1);
+    assert_eq!(r.body["links"][0]["rel"], "prev");
+    assert!(
+        r.body["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["rel"] != "next")
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient?q=he&limit=500")
+            .await
+            .status,
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn dead_patients_are_found_only_when_asked() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let mut body: serde_json::Value =
+        serde_json::from_str(&patient_body(&st, "Odette", "Nsimba", "300001")).unwrap();
+    body["person"]["dead"] = json!(true);
+    body["person"]["deathDate"] = json!("2024-02-03");
+    assert_eq!(
+        c.post("/openmrs/ws/rest/v1/patient", &body.to_string())
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient?q=odette").await.body["results"],
+        json!([])
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient?q=odette&includeDead=true")
+            .await
+            .body["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn generated_identifiers_are_sequential_valid_and_never_repeat() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let sources = c
+        .get("/openmrs/ws/rest/v1/idgen/identifiersource?v=default")
+        .await;
+    let source = sources.body["results"][0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        sources.body["results"][0]["identifierType"]["uuid"],
+        identifier_type_uuid(&st, "Numéro patient DSE").as_str()
+    );
+    let options = c
+        .get("/openmrs/ws/rest/v1/idgen/autogenerationoption?v=full")
+        .await;
+    assert_eq!(
+        options.body["results"][0]["automaticGenerationEnabled"],
+        true
+    );
+    assert_eq!(
+        options.body["results"][0]["source"]["uuid"],
+        source.as_str()
+    );
+    let mut seen = std::collections::HashSet::new();
+    for expected in ["100000", "100001", "100002"] {
+        let r = c
+            .post(
+                &format!("/openmrs/ws/rest/v1/idgen/identifiersource/{source}/identifier"),
+                "{}",
+            )
+            .await;
+        let id = r.body["identifier"].as_str().unwrap().to_string();
+        assert_eq!(id, emr_id(expected));
+        assert!(seen.insert(id));
+    }
+}

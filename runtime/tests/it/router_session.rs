@@ -1,0 +1,246 @@
+//! `session`, authentication, lockout and privileges.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use runtime::auth::hash_password;
+use runtime::store::UserRecord;
+
+#[tokio::test]
+async fn anonymous_session_reports_bcp47_locales() {
+    let mut c = Client::new(state());
+    let r = c.get("/openmrs/ws/rest/v1/session").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.body,
+        serde_json::json!({"authenticated": false, "locale": "fr", "allowedLocales": ["en", "fr"]})
+    );
+    assert!(
+        r.headers
+            .get("content-type")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+}
+
+#[tokio::test]
+async fn basic_login_sets_an_http_only_cookie_and_logout_ends_it() {
+    let mut c = Client::new(state());
+    let r = c.login("admin", PASSWORD).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["authenticated"], true);
+    assert_eq!(r.body["user"]["username"], "admin");
+    assert_eq!(r.body["user"]["roles"][0]["display"], "System Developer");
+    assert_eq!(r.body["user"]["resourceVersion"], "1.8");
+    assert!(r.headers.get("location").is_none());
+    let cookie = r.headers.get("set-cookie").unwrap().to_str().unwrap();
+    assert!(
+        cookie.starts_with("JSESSIONID=")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("Path=/openmrs")
+            && cookie.contains("Max-Age="),
+        "{cookie}"
+    );
+    // The cookie alone authenticates now.
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/session").await.body["authenticated"],
+        true
+    );
+    let old = c.cookie.clone();
+    let r = c
+        .send("DELETE", "/openmrs/ws/rest/v1/session", &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    c.cookie = old;
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/session").await.body["authenticated"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn wrong_credentials_are_200_unauthenticated_and_lock_the_account() {
+    let st = state();
+    let mut c = Client::new(st.clone());
+    for _ in 0..7 {
+        let r = c.login("admin", "wrong-password").await;
+        assert_eq!(
+            (r.status, r.body["authenticated"].clone()),
+            (StatusCode::OK, serde_json::json!(false))
+        );
+    }
+    // Seven failures are allowed: the right password still works, and resets the count.
+    assert_eq!(c.login("admin", PASSWORD).await.body["authenticated"], true);
+    let mut c = Client::new(st.clone());
+    for _ in 0..8 {
+        c.login("admin", "wrong-password").await;
+    }
+    // The eighth failure locks: even the right password fails now.
+    assert_eq!(
+        c.login("admin", PASSWORD).await.body["authenticated"],
+        false
+    );
+    let user = st.store.user_by_username("admin").unwrap().unwrap();
+    assert!(user.locked_until.is_some());
+    assert_eq!(user.properties["loginAttempts"], "8");
+}
+
+#[tokio::test]
+async fn missing_privileges_are_403_and_anonymous_calls_401() {
+    let st = state();
+    let clerk = UserRecord {
+        v: 1,
+        uuid: "0b6e5a1c-0000-4000-8000-000000000001".into(),
+        username: "clerk".into(),
+        system_id: "clerk".into(),
+        person_uuid: "0b6e5a1c-0000-4000-8000-000000000002".into(),
+        person_name: "Agent Accueil".into(),
+        password_hash: hash_password("Clerk-pass-1"),
+        roles: vec!["Organizational: Registration Clerk".into()],
+        properties: Default::default(),
+        retired: false,
+        failed_logins: 0,
+        locked_until: None,
+    };
+    st.store.put_user(&clerk).unwrap();
+
+    let mut anon = Client::new(st.clone());
+    let r = anon.get("/openmrs/ws/rest/v1/systemsetting").await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        r.body["error"]["message"],
+        "User is not logged in [Privileges required: Get Global Properties]"
+    );
+    assert!(
+        r.headers
+            .get("www-authenticate")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("Basic realm=")
+    );
+    let r = anon
+        .send(
+            "GET",
+            "/openmrs/ws/rest/v1/systemsetting",
+            &[("disable-www-authenticate", "true")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(r.headers.get("www-authenticate").is_none());
+
+    let mut c = Client::new(st.clone());
+    assert_eq!(
+        c.login("clerk", "Clerk-pass-1").await.body["authenticated"],
+        true
+    );
+    // Inherited through Application: Registers Patients.
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/patient?q=ab").await.status,
+        StatusCode::OK
+    );
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/systemsetting/default_locale",
+            r#"{"value":"en"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        r.body["error"]["message"],
+        "User is logged in but doesn't have the relevant privilege [Privileges required: Manage Global Properties]"
+    );
+    let r = c
+        .send("POST", "/openmrs/ws/rest/v1/initializer/reload", &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let session = c.get("/openmrs/ws/rest/v1/session").await.body;
+    let privileges: Vec<&str> = session["user"]["privileges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["display"].as_str().unwrap())
+        .collect();
+    assert!(
+        privileges.contains(&"Get Patients") && !privileges.contains(&"Manage Global Properties")
+    );
+}
+
+#[tokio::test]
+async fn session_location_and_locale_can_be_chosen() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let location = location_uuid(&st, "Bondeko - Accueil");
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/session",
+            &format!(r#"{{"sessionLocation":"{location}","locale":"en-GB"}}"#),
+        )
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::BAD_REQUEST,
+        "en-GB is not allowed by the content"
+    );
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/session",
+            &format!(r#"{{"sessionLocation":"{location}","locale":"en"}}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["locale"], "en");
+    assert_eq!(r.body["sessionLocation"]["uuid"], location.as_str());
+    assert_eq!(r.body["sessionLocation"]["display"], "Bondeko - Accueil");
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/session",
+            r#"{"sessionLocation":"nowhere"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not the UUID of any location")
+    );
+    // Names now display in English.
+    let concept = c
+        .get("/openmrs/ws/rest/v1/concept/DRC-EMR:5001?v=custom:(display)")
+        .await;
+    assert_eq!(concept.body["display"], "Temperature (°C)");
+}
+
+#[tokio::test]
+async fn health_and_login_page_answer_without_authentication() {
+    let mut c = Client::new(state());
+    assert_eq!(
+        c.get("/openmrs/health/started").await.status,
+        StatusCode::OK
+    );
+    assert_eq!(c.get("/openmrs/health/alive").await.status, StatusCode::OK);
+    let r = c.get("/openmrs/login.htm").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.as_str().unwrap().contains("spa/login"));
+}
+
+#[tokio::test]
+async fn unknown_resources_and_methods_have_json_error_bodies() {
+    let mut c = Client::admin(state()).await;
+    let r = c.get("/openmrs/ws/rest/v1/foo").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown resource: v1/foo")
+    );
+    let r = c
+        .send("PUT", "/openmrs/ws/rest/v1/patient", &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(r.body["error"].is_object());
+}

@@ -1,0 +1,123 @@
+//! `systemsetting`: listing, reading and changing settings.
+
+use crate::common::*;
+use axum::http::StatusCode;
+
+#[tokio::test]
+async fn settings_are_listed_read_and_changed_durably() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let r = c.get("/openmrs/ws/rest/v1/systemsetting?q=security.").await;
+    let displays: Vec<&str> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["display"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        displays,
+        [
+            "Security - Allowed Failed Logins Before Lockout = 7",
+            "Security - Unlock Account Waiting Time = 5"
+        ]
+    );
+    let r = c
+        .get("/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout?v=custom:(value)")
+        .await;
+    assert_eq!(
+        r.body,
+        serde_json::json!({"value": "24", "resourceVersion": "1.9"})
+    );
+
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout",
+            r#"{"value":"12"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["value"], "12");
+    assert_eq!(
+        st.store
+            .setting("visits.autoCloseVisitTimeout")
+            .unwrap()
+            .unwrap()
+            .value,
+        "12"
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout")
+            .await
+            .body["value"],
+        "12"
+    );
+
+    assert_eq!(
+        c.post(
+            "/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout",
+            r#"{"value":12}"#
+        )
+        .await
+        .status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        c.post(
+            "/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout",
+            r#"{"value":"soon"}"#
+        )
+        .await
+        .status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        c.post(
+            "/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout",
+            r#"{"value":"1","colour":"red"}"#
+        )
+        .await
+        .status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        c.post(
+            "/openmrs/ws/rest/v1/systemsetting/no.such.setting",
+            r#"{"value":"1"}"#
+        )
+        .await
+        .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/systemsetting/no.such.setting")
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    // The value is still the last good one.
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout")
+            .await
+            .body["value"],
+        "12"
+    );
+}
+
+#[tokio::test]
+async fn lockout_follows_the_setting_changed_through_the_api() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    c.post(
+        "/openmrs/ws/rest/v1/systemsetting/security.allowedFailedLoginsBeforeLockout",
+        r#"{"value":"2"}"#,
+    )
+    .await;
+    let mut other = Client::new(st.clone());
+    for _ in 0..3 {
+        other.login("admin", "wrong-password").await;
+    }
+    assert_eq!(
+        other.login("admin", PASSWORD).await.body["authenticated"],
+        false
+    );
+}
