@@ -23,3 +23,6 @@ done
 
 step "tests"
 cargo test --workspace --locked
+
+step "operating procedure against a real runtime"
+bash .ci/procedure.sh target/debug/runtime

@@ -86,6 +86,36 @@ pub fn selection_from(
     }
 }
 
+/// Compiles files held in memory as a base package (paths below `openmrs_config/`), with
+/// no front-end configuration. For fuzzing and tests: no file system involved.
+pub fn compile_files(files: Vec<(String, Vec<u8>)>) -> Vec<Diagnostic> {
+    let mut sink = Sink::default();
+    let mut inputs: Vec<vfs::InputFile> = files
+        .into_iter()
+        .map(|(rel, bytes)| vfs::InputFile {
+            display: format!("openmrs_config/{rel}").into(),
+            rel,
+            layer: vfs::Layer::Base,
+            bytes,
+        })
+        .collect();
+    inputs.sort_by(|a, b| a.rel.cmp(&b.rel));
+    let loaded = domains::load(&inputs, &NoProgress, &mut sink);
+    let content = link::link(loaded, &mut sink);
+    let _ = model::encode(
+        &model::Header {
+            format_version: model::FORMAT_VERSION,
+            compiler_version: COMPILER_VERSION.into(),
+            build_type: model::BuildType::Distro,
+            site: None,
+            content_hash: String::new(),
+            body_sha256: String::new(),
+        },
+        &content,
+    );
+    sink.into_sorted()
+}
+
 /// Compiles the project at `root`.
 pub fn compile(root: &Path, selection: &Selection, progress: &dyn Progress) -> Compiled {
     let mut sink = Sink::default();
