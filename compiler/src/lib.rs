@@ -52,6 +52,11 @@ impl Compiled {
         model::encode(&self.header, &self.content)
     }
 
+    /// Writes the bundle without holding its bytes in memory; returns its size.
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<usize> {
+        model::encode_to(&self.header, &self.content, out)
+    }
+
     pub fn entity_count(&self) -> usize {
         self.content.counts().iter().map(|(_, n)| n).sum()
     }

@@ -11,6 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+// mimalloc: fewer, faster allocations for the many small strings of a content package, and
+// no per-thread arena growth when archives are parsed in parallel.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "compiler",
@@ -227,15 +232,18 @@ fn summary(
 }
 
 fn write_bundle(c: &Compiled, out: &Path) -> std::io::Result<usize> {
-    let bytes = c.encode();
+    use std::io::Write;
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
     // Write then rename, so a reader never sees half a bundle.
     let tmp = out.with_extension("partial");
-    std::fs::write(&tmp, &bytes)?;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    let size = c.write_to(&mut file)?;
+    file.flush()?;
+    file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     std::fs::rename(&tmp, out)?;
-    Ok(bytes.len())
+    Ok(size)
 }
 
 fn inspect(file: &Path) -> ExitCode {

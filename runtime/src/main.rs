@@ -5,6 +5,9 @@ use runtime::{Config, EMBEDDED_BUNDLE, app, open_store, start};
 use std::process::ExitCode;
 use std::time::Instant;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let began = Instant::now();
     tracing_subscriber::fmt()

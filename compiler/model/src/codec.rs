@@ -34,21 +34,56 @@ fn config() -> impl bincode::config::Config {
     bincode::config::standard()
 }
 
-/// Encodes a bundle. `header.body_sha256` and `header.format_version` are filled in here.
-pub fn encode(header: &Header, content: &Content) -> Vec<u8> {
-    let body = bincode::serde::encode_to_vec(content, config())
-        .expect("bundle content is always encodable (no maps with non-string keys)");
+/// Counts and hashes what is written, keeping nothing.
+struct HashingSink {
+    hasher: Sha256,
+    len: usize,
+}
+
+impl std::io::Write for HashingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.hasher.update(buf);
+        self.len += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes a bundle. `header.body_sha256` and `header.format_version` are filled in here.
+/// The body is encoded twice (once to hash it, once to write it) so no copy of it is
+/// held in memory.
+pub fn encode_to(
+    header: &Header,
+    content: &Content,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<usize> {
+    let mut sink = HashingSink {
+        hasher: Sha256::new(),
+        len: 0,
+    };
+    bincode::serde::encode_into_std_write(content, &mut sink, config())
+        .map_err(std::io::Error::other)?;
     let mut header = header.clone();
     header.format_version = FORMAT_VERSION;
-    header.body_sha256 = hex(&Sha256::digest(&body));
-    let head = bincode::serde::encode_to_vec(&header, config())
-        .expect("bundle header is always encodable");
-    let mut out = Vec::with_capacity(PREFIX_LEN + head.len() + body.len());
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&(head.len() as u32).to_le_bytes());
-    out.extend_from_slice(&head);
-    out.extend_from_slice(&body);
+    header.body_sha256 = hex(&sink.hasher.finalize());
+    let head = bincode::serde::encode_to_vec(&header, config()).map_err(std::io::Error::other)?;
+    out.write_all(&MAGIC)?;
+    out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+    out.write_all(&(head.len() as u32).to_le_bytes())?;
+    out.write_all(&head)?;
+    let written = bincode::serde::encode_into_std_write(content, out, config())
+        .map_err(std::io::Error::other)?;
+    debug_assert_eq!(written, sink.len);
+    Ok(PREFIX_LEN + head.len() + written)
+}
+
+/// Encodes a bundle in memory.
+pub fn encode(header: &Header, content: &Content) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_to(header, content, &mut out)
+        .expect("writing to memory cannot fail; content always encodes");
     out
 }
 

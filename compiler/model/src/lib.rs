@@ -8,7 +8,9 @@
 mod codec;
 mod entities;
 
-pub use codec::{DecodeError, FORMAT_VERSION, MAGIC, decode, decode_header, encode, hex};
+pub use codec::{
+    DecodeError, FORMAT_VERSION, MAGIC, decode, decode_header, encode, encode_to, hex,
+};
 pub use entities::*;
 
 use serde::{Deserialize, Serialize};

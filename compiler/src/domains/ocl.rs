@@ -29,26 +29,69 @@ pub struct OclLoaded {
     pub archives: Vec<OclArchive>,
 }
 
-fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match serde_json::Value::deserialize(d)? {
-        serde_json::Value::String(s) => Some(s),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        serde_json::Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    })
+/// Accepts a string, a number or a boolean as text; anything else reads as absent.
+/// Works on the parser's tokens directly (no intermediate `Value`).
+struct LenientString;
+
+impl<'de> serde::de::Visitor<'de> for LenientString {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string, a number or a boolean")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(LenientString)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(None)
+    }
 }
 
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    d.deserialize_any(LenientString)
+}
+
+/// Accepts booleans, 0/1 and their spellings as text; anything else reads as absent.
 fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    Ok(match serde_json::Value::deserialize(d)? {
-        serde_json::Value::Bool(b) => Some(b),
-        serde_json::Value::Number(n) => Some(n.as_f64().is_some_and(|v| v != 0.0)),
-        serde_json::Value::String(s) => match s.to_ascii_lowercase().as_str() {
+    Ok(
+        lenient_string(d)?.and_then(|s| match s.to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" => Some(true),
             "false" | "0" | "no" => Some(false),
             _ => None,
-        },
-        _ => None,
-    })
+        }),
+    )
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -136,7 +179,6 @@ struct Export {
 }
 
 struct ParsedArchive {
-    display: Arc<str>,
     member: Arc<str>,
     layer: Layer,
     concepts: Vec<(OclConcept, Loc)>,
@@ -157,32 +199,35 @@ pub fn parse_archive_name(file_name: &str) -> Option<(String, u32)> {
 
 pub fn load(files: &[&InputFile], progress: &dyn Progress, sink: &mut Sink) -> OclLoaded {
     progress.start(files.len() as u64);
-    let parsed: Vec<ParsedArchive> = files
-        .par_iter()
-        .map(|f| {
-            let p = parse_archive(f);
-            progress.advance();
-            p
-        })
-        .collect();
-    progress.finish();
-
     let mut merger = Merger::default();
-    for archive in parsed {
-        sink.extend(archive.sink);
-        let mut pending = Vec::new();
-        for (concept, loc) in archive.concepts {
-            merger.add_concept(concept, loc, archive.layer, &archive.member, sink);
-        }
-        for (mapping, loc) in archive.mappings {
-            if let Some(deferred) = merger.add_mapping(mapping, loc, &archive.member, false, sink) {
-                pending.push(deferred);
+    // Parse as many archives at once as there are threads, then merge them in path order
+    // before parsing the next ones: parsed archives never pile up in memory.
+    let width = rayon::current_num_threads().max(1);
+    for chunk in files.chunks(width) {
+        let parsed: Vec<ParsedArchive> = chunk
+            .par_iter()
+            .map(|f| {
+                let p = parse_archive(f);
+                progress.advance();
+                p
+            })
+            .collect();
+        for archive in parsed {
+            sink.extend(archive.sink);
+            for (concept, loc) in archive.concepts {
+                merger.add_concept(concept, loc, archive.layer, &archive.member, sink);
             }
+            for (mapping, loc) in archive.mappings {
+                if let Some(deferred) =
+                    merger.add_mapping(mapping, loc, &archive.member, false, sink)
+                {
+                    merger.deferred.push(deferred);
+                }
+            }
+            merger.loaded.archives.push(archive.archive);
         }
-        merger.deferred.extend(pending);
-        merger.loaded.archives.push(archive.archive);
-        let _ = archive.display;
     }
+    progress.finish();
     for (mapping, loc, member) in std::mem::take(&mut merger.deferred) {
         merger.add_mapping(mapping, loc, &member, true, sink);
     }
@@ -203,7 +248,6 @@ fn parse_archive(f: &InputFile) -> ParsedArchive {
         .help = Some("the name is accepted, but its content name and version are unknown".into());
     }
     let mut out = ParsedArchive {
-        display: f.display.clone(),
         member: member.clone(),
         layer: f.layer,
         concepts: Vec::new(),
@@ -389,12 +433,27 @@ fn same_as_key(source: &str, code: &str) -> String {
 }
 
 fn normalise_name_type(t: Option<&str>) -> ConceptNameType {
-    let t = t.unwrap_or("").to_uppercase().replace(['-', '_'], " ");
-    match t.trim() {
-        "FULLY SPECIFIED" => ConceptNameType::FullySpecified,
-        "SHORT" => ConceptNameType::Short,
-        "INDEX TERM" => ConceptNameType::IndexTerm,
-        _ => ConceptNameType::Synonym,
+    // Upper case, `-` and `_` read as spaces, compared without allocating.
+    let same = |a: &str, b: &str| {
+        a.len() == b.len()
+            && a.bytes().zip(b.bytes()).all(|(x, y)| {
+                let x = if x == b'-' || x == b'_' {
+                    b' '
+                } else {
+                    x.to_ascii_uppercase()
+                };
+                x == y
+            })
+    };
+    let t = t.unwrap_or("").trim();
+    if same(t, "FULLY SPECIFIED") {
+        ConceptNameType::FullySpecified
+    } else if same(t, "SHORT") {
+        ConceptNameType::Short
+    } else if same(t, "INDEX TERM") {
+        ConceptNameType::IndexTerm
+    } else {
+        ConceptNameType::Synonym
     }
 }
 
