@@ -26,3 +26,9 @@ cargo test --workspace --locked
 
 step "operating procedure against a real runtime"
 bash .ci/procedure.sh target/debug/runtime
+
+step "gateway configuration with a real nginx"
+bash .ci/gateway_test.sh target/debug/runtime
+
+step "docker-compose.yml and .env.example"
+python3 .ci/compose_check.py

@@ -9,13 +9,15 @@
 //! - `identifiers`: check digits and identifier generation;
 //! - `repr`: representations, links and paging shared by every resource;
 //! - `api`: routes and handlers, one module per resource;
-//! - `error`: the OpenMRS error bodies.
+//! - `error`: the OpenMRS error bodies;
+//! - `ops`: the health check and the backup service run from the same binary.
 
 pub mod api;
 pub mod auth;
 pub mod catalog;
 pub mod error;
 pub mod identifiers;
+pub mod ops;
 pub mod overlay;
 pub mod repr;
 pub mod search;

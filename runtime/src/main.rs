@@ -1,6 +1,8 @@
 //! The `runtime` binary: reads its settings from the environment, opens the store, starts
 //! serving the embedded bundle, and drains requests on SIGTERM or Ctrl-C.
+//! `runtime restore FILE` fills an empty data directory from a backup instead.
 
+use clap::{Parser, Subcommand};
 use runtime::{Config, EMBEDDED_BUNDLE, app, open_store, start};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -8,8 +10,37 @@ use std::time::Instant;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[derive(Parser)]
+#[command(
+    name = "runtime",
+    version,
+    about = "Serve the embedded content over an OpenMRS-compatible REST API (settings come from EMR_* variables)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API (the default).
+    Serve,
+    /// Fill an empty data directory (EMR_DATA_DIR) from a backup taken with GET ws/rest/v1/backup.
+    Restore {
+        /// The backup file (JSON lines).
+        file: std::path::PathBuf,
+    },
+    /// Exit 0 when the local service answers health/started (the image's HEALTHCHECK).
+    Healthcheck,
+    /// Take a backup from the running back end now and on a schedule (EMR_BACKUP_* variables).
+    BackupService,
+    /// Take one backup from the running back end into EMR_BACKUP_DIR and exit.
+    Backup,
+}
+
 fn main() -> ExitCode {
     let began = Instant::now();
+    let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("EMR_LOG")
@@ -25,6 +56,38 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    match cli.command {
+        Some(Command::Healthcheck) => {
+            return if runtime::ops::healthcheck(config.listen, &config.app_path) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            };
+        }
+        Some(Command::BackupService | Command::Backup) => {
+            let cfg = match runtime::ops::BackupConfig::from_env() {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("{e}");
+                    return ExitCode::from(2);
+                }
+            };
+            if matches!(cli.command, Some(Command::BackupService)) {
+                runtime::ops::backup_service(&cfg);
+            }
+            return match runtime::ops::take_backup(&cfg) {
+                Ok(file) => {
+                    tracing::info!(file = %file.display(), "backup taken");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    tracing::error!("{e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        _ => {}
+    }
     let store = match open_store(&config) {
         Ok(s) => s,
         Err(e) => {
@@ -32,6 +95,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some(Command::Restore { file }) = cli.command {
+        return restore(&store, &file);
+    }
     let listen = config.listen;
     let (state, report) = match start(config, EMBEDDED_BUNDLE.to_vec(), store) {
         Ok(s) => s,
@@ -87,6 +153,26 @@ fn main() -> ExitCode {
             }
         }
     })
+}
+
+fn restore(store: &runtime::store::Store, file: &std::path::Path) -> ExitCode {
+    let input = match std::fs::File::open(file) {
+        Ok(f) => std::io::BufReader::new(f),
+        Err(e) => {
+            tracing::error!("cannot open {}: {e}", file.display());
+            return ExitCode::from(1);
+        }
+    };
+    match store.restore(input) {
+        Ok(n) => {
+            tracing::info!(records = n, file = %file.display(), "restored");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!("restore refused: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 async fn shutdown_signal() {

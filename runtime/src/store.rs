@@ -293,6 +293,32 @@ impl Store {
         Ok(())
     }
 
+    /// Stores many patients in one transaction (restores and benchmarks), with the same
+    /// uniqueness rule as `insert_patient`; nothing is stored if one is refused.
+    pub fn import_patients(
+        &self,
+        patients: &[(PatientRecord, Vec<(String, String)>)],
+    ) -> StoreResult<()> {
+        let txn = self.db.begin_write()?;
+        {
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            let mut table = txn.open_table(PATIENTS)?;
+            for (p, keys) in patients {
+                for (key, identifier) in keys {
+                    if let Some(owner) = ids.get(key.as_str())?
+                        && owner.value() != p.uuid
+                    {
+                        return Err(StoreError::IdentifierInUse(identifier.clone()));
+                    }
+                    ids.insert(key.as_str(), p.uuid.as_str())?;
+                }
+                table.insert(p.uuid.as_str(), encode(p).as_slice())?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
     pub fn patient(&self, uuid: &str) -> StoreResult<Option<PatientRecord>> {
         let txn = self.db.begin_read()?;
         let t = txn.open_table(PATIENTS)?;
@@ -379,6 +405,259 @@ impl Store {
     }
 }
 
+/// First line of a snapshot.
+#[derive(Debug, Serialize, Deserialize)]
+struct SnapshotHeader {
+    format: String,
+    version: u32,
+    schema: u32,
+}
+
+const SNAPSHOT_FORMAT: &str = "emr-store-snapshot";
+
+/// One line of a snapshot: a table's key and value.
+#[derive(Debug, Serialize, Deserialize)]
+struct SnapshotLine {
+    t: String,
+    k: String,
+    v: serde_json::Value,
+}
+
+/// Last line of a snapshot, so a truncated file is detected.
+#[derive(Debug, Serialize, Deserialize)]
+struct SnapshotEnd {
+    end: bool,
+    records: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("the data directory already holds a store with data; restore needs an empty one")]
+    NotEmpty,
+    #[error("not a store snapshot: {0}")]
+    BadFormat(String),
+    #[error("the snapshot is truncated (no end line): the backup did not finish")]
+    Truncated,
+    #[error("cannot read the snapshot: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Store {
+    /// Writes a consistent snapshot of every table (one read transaction) as JSON lines:
+    /// a header, one line per record, and an end line with the record count.
+    pub fn snapshot(&self, out: &mut impl std::io::Write) -> Result<u64, RestoreError> {
+        let txn = self.db.begin_read().map_err(StoreError::from)?;
+        let line = |out: &mut dyn std::io::Write, v: &dyn erased::Line| -> std::io::Result<()> {
+            v.write_json(out)?;
+            out.write_all(b"\n")
+        };
+        line(
+            out,
+            &SnapshotHeader {
+                format: SNAPSHOT_FORMAT.into(),
+                version: 1,
+                schema: SCHEMA_VERSION,
+            },
+        )?;
+        let mut records = 0u64;
+        macro_rules! dump_json {
+            ($table:expr, $name:literal) => {{
+                let t = txn.open_table($table).map_err(StoreError::from)?;
+                for row in t.iter().map_err(StoreError::from)? {
+                    let (k, v) = row.map_err(StoreError::from)?;
+                    let value: serde_json::Value =
+                        serde_json::from_slice(v.value()).map_err(|e| StoreError::Corrupt {
+                            table: $name,
+                            detail: e.to_string(),
+                        })?;
+                    line(
+                        out,
+                        &SnapshotLine {
+                            t: $name.into(),
+                            k: k.value().to_string(),
+                            v: value,
+                        },
+                    )?;
+                    records += 1;
+                }
+            }};
+        }
+        macro_rules! dump_str {
+            ($table:expr, $name:literal) => {{
+                let t = txn.open_table($table).map_err(StoreError::from)?;
+                for row in t.iter().map_err(StoreError::from)? {
+                    let (k, v) = row.map_err(StoreError::from)?;
+                    line(
+                        out,
+                        &SnapshotLine {
+                            t: $name.into(),
+                            k: k.value().to_string(),
+                            v: serde_json::Value::String(v.value().to_string()),
+                        },
+                    )?;
+                    records += 1;
+                }
+            }};
+        }
+        dump_str!(META, "meta");
+        dump_json!(PATIENTS, "patients");
+        dump_str!(IDENTIFIERS, "identifiers");
+        dump_json!(USERS, "users");
+        dump_str!(USERNAMES, "usernames");
+        dump_json!(SETTINGS, "settings");
+        {
+            let t = txn.open_table(COUNTERS).map_err(StoreError::from)?;
+            for row in t.iter().map_err(StoreError::from)? {
+                let (k, v) = row.map_err(StoreError::from)?;
+                line(
+                    out,
+                    &SnapshotLine {
+                        t: "counters".into(),
+                        k: k.value().to_string(),
+                        v: serde_json::Value::from(v.value()),
+                    },
+                )?;
+                records += 1;
+            }
+        }
+        line(out, &SnapshotEnd { end: true, records })?;
+        out.flush()?;
+        Ok(records)
+    }
+
+    /// Whether the store holds any record besides its schema version.
+    pub fn is_empty(&self) -> StoreResult<bool> {
+        let txn = self.db.begin_read()?;
+        Ok(txn.open_table(PATIENTS)?.len()? == 0
+            && txn.open_table(USERS)?.len()? == 0
+            && txn.open_table(SETTINGS)?.len()? == 0)
+    }
+
+    /// Fills an empty store from a snapshot, in one transaction (all or nothing).
+    pub fn restore(&self, input: impl std::io::BufRead) -> Result<u64, RestoreError> {
+        if !self.is_empty()? {
+            return Err(RestoreError::NotEmpty);
+        }
+        let mut lines = input.lines();
+        let header: SnapshotHeader = match lines.next() {
+            Some(l) => {
+                serde_json::from_str(&l?).map_err(|e| RestoreError::BadFormat(e.to_string()))?
+            }
+            None => return Err(RestoreError::BadFormat("the file is empty".into())),
+        };
+        if header.format != SNAPSHOT_FORMAT || header.version != 1 {
+            return Err(RestoreError::BadFormat(format!(
+                "format {} version {}",
+                header.format, header.version
+            )));
+        }
+        if header.schema > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                found: header.schema,
+                supported: SCHEMA_VERSION,
+            }
+            .into());
+        }
+        let txn = self.db.begin_write().map_err(StoreError::from)?;
+        let mut records = 0u64;
+        let mut ended = false;
+        {
+            let mut meta = txn.open_table(META).map_err(StoreError::from)?;
+            let mut patients = txn.open_table(PATIENTS).map_err(StoreError::from)?;
+            let mut identifiers = txn.open_table(IDENTIFIERS).map_err(StoreError::from)?;
+            let mut users = txn.open_table(USERS).map_err(StoreError::from)?;
+            let mut usernames = txn.open_table(USERNAMES).map_err(StoreError::from)?;
+            let mut settings = txn.open_table(SETTINGS).map_err(StoreError::from)?;
+            let mut counters = txn.open_table(COUNTERS).map_err(StoreError::from)?;
+            for l in lines {
+                let l = l?;
+                if l.trim().is_empty() {
+                    continue;
+                }
+                if let Ok(end) = serde_json::from_str::<SnapshotEnd>(&l) {
+                    if end.records != records {
+                        return Err(RestoreError::BadFormat(format!(
+                            "the end line counts {} records, the file holds {records}",
+                            end.records
+                        )));
+                    }
+                    ended = true;
+                    break;
+                }
+                let rec: SnapshotLine =
+                    serde_json::from_str(&l).map_err(|e| RestoreError::BadFormat(e.to_string()))?;
+                let text = || {
+                    rec.v.as_str().map(str::to_string).ok_or_else(|| {
+                        RestoreError::BadFormat(format!("{}: expected a string", rec.t))
+                    })
+                };
+                let json = || {
+                    serde_json::to_vec(&rec.v).map_err(|e| RestoreError::BadFormat(e.to_string()))
+                };
+                let k = rec.k.as_str();
+                match rec.t.as_str() {
+                    "meta" => {
+                        meta.insert(k, text()?.as_str()).map_err(StoreError::from)?;
+                    }
+                    "patients" => {
+                        patients
+                            .insert(k, json()?.as_slice())
+                            .map_err(StoreError::from)?;
+                    }
+                    "identifiers" => {
+                        identifiers
+                            .insert(k, text()?.as_str())
+                            .map_err(StoreError::from)?;
+                    }
+                    "users" => {
+                        users
+                            .insert(k, json()?.as_slice())
+                            .map_err(StoreError::from)?;
+                    }
+                    "usernames" => {
+                        usernames
+                            .insert(k, text()?.as_str())
+                            .map_err(StoreError::from)?;
+                    }
+                    "settings" => {
+                        settings
+                            .insert(k, json()?.as_slice())
+                            .map_err(StoreError::from)?;
+                    }
+                    "counters" => {
+                        let n = rec.v.as_u64().ok_or_else(|| {
+                            RestoreError::BadFormat("counters: expected a number".into())
+                        })?;
+                        counters.insert(k, n).map_err(StoreError::from)?;
+                    }
+                    other => return Err(RestoreError::BadFormat(format!("unknown table {other}"))),
+                }
+                records += 1;
+            }
+        }
+        if !ended {
+            return Err(RestoreError::Truncated);
+        }
+        txn.commit().map_err(StoreError::from)?;
+        Ok(records)
+    }
+}
+
+/// Object-safe JSON writing for the snapshot's line types.
+mod erased {
+    pub trait Line {
+        fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()>;
+    }
+
+    impl<T: serde::Serialize> Line for T {
+        fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+            serde_json::to_writer(out, self).map_err(std::io::Error::other)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,6 +693,43 @@ mod tests {
         ));
         assert!(s.patient("b").unwrap().is_none());
         assert_eq!(s.patients().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn snapshots_restore_into_an_empty_store_only() {
+        let s = Store::in_memory().unwrap();
+        s.insert_patient(&patient("a"), &[("t||1".into(), "1".into())])
+            .unwrap();
+        s.next_counter("src").unwrap();
+        let mut snap = Vec::new();
+        let n = s.snapshot(&mut snap).unwrap();
+        assert!(n >= 4);
+        let r = Store::in_memory().unwrap();
+        assert_eq!(r.restore(std::io::Cursor::new(&snap)).unwrap(), n);
+        assert_eq!(r.patient("a").unwrap(), s.patient("a").unwrap());
+        assert_eq!(r.next_counter("src").unwrap(), 1);
+        // The unique identifier index came back too.
+        assert!(matches!(
+            r.insert_patient(&patient("b"), &[("t||1".into(), "1".into())]),
+            Err(StoreError::IdentifierInUse(_))
+        ));
+        assert!(matches!(
+            r.restore(std::io::Cursor::new(&snap)),
+            Err(RestoreError::NotEmpty)
+        ));
+        let truncated = &snap[..snap.len() - 30];
+        assert!(matches!(
+            Store::in_memory()
+                .unwrap()
+                .restore(std::io::Cursor::new(truncated)),
+            Err(RestoreError::Truncated | RestoreError::BadFormat(_))
+        ));
+        let empty = Store::in_memory().unwrap();
+        assert!(matches!(
+            empty.restore(std::io::Cursor::new(b"hello\n")),
+            Err(RestoreError::BadFormat(_))
+        ));
+        assert!(empty.is_empty().unwrap());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //!
 //! Privileges each endpoint requires are listed in `docs/api.md`.
 
+pub mod backup;
 pub mod concept;
 pub mod health;
 pub mod idgen;
@@ -60,6 +61,7 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(systemsetting::read).post(systemsetting::update),
         )
         .route("/initializer/reload", post(reload::reload))
+        .route("/backup", get(backup::backup))
         .route("/{*rest}", any(unknown_resource))
         .method_not_allowed_fallback(method_not_allowed);
     let app_routes = Router::new()

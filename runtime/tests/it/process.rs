@@ -174,6 +174,152 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
 }
 
 #[test]
+fn a_backup_taken_during_writes_restores_every_change_acknowledged_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = spawn(dir.path(), port);
+    wait_ready(port);
+    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let type_uuid = catalog
+        .identifier_type("Numéro patient DSE")
+        .unwrap()
+        .uuid
+        .clone();
+    assert_eq!(
+        http(
+            port,
+            "POST",
+            "/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout",
+            Some(r#"{"value":"7"}"#)
+        )
+        .unwrap()
+        .0,
+        200
+    );
+
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            let (ack, stop, type_uuid) = (acknowledged.clone(), stop.clone(), type_uuid.clone());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 500 {
+                    let i = 50_000 + t * 1000 + n;
+                    n += 1;
+                    if let Some((201, body)) = http(
+                        port,
+                        "POST",
+                        "/openmrs/ws/rest/v1/patient",
+                        Some(&patient_json(i, &common_id(i), &type_uuid)),
+                    ) {
+                        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                        ack.lock()
+                            .unwrap()
+                            .push(v["uuid"].as_str().unwrap().to_string());
+                    }
+                }
+            })
+        })
+        .collect();
+    while acknowledged.lock().unwrap().len() < 40 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let before_backup = acknowledged.lock().unwrap().clone();
+    let (status, backup) = http(port, "GET", "/openmrs/ws/rest/v1/backup", None).unwrap();
+    assert_eq!(status, 200);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    terminate(&mut child);
+    let backup_body = dechunk(&backup);
+    assert!(
+        backup_body.lines().last().unwrap().contains("\"end\":true"),
+        "the backup ends with its end line"
+    );
+
+    // Wipe, restore into the empty directory, start again.
+    std::fs::remove_dir_all(dir.path()).unwrap();
+    std::fs::create_dir_all(dir.path()).unwrap();
+    let file = dir.path().join("backup.ndjson");
+    std::fs::write(&file, &backup_body).unwrap();
+    let restored = Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .arg("restore")
+        .arg(&file)
+        .env("EMR_DATA_DIR", dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(
+        restored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restored.stdout)
+    );
+    // Restoring twice is refused: the directory is not empty any more.
+    let again = Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .arg("restore")
+        .arg(&file)
+        .env("EMR_DATA_DIR", dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .env("EMR_DATA_DIR", dir.path().join("data"))
+        .env("EMR_LISTEN", format!("127.0.0.1:{port}"))
+        .env_remove("EMR_ADMIN_PASSWORD")
+        .env("EMR_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(port);
+    for uuid in &before_backup {
+        assert_eq!(
+            http(
+                port,
+                "GET",
+                &format!("/openmrs/ws/rest/v1/patient/{uuid}"),
+                None
+            )
+            .unwrap()
+            .0,
+            200,
+            "patient {uuid} was acknowledged before the backup"
+        );
+    }
+    let (_, setting) = http(
+        port,
+        "GET",
+        "/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout?v=custom:(value)",
+        None,
+    )
+    .unwrap();
+    assert!(dechunk(&setting).contains("\"7\""), "{setting}");
+    terminate(&mut child);
+}
+
+/// Removes HTTP/1.1 chunked framing, if any.
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    loop {
+        let Some((size, after)) = rest.split_once("\r\n") else {
+            return body.to_string();
+        };
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            return body.to_string();
+        };
+        if n == 0 {
+            return out;
+        }
+        out.push_str(&after[..n]);
+        rest = &after[n + 2..];
+    }
+}
+
+#[test]
 fn sigterm_stops_the_server_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -199,4 +345,63 @@ fn refuses_to_start_without_an_administrator_password() {
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("EMR_ADMIN_PASSWORD"), "{text}");
+}
+
+#[test]
+fn the_backup_command_keeps_complete_backups_and_the_healthcheck_follows_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let health = |port: u16| {
+        Command::new(env!("CARGO_BIN_EXE_runtime"))
+            .arg("healthcheck")
+            .env("EMR_LISTEN", format!("127.0.0.1:{port}"))
+            .env("EMR_LOG", "off")
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(!health(port), "nothing listens yet");
+    let mut child = spawn(&dir.path().join("data"), port);
+    wait_ready(port);
+    assert!(health(port));
+    let backups = dir.path().join("backups");
+    for _ in 0..3 {
+        let out = Command::new(env!("CARGO_BIN_EXE_runtime"))
+            .arg("backup")
+            .env(
+                "EMR_BACKUP_URL",
+                format!("http://127.0.0.1:{port}/openmrs/ws/rest/v1/backup"),
+            )
+            .env("EMR_BACKUP_PASSWORD", PASSWORD)
+            .env("EMR_BACKUP_DIR", &backups)
+            .env("EMR_BACKUP_KEEP", "2")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let files: Vec<_> = std::fs::read_dir(&backups)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.iter().all(|f| f.extension().unwrap() == "ndjson"));
+    // A wrong password keeps nothing.
+    let out = Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .arg("backup")
+        .env(
+            "EMR_BACKUP_URL",
+            format!("http://127.0.0.1:{port}/openmrs/ws/rest/v1/backup"),
+        )
+        .env("EMR_BACKUP_PASSWORD", "wrong-password")
+        .env("EMR_BACKUP_DIR", &backups)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    terminate(&mut child);
+    assert!(!health(port));
 }

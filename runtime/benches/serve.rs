@@ -1,0 +1,428 @@
+//! Serving benchmark (run with the largest site embedded:
+//! `BUILD_TYPE=site MVN_PROJECT=makala cargo bench -p runtime --bench serve`; needs `wrk`).
+//!
+//! Measures, next to a minimal axum "hello world" server started the same way in the same
+//! run (this benchmark binary re-executed in `hello` mode):
+//! - cold start: from exec to the first 200 on `health/started` (median of 15 runs), for a
+//!   first start (empty data directory: the administrator's password is hashed) and a
+//!   restart (existing store);
+//! - resident memory at idle after start;
+//! - throughput and latency (wrk, loopback, 32 connections) of concept reads and of patient
+//!   search over 100,000 patients, and of the hello world;
+//! - durable patient creations per second with 32 concurrent clients.
+//!
+//! Figures are recorded in docs/benchmarks.md.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PASSWORD: &str = "Bench-password-1";
+const PATIENTS: usize = 100_000;
+const MOD30: &str = "org.openmrs.module.idgen.validator.LuhnMod30IdentifierValidator";
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    if std::env::var("BENCH_MODE").as_deref() == Ok("hello") {
+        hello();
+        return;
+    }
+    let mut args = std::env::args().skip(1);
+    // `cargo bench` passes `--bench`; nothing else is expected.
+    if args.any(|a| a != "--bench") {
+        eprintln!("usage: cargo bench -p runtime --bench serve");
+    }
+    run();
+}
+
+/// The baseline: the smallest axum server answering the same health path.
+fn hello() {
+    let listen = std::env::var("EMR_LISTEN").expect("EMR_LISTEN");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let app = axum::Router::new()
+            .route(
+                "/openmrs/health/started",
+                axum::routing::get(|| async { "{\"status\":\"started\"}" }),
+            )
+            .route(
+                "/hello",
+                axum::routing::get(|| async { "{\"hello\":\"world\"}" }),
+            );
+        let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
+        axum::serve(listener, app).await.unwrap();
+    });
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn spawn(exe: &std::path::Path, hello_mode: bool, data: &std::path::Path, port: u16) -> Child {
+    let mut c = Command::new(exe);
+    if hello_mode {
+        c.env("BENCH_MODE", "hello");
+    }
+    c.env("EMR_DATA_DIR", data)
+        .env("EMR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("EMR_ADMIN_PASSWORD", PASSWORD)
+        .env("EMR_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn get_status(port: u16, path: &str) -> Option<u16> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).ok()?;
+    std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Time from exec to the first 200 on health/started.
+fn cold_start(
+    exe: &std::path::Path,
+    hello_mode: bool,
+    data: &std::path::Path,
+) -> (Duration, Child, u16) {
+    let port = free_port();
+    let t = Instant::now();
+    let child = spawn(exe, hello_mode, data, port);
+    loop {
+        if get_status(port, "/openmrs/health/started") == Some(200) {
+            return (t.elapsed(), child, port);
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "no answer");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Runs wrk; returns (requests per second, p50, p99) as wrk prints them.
+fn wrk(url: &str, auth: bool) -> (f64, String, String) {
+    use base64::Engine;
+    let mut c = Command::new("wrk");
+    c.args(["-t2", "-c32", "-d10s", "--latency"]);
+    if auth {
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+        c.args(["-H", &format!("Authorization: Basic {basic}")]);
+    }
+    let out = c
+        .arg(url)
+        .output()
+        .expect("wrk is installed (apt-get install wrk)");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let rps = text
+        .lines()
+        .find(|l| l.starts_with("Requests/sec:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0.0);
+    let pct = |p: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(p))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or("?")
+            .to_string()
+    };
+    if text.contains("Non-2xx") {
+        eprintln!("warning: wrk saw non-2xx answers for {url}:\n{text}");
+    }
+    (rps, pct("50%"), pct("99%"))
+}
+
+const GIVEN: &[&str] = &[
+    "Marie",
+    "Jean",
+    "Grâce",
+    "Patrick",
+    "Hélène",
+    "Joseph",
+    "Esther",
+    "Pierre",
+    "Ruth",
+    "Daniel",
+    "Sarah",
+    "Emmanuel",
+    "Béatrice",
+    "Paul",
+    "Odette",
+    "Christian",
+    "Chantal",
+    "Didier",
+    "Mireille",
+    "Fabrice",
+];
+const FAMILY: &[&str] = &[
+    "Mbuyi",
+    "Kabila",
+    "Tshisekedi",
+    "Ilunga",
+    "Mukendi",
+    "Kalala",
+    "Ngalula",
+    "Lukusa",
+    "Nsimba",
+    "Kabeya",
+    "Mwamba",
+    "Kasongo",
+    "Banza",
+    "Mutombo",
+    "Kapinga",
+    "Lumbala",
+    "Ngoy",
+    "Kazadi",
+    "Mbala",
+    "Tshibangu",
+];
+
+/// Writes 100,000 patients into a fresh store in a few transactions.
+fn seed(data: &std::path::Path, type_uuid: &str) {
+    use runtime::store::*;
+    std::fs::create_dir_all(data).unwrap();
+    let store = Store::open(&data.join("store.redb")).unwrap();
+    let mut batch = Vec::with_capacity(10_000);
+    for i in 0..PATIENTS {
+        let id =
+            runtime::identifiers::with_check(&format!("{}", 1_000_000 + i), Some(MOD30)).unwrap();
+        let p = PatientRecord {
+            v: 1,
+            uuid: uuid::Uuid::new_v4().to_string(),
+            gender: if i % 2 == 0 { "F".into() } else { "M".into() },
+            birthdate: Some(format!(
+                "{}-{:02}-{:02}",
+                1940 + i % 80,
+                1 + i % 12,
+                1 + i % 28
+            )),
+            birthdate_estimated: false,
+            dead: i % 50 == 0,
+            death_date: None,
+            cause_of_death: None,
+            names: vec![NameRecord {
+                uuid: uuid::Uuid::new_v4().to_string(),
+                given_name: Some(GIVEN[i % GIVEN.len()].into()),
+                middle_name: None,
+                family_name: Some(format!(
+                    "{}{}",
+                    FAMILY[(i / GIVEN.len()) % FAMILY.len()],
+                    if i % 7 == 0 { "-Nkulu" } else { "" }
+                )),
+                family_name2: None,
+                prefix: None,
+                degree: None,
+                preferred: true,
+            }],
+            identifiers: vec![IdentifierRecord {
+                uuid: uuid::Uuid::new_v4().to_string(),
+                identifier: id.clone(),
+                identifier_type: type_uuid.into(),
+                location: None,
+                preferred: true,
+            }],
+            addresses: vec![],
+            attributes: vec![],
+            voided: false,
+            date_created: "2026-01-01T00:00:00Z".into(),
+            creator: String::new(),
+        };
+        batch.push((p, vec![(format!("{type_uuid}||{id}"), id)]));
+        if batch.len() == 10_000 {
+            store.import_patients(&batch).unwrap();
+            batch.clear();
+        }
+    }
+    store.import_patients(&batch).unwrap();
+}
+
+/// 32 clients creating patients for 10 seconds over keep-alive connections; returns
+/// creations per second (each answered 201 after its commit).
+fn creations(port: u16, type_uuid: &str) -> f64 {
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let started = Instant::now();
+    let threads: Vec<_> = (0..32)
+        .map(|t| {
+            let (basic, type_uuid) = (basic.clone(), type_uuid.to_string());
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                let mut ok = 0usize;
+                let mut n = 0;
+                while Instant::now() < deadline {
+                    let id = runtime::identifiers::with_check(&format!("{}", 5_000_000 + t * 100_000 + n), Some(MOD30)).unwrap();
+                    n += 1;
+                    let body = format!(
+                        r#"{{"person":{{"names":[{{"givenName":"Bench","familyName":"Creation{t}"}}],"gender":"F","birthdate":"1990-01-01"}},"identifiers":[{{"identifier":"{id}","identifierType":"{type_uuid}"}}]}}"#
+                    );
+                    let req = format!(
+                        "POST /openmrs/ws/rest/v1/patient HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {basic}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    s.write_all(req.as_bytes()).unwrap();
+                    if read_response(&mut s) == 201 {
+                        ok += 1;
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Reads one keep-alive HTTP response; returns its status.
+fn read_response(s: &mut TcpStream) -> u16 {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap_or(0))
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).unwrap();
+    status
+}
+
+fn run() {
+    let runtime_exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime"));
+    let me = std::env::current_exe().unwrap();
+    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let h = &catalog.header;
+    println!(
+        "bundle: {} {} ({} bytes, {} concepts, {} locations)",
+        h.build_type.as_str(),
+        h.site.as_deref().unwrap_or("-"),
+        runtime::EMBEDDED_BUNDLE.len(),
+        catalog.content.concepts.len(),
+        catalog.content.locations.len()
+    );
+
+    // Cold start.
+    let mut first = Vec::new();
+    let mut restart = Vec::new();
+    let mut hello = Vec::new();
+    for _ in 0..15 {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, c, _) = cold_start(&runtime_exe, false, dir.path());
+        first.push(t);
+        stop(c);
+        let (t, c, _) = cold_start(&runtime_exe, false, dir.path());
+        restart.push(t);
+        stop(c);
+        let (t, c, _) = cold_start(&me, true, dir.path());
+        hello.push(t);
+        stop(c);
+    }
+    let (first, restart, hello) = (median(first), median(restart), median(hello));
+    println!(
+        "cold start, median of 15: hello world {:.1} ms; runtime restart {:.1} ms ({:.2}x); runtime first start {:.1} ms ({:.2}x, includes hashing the administrator's password)",
+        hello.as_secs_f64() * 1e3,
+        restart.as_secs_f64() * 1e3,
+        restart.as_secs_f64() / hello.as_secs_f64(),
+        first.as_secs_f64() * 1e3,
+        first.as_secs_f64() / hello.as_secs_f64()
+    );
+
+    // Throughput and latency.
+    let type_uuid = catalog
+        .identifier_type("Numéro patient DSE")
+        .unwrap()
+        .uuid
+        .clone();
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    seed(dir.path(), &type_uuid);
+    println!(
+        "seeded {PATIENTS} patients in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let (_, hello_child, hello_port) = cold_start(&me, true, dir.path());
+    let (ready, child, port) = cold_start(&runtime_exe, false, dir.path());
+    std::thread::sleep(Duration::from_secs(1));
+    println!(
+        "start with {PATIENTS} patients in the store: {:.0} ms; resident memory at idle: {} MB",
+        ready.as_secs_f64() * 1e3,
+        rss_kb(child.id()) / 1024
+    );
+    let (hello_rps, h50, h99) = wrk(&format!("http://127.0.0.1:{hello_port}/hello"), false);
+    println!("hello world: {hello_rps:.0} req/s, p50 {h50}, p99 {h99}");
+    let (c_rps, c50, c99) = wrk(
+        &format!("http://127.0.0.1:{port}/openmrs/ws/rest/v1/concept/DRC-EMR:5001"),
+        true,
+    );
+    println!(
+        "concept read (default representation): {c_rps:.0} req/s ({:.0}% of hello world), p50 {c50}, p99 {c99}",
+        c_rps / hello_rps * 100.0
+    );
+    let (s_rps, s50, s99) = wrk(
+        &format!(
+            "http://127.0.0.1:{port}/openmrs/ws/rest/v1/patient?q=mbuyi%20mar&limit=10&totalCount=true&v=custom:(uuid,display,person:(gender,age,birthdate))"
+        ),
+        true,
+    );
+    println!(
+        "patient search over {PATIENTS} patients: {s_rps:.0} req/s ({:.0}% of hello world), p50 {s50}, p99 {s99}",
+        s_rps / hello_rps * 100.0
+    );
+    let created = creations(port, &type_uuid);
+    println!("durable patient creations, 32 concurrent clients: {created:.0} per second");
+    println!(
+        "resident memory after the load: {} MB",
+        rss_kb(child.id()) / 1024
+    );
+    stop(child);
+    stop(hello_child);
+}
