@@ -98,6 +98,8 @@ fn get_status(port: u16, path: &str) -> Option<u16> {
 }
 
 /// Time from exec to the first 200 on health/started.
+// The child is handed back to the caller, which stops and reaps it (`stop`).
+#[allow(clippy::zombie_processes)]
 fn cold_start(
     exe: &std::path::Path,
     hello_mode: bool,
