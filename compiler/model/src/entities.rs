@@ -22,6 +22,16 @@ pub fn display_in<'a>(texts: &'a Localized, locale: &str, fallbacks: &[&str]) ->
         .map(String::as_str)
 }
 
+/// The text for `locale` or its language alone, without falling back to other languages:
+/// metadata displays fall back to the entity's own name instead.
+pub fn display_exact<'a>(texts: &'a Localized, locale: &str) -> Option<&'a str> {
+    let language = locale.split(['_', '-']).next().unwrap_or(locale);
+    texts
+        .get(locale)
+        .or_else(|| texts.get(language))
+        .map(String::as_str)
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Locales {
     /// From `locale.allowed.list`, in the order written.

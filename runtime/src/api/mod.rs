@@ -5,13 +5,16 @@
 
 pub mod backup;
 pub mod concept;
+pub mod fhir;
 pub mod health;
 pub mod idgen;
 pub mod location;
+pub mod metadata;
 pub mod patient;
 pub mod reload;
 pub mod session;
 pub mod systemsetting;
+pub mod user;
 
 use crate::AppState;
 use crate::auth::{self, Grants};
@@ -45,6 +48,48 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/patient", get(patient::search).post(patient::create))
         .route("/patient/", get(patient::search).post(patient::create))
         .route("/patient/{uuid}", get(patient::read))
+        .route("/patient/{uuid}/identifier", get(user::patient_identifiers))
+        .route("/person/{uuid}", get(user::person))
+        .route("/person/{uuid}/attribute", get(user::person_attributes))
+        .route("/user/{uuid}", get(user::read).post(user::update))
+        .route("/module", get(metadata::modules))
+        .route("/addresstemplate", get(metadata::address_template))
+        .route("/patientidentifiertype", get(metadata::identifier_types))
+        .route(
+            "/patientidentifiertype/{uuid}",
+            get(metadata::identifier_type),
+        )
+        .route("/personattributetype", get(metadata::attribute_types))
+        .route("/personattributetype/{uuid}", get(metadata::attribute_type))
+        .route("/relationshiptype", get(metadata::relationship_types))
+        .route("/visittype", get(metadata::visit_types))
+        .route("/encountertype", get(metadata::encounter_types))
+        .route("/queue", get(metadata::queues))
+        .route("/metadatamapping/termmapping", get(metadata::term_mappings))
+        .route(
+            "/queue-entry",
+            get(|c, q| metadata::empty_list(c, q, "Get Patients")),
+        )
+        .route(
+            "/visit",
+            get(|c, q| metadata::empty_list(c, q, "Get Visits")),
+        )
+        .route(
+            "/obs",
+            get(|c, q| metadata::empty_list(c, q, "Get Observations")),
+        )
+        .route(
+            "/encounter",
+            get(|c, q| metadata::empty_list(c, q, "Get Encounters")),
+        )
+        .route(
+            "/relationship",
+            get(|c, q| metadata::empty_list(c, q, "Get Relationships")),
+        )
+        .route(
+            "/cohortm/cohortmember",
+            get(|c, q| metadata::empty_list(c, q, "Get Patient Cohorts")),
+        )
         .route("/concept", get(concept::search))
         .route("/concept/{reference}", get(concept::read))
         .route("/idgen/identifiersource", get(idgen::sources))
@@ -64,8 +109,15 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/backup", get(backup::backup))
         .route("/{*rest}", any(unknown_resource))
         .method_not_allowed_fallback(method_not_allowed);
+    let fhir = Router::new()
+        .route("/Location", get(fhir::locations))
+        .route("/Location/{id}", get(fhir::location))
+        .route("/Patient/{id}", get(fhir::patient))
+        .route("/{*rest}", get(fhir::other))
+        .method_not_allowed_fallback(method_not_allowed);
     let app_routes = Router::new()
         .nest("/ws/rest/v1", rest)
+        .nest("/ws/fhir2/R4", fhir)
         .route("/health/started", get(health::started))
         .route("/health/alive", get(health::alive))
         .route("/login.htm", get(health::login_page))

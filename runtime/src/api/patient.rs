@@ -572,7 +572,7 @@ impl Resource for IdentifierTypeRes<'_> {
         self.0.uuid.clone()
     }
     fn display(&self, ctx: &Ctx) -> String {
-        model::display_in(&self.0.display, &ctx.locale, &ctx.fallbacks())
+        model::display_exact(&self.0.display, &ctx.locale)
             .map(str::to_string)
             .unwrap_or_else(|| self.0.name.clone())
     }
@@ -625,7 +625,7 @@ impl Resource for AttributeTypeRes<'_> {
         self.0.uuid.clone()
     }
     fn display(&self, ctx: &Ctx) -> String {
-        model::display_in(&self.0.display, &ctx.locale, &ctx.fallbacks())
+        model::display_exact(&self.0.display, &ctx.locale)
             .map(str::to_string)
             .unwrap_or_else(|| self.0.name.clone())
     }

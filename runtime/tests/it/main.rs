@@ -9,6 +9,7 @@ mod common;
 mod lifecycle;
 mod process;
 mod router_concept;
+mod router_o3;
 mod router_patient;
 mod router_session;
 mod router_setting;

@@ -1,0 +1,298 @@
+//! The FHIR R4 calls the O3 front end makes (`/ws/fhir2/R4`): `Location` search (by tag,
+//! name, id, with paging) and `Patient` read. Other searches answer an empty searchset
+//! Bundle and other reads 404, so unimplemented widgets render empty rather than fail.
+
+use super::Caller;
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+use crate::store::PatientRecord;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use model::Location;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const TAG_SYSTEM: &str = "http://fhir.openmrs.org/ext/location-tag";
+
+fn fhir(status: StatusCode, body: Value) -> Response {
+    let mut res = (status, body.to_string()).into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/fhir+json;charset=UTF-8"),
+    );
+    res
+}
+
+fn not_found(kind: &str, id: &str) -> Response {
+    fhir(
+        StatusCode::NOT_FOUND,
+        json!({"resourceType": "OperationOutcome", "issue": [{"severity": "error", "code": "not-found", "diagnostics": format!("Resource of type {kind} with ID {id} is not known")}]}),
+    )
+}
+
+fn base(state: &AppState, caller: &Caller) -> String {
+    format!("{}{}/ws/fhir2/R4", caller.origin, state.config.app_path)
+}
+
+fn location_json(l: &Location, catalog: &crate::catalog::Catalog) -> Value {
+    let tags: Vec<Value> = l
+        .tags
+        .iter()
+        .filter_map(|t| catalog.location_tag(t))
+        .map(|t| json!({"system": TAG_SYSTEM, "code": t.name, "display": t.description.clone().unwrap_or_else(|| t.name.clone())}))
+        .collect();
+    let mut r = json!({
+        "resourceType": "Location",
+        "id": l.uuid,
+        "meta": {"tag": tags},
+        "status": if l.retired { "inactive" } else { "active" },
+        "name": l.name,
+    });
+    if let Some(d) = &l.description {
+        r["description"] = json!(d);
+    }
+    let a = &l.address;
+    if a.city_village.is_some() || a.state_province.is_some() || a.country.is_some() {
+        r["address"] = json!({"city": a.city_village, "district": a.county_district, "state": a.state_province, "country": a.country, "postalCode": a.postal_code});
+    }
+    if let Some(p) = l.parent.as_deref().and_then(|p| catalog.location(p)) {
+        r["partOf"] = json!({"reference": format!("Location/{}", p.uuid), "type": "Location", "display": p.name});
+    }
+    r
+}
+
+fn search_bundle(
+    base: &str,
+    kind: &str,
+    query: &[(String, String)],
+    total: usize,
+    offset: usize,
+    count: usize,
+    resources: Vec<Value>,
+) -> Value {
+    let q: String = query
+        .iter()
+        .filter(|(k, _)| k != "_getpagesoffset")
+        .map(|(k, v)| format!("{}={}", crate::repr::encode(k), crate::repr::encode(v)))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut links = vec![json!({"relation": "self", "url": format!("{base}/{kind}?{q}")})];
+    if offset + count < total {
+        links.push(json!({"relation": "next", "url": format!("{base}/{kind}?{q}&_getpagesoffset={}", offset + count)}));
+    }
+    if offset > 0 {
+        links.push(json!({"relation": "previous", "url": format!("{base}/{kind}?{q}&_getpagesoffset={}", offset.saturating_sub(count))}));
+    }
+    let entries: Vec<Value> = resources
+        .into_iter()
+        .map(|r| json!({"fullUrl": format!("{base}/{kind}/{}", r["id"].as_str().unwrap_or("")), "resource": r}))
+        .collect();
+    json!({
+        "resourceType": "Bundle",
+        "id": uuid::Uuid::new_v4().to_string(),
+        "meta": {"lastUpdated": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)},
+        "type": "searchset",
+        "total": total,
+        "link": links,
+        "entry": entries,
+    })
+}
+
+/// `GET Location?_tag=&name:contains=&name=&_id=&_count=&_getpagesoffset=` — privilege:
+/// Get Locations.
+pub async fn locations(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Locations"])?;
+    let get = |k: &str| {
+        query
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let catalog = state.catalog.load();
+    let tags: Vec<String> = query
+        .iter()
+        .filter(|(k, _)| k == "_tag")
+        .flat_map(|(_, v)| v.split(',').map(|t| t.trim().to_lowercase()))
+        .collect();
+    let contains = get("name:contains").map(crate::search::fold);
+    let name = get("name").map(crate::search::fold);
+    let ids: Option<Vec<&str>> = get("_id").map(|v| v.split(',').collect());
+    let count = get("_count")
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(50)
+        .clamp(0, 500);
+    let offset = get("_getpagesoffset")
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(0);
+    let matches: Vec<&Location> = catalog
+        .content
+        .locations
+        .iter()
+        .filter(|l| !l.retired)
+        .filter(|l| {
+            ids.as_ref()
+                .is_none_or(|ids| ids.contains(&l.uuid.as_str()))
+        })
+        .filter(|l| {
+            tags.iter().all(|t| {
+                l.tags
+                    .iter()
+                    .filter_map(|u| catalog.location_tag(u))
+                    .any(|x| x.name.to_lowercase() == *t || x.uuid == *t)
+            })
+        })
+        .filter(|l| {
+            contains
+                .as_ref()
+                .is_none_or(|c| crate::search::fold(&l.name).contains(c.as_str()))
+        })
+        .filter(|l| {
+            name.as_ref()
+                .is_none_or(|n| crate::search::fold(&l.name).starts_with(n.as_str()))
+        })
+        .collect();
+    let mut sorted = matches;
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let total = sorted.len();
+    let page: Vec<Value> = sorted
+        .into_iter()
+        .skip(offset)
+        .take(count)
+        .map(|l| location_json(l, &catalog))
+        .collect();
+    Ok(fhir(
+        StatusCode::OK,
+        search_bundle(
+            &base(&state, &caller),
+            "Location",
+            &query,
+            total,
+            offset,
+            count,
+            page,
+        ),
+    ))
+}
+
+pub async fn location(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Locations"])?;
+    let catalog = state.catalog.load();
+    Ok(
+        match catalog.content.locations.iter().find(|l| l.uuid == id) {
+            Some(l) => fhir(StatusCode::OK, location_json(l, &catalog)),
+            None => not_found("Location", &id),
+        },
+    )
+}
+
+fn gender(g: &str) -> &'static str {
+    match g {
+        "M" => "male",
+        "F" => "female",
+        "O" => "other",
+        _ => "unknown",
+    }
+}
+
+pub fn patient_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Value {
+    let names: Vec<Value> = p
+        .names
+        .iter()
+        .map(|n| {
+            let given: Vec<&String> = [&n.given_name, &n.middle_name].into_iter().flatten().collect();
+            let text = [&n.given_name, &n.middle_name, &n.family_name].into_iter().flatten().cloned().collect::<Vec<_>>().join(" ");
+            json!({"id": n.uuid, "use": if n.preferred { "usual" } else { "official" }, "text": text, "family": n.family_name, "given": given})
+        })
+        .collect();
+    let identifiers: Vec<Value> = p
+        .identifiers
+        .iter()
+        .map(|i| {
+            let t = catalog.identifier_type(&i.identifier_type);
+            json!({
+                "id": i.uuid,
+                "use": if i.preferred { "official" } else { "usual" },
+                "type": {"coding": [{"code": i.identifier_type}], "text": t.map(|t| t.name.clone())},
+                "value": i.identifier,
+            })
+        })
+        .collect();
+    let telecom: Vec<Value> = p
+        .attributes
+        .iter()
+        .filter(|a| a.attribute_type == "14d4f066-15f5-102d-96e4-000c29c2a5d7")
+        .map(|a| json!({"id": a.uuid, "system": "phone", "value": a.value}))
+        .collect();
+    let addresses: Vec<Value> = p
+        .addresses
+        .iter()
+        .map(|a| {
+            let f = |k: &str| a.fields.get(k).cloned();
+            let lines: Vec<String> = ["address1", "address2"].iter().filter_map(|k| f(k)).collect();
+            json!({"id": a.uuid, "use": "home", "line": lines, "city": f("cityVillage"), "district": f("countyDistrict"), "state": f("stateProvince"), "postalCode": f("postalCode"), "country": f("country")})
+        })
+        .collect();
+    let mut r = json!({
+        "resourceType": "Patient",
+        "id": p.uuid,
+        "meta": {"lastUpdated": p.date_created},
+        "identifier": identifiers,
+        "active": !p.voided,
+        "name": names,
+        "telecom": telecom,
+        "gender": gender(&p.gender),
+        "address": addresses,
+    });
+    if let Some(b) = &p.birthdate {
+        r["birthDate"] = json!(b);
+    }
+    match (&p.death_date, p.dead) {
+        (Some(d), _) => r["deceasedDateTime"] = json!(d),
+        (None, dead) => r["deceasedBoolean"] = json!(dead),
+    }
+    r
+}
+
+/// `GET Patient/{uuid}` — privilege: Get Patients.
+pub async fn patient(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Patients"])?;
+    let found = state.index.read().map_err(ApiError::internal)?.get(&id);
+    let catalog = state.catalog.load();
+    Ok(match found {
+        Some(p) if !p.voided => fhir(StatusCode::OK, patient_json(&p, &catalog)),
+        _ => not_found("Patient", &id),
+    })
+}
+
+/// Any other FHIR read (`Type/id`) is unknown; any other search is empty.
+pub async fn other(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(rest): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> ApiResult<Response> {
+    caller.require(&[])?;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    Ok(match parts.as_slice() {
+        [kind] => fhir(
+            StatusCode::OK,
+            search_bundle(&base(&state, &caller), kind, &query, 0, 0, 0, Vec::new()),
+        ),
+        [kind, id, ..] => not_found(kind, id),
+        [] => not_found("Resource", ""),
+    })
+}
