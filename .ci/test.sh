@@ -32,3 +32,6 @@ bash .ci/gateway_test.sh target/debug/runtime
 
 step "docker-compose.yml and .env.example"
 python3 .ci/compose_check.py
+
+step "the real O3 front end in Chromium, through the gateway"
+bash frontend/e2e/run.sh target/debug/runtime

@@ -33,3 +33,44 @@ pub async fn login_page() -> Response {
     )
         .into_response()
 }
+
+/// `frontend/config.json`: the front-end configuration compiled into the bundle (the base
+/// file merged with the site's, validated). Public: the login page needs it.
+pub async fn frontend_config(
+    axum::extract::State(state): axum::extract::State<std::sync::Arc<crate::AppState>>,
+) -> Response {
+    let catalog = state.catalog.load();
+    let body = if catalog.content.frontend_config.is_empty() {
+        "{}".to_string()
+    } else {
+        catalog.content.frontend_config.clone()
+    };
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/json;charset=UTF-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// `frontend/logo.png`: the distribution's logo from the bundle.
+pub async fn frontend_logo(
+    axum::extract::State(state): axum::extract::State<std::sync::Arc<crate::AppState>>,
+) -> Response {
+    let catalog = state.catalog.load();
+    if catalog.content.logo_png.is_empty() {
+        return crate::error::ApiError::NotFound.into_response();
+    }
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "image/png"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        catalog.content.logo_png.clone(),
+    )
+        .into_response()
+}

@@ -3,6 +3,7 @@
 //!
 //! Privileges each endpoint requires are listed in `docs/api.md`.
 
+pub mod addresshierarchy;
 pub mod backup;
 pub mod concept;
 pub mod fhir;
@@ -121,6 +122,20 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/health/started", get(health::started))
         .route("/health/alive", get(health::alive))
         .route("/login.htm", get(health::login_page))
+        .route(
+            "/module/addresshierarchy/ajax/getOrderedAddressHierarchyLevels.form",
+            get(addresshierarchy::levels),
+        )
+        .route(
+            "/module/addresshierarchy/ajax/getChildAddressHierarchyEntries.form",
+            get(addresshierarchy::children),
+        )
+        .route(
+            "/module/addresshierarchy/ajax/getPossibleFullAddresses.form",
+            get(addresshierarchy::full_addresses),
+        )
+        .route("/frontend/config.json", get(health::frontend_config))
+        .route("/frontend/logo.png", get(health::frontend_logo))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,

@@ -244,3 +244,17 @@ async fn unknown_resources_and_methods_have_json_error_bodies() {
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert!(r.body["error"].is_object());
 }
+
+#[tokio::test]
+async fn the_compiled_front_end_configuration_and_logo_are_public() {
+    let mut c = Client::new(state());
+    let r = c.get("/openmrs/frontend/config.json").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.body["@openmrs/esm-styleguide"]["Brand color #1"],
+        "#0b5d4b"
+    );
+    let r = c.get("/openmrs/frontend/logo.png").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.headers["content-type"], "image/png");
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Assembles and builds the OpenMRS 3 front end from npm, with pinned versions, into a folder
+# (default frontend/spa), then adds the distribution's config.json and logo.png.
+# The same steps run in frontend/Dockerfile; this script is for tests and for people
+# without Docker. Needs Node.js 20 or newer and npm. No telemetry.
+# Usage: bash frontend/build.sh [target-folder]
+set -euo pipefail
+cd "$(dirname "$0")"
+target=${1:-spa}
+export IBM_TELEMETRY_DISABLED=true
+
+# The CLI and everything it builds with come from the lockfile.
+if [ ! -x node_modules/.bin/openmrs ]; then
+  npm ci --legacy-peer-deps --no-audit --no-fund
+fi
+
+node select-modules.mjs spa-modules.json config/config.json > spa-assemble-config.json
+rm -rf "$target"
+node_modules/.bin/openmrs assemble --manifest --mode config --config spa-assemble-config.json --target "$target"
+node_modules/.bin/openmrs build --build-config spa-build-config.json --target "$target"
+[ -f "$target/index.html" ] || { echo "the build produced no index.html" >&2; exit 1; }
+cp config/config.json "$target/config.json"
+cp assets/logo.png "$target/logo.png"
+echo "front end built in $(cd "$target" && pwd)"
