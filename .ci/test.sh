@@ -35,3 +35,8 @@ python3 .ci/compose_check.py
 
 step "the real O3 front end in Chromium, through the gateway"
 bash frontend/e2e/run.sh target/debug/runtime
+
+step "Dockerfiles replayed without a Docker engine"
+python3 .ci/dockerfile_check.py Dockerfile . --cargo-target target/dockerfile-check
+python3 .ci/dockerfile_check.py frontend/Dockerfile frontend
+python3 .ci/dockerfile_check.py gateway/Dockerfile gateway
