@@ -4,7 +4,7 @@
 //! for data this distribution does not record yet (visits, observations, relationships,
 //! queue entries, cohort memberships).
 
-use super::{Caller, ok, param};
+use super::{Caller, ok, param, render_list};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, render};
@@ -13,26 +13,6 @@ use axum::response::Response;
 use model::{NamedMetadata, Queue, RelationshipType};
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-/// Renders `items` as a paged list in the requested representation (default `ref`).
-fn list<'a>(
-    state: &AppState,
-    caller: &Caller,
-    query: &[(String, String)],
-    path: &str,
-    items: impl Iterator<Item = &'a dyn Resource>,
-) -> ApiResult<Response> {
-    let rep = Rep::parse(param(query, "v"))?.unwrap_or(Rep::Ref);
-    let paging = Paging::from_query(query)?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(state, &catalog);
-    let values = items
-        .map(|r| render(r, &rep, &ctx))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(ok(
-        paging.page(values, &caller.request_url(state, path, query))
-    ))
-}
 
 /// Visit types, encounter roles and other name/description metadata.
 pub struct NamedRes<'a>(pub &'static str, pub &'a NamedMetadata);
@@ -292,7 +272,7 @@ pub async fn identifier_types(
         .filter(|t| !t.retired)
         .map(super::patient::IdentifierTypeRes)
         .collect();
-    list(
+    render_list(
         &state,
         &caller,
         &query,
@@ -337,7 +317,7 @@ pub async fn attribute_types(
         .filter(|t| !t.retired)
         .map(super::patient::AttributeTypeRes)
         .collect();
-    list(
+    render_list(
         &state,
         &caller,
         &query,
@@ -379,7 +359,7 @@ pub async fn relationship_types(
         .filter(|t| !t.retired)
         .map(RelationshipTypeRes)
         .collect();
-    list(
+    render_list(
         &state,
         &caller,
         &query,
@@ -402,7 +382,7 @@ pub async fn visit_types(
         .filter(|t| !t.retired)
         .map(|t| NamedRes("visittype", t))
         .collect();
-    list(
+    render_list(
         &state,
         &caller,
         &query,
@@ -425,7 +405,7 @@ pub async fn encounter_types(
         .filter(|t| !t.retired)
         .map(EncounterTypeRes)
         .collect();
-    list(
+    render_list(
         &state,
         &caller,
         &query,
@@ -449,7 +429,7 @@ pub async fn queues(
         .filter(|q| !q.retired && location.is_none_or(|l| q.location == l))
         .map(QueueRes)
         .collect();
-    list(
+    render_list(
         &state,
         &caller,
         &query,

@@ -490,6 +490,27 @@ pub fn param<'q>(query: &'q [(String, String)], name: &str) -> Option<&'q str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// A paged list of resources in the requested representation (`ref` by default, as
+/// OpenMRS lists are).
+pub fn render_list<'a>(
+    state: &AppState,
+    caller: &Caller,
+    query: &[(String, String)],
+    path: &str,
+    items: impl Iterator<Item = &'a dyn crate::repr::Resource>,
+) -> ApiResult<Response> {
+    let rep = crate::repr::Rep::parse(param(query, "v"))?.unwrap_or(crate::repr::Rep::Ref);
+    let paging = crate::repr::Paging::from_query(query)?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(state, &catalog);
+    let values = items
+        .map(|r| crate::repr::render(r, &rep, &ctx))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(ok(
+        paging.page(values, &caller.request_url(state, path, query))
+    ))
+}
+
 /// Runs blocking store work (fsync) off the async threads.
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> ApiResult<T> + Send + 'static,

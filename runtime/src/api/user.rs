@@ -186,6 +186,30 @@ pub async fn person(
     )?))
 }
 
+/// Lists one patient's sub-resources (attributes, identifiers).
+fn patient_sub_list(
+    state: &AppState,
+    caller: &Caller,
+    uuid: &str,
+    query: &[(String, String)],
+    items: impl Fn(&crate::store::PatientRecord) -> Vec<Box<dyn Resource + '_>>,
+) -> ApiResult<Response> {
+    let rep = Rep::parse(param(query, "v"))?.unwrap_or(Rep::Ref);
+    let patient = state
+        .index
+        .read()
+        .map_err(ApiError::internal)?
+        .get(uuid)
+        .ok_or(ApiError::NotFound)?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(state, &catalog);
+    let values = items(&patient)
+        .iter()
+        .map(|r| render(r.as_ref(), &rep, &ctx))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(ok(json!({"results": values})))
+}
+
 /// `GET person/{uuid}/attribute` — privilege: Get People.
 pub async fn person_attributes(
     State(state): State<Arc<AppState>>,
@@ -194,21 +218,12 @@ pub async fn person_attributes(
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get People"])?;
-    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);
-    let patient = state
-        .index
-        .read()
-        .map_err(ApiError::internal)?
-        .get(&uuid)
-        .ok_or(ApiError::NotFound)?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let items = patient
-        .attributes
-        .iter()
-        .map(|a| render(&super::patient::AttributeRes(&patient.uuid, a), &rep, &ctx))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(ok(json!({"results": items})))
+    patient_sub_list(&state, &caller, &uuid, &query, |p| {
+        p.attributes
+            .iter()
+            .map(|a| Box::new(super::patient::AttributeRes(&p.uuid, a)) as Box<dyn Resource>)
+            .collect()
+    })
 }
 
 /// `GET patient/{uuid}/identifier` — privilege: Get Patients.
@@ -219,19 +234,10 @@ pub async fn patient_identifiers(
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
-    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);
-    let patient = state
-        .index
-        .read()
-        .map_err(ApiError::internal)?
-        .get(&uuid)
-        .ok_or(ApiError::NotFound)?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let items = patient
-        .identifiers
-        .iter()
-        .map(|i| render(&super::patient::IdentifierRes(&patient.uuid, i), &rep, &ctx))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(ok(json!({"results": items})))
+    patient_sub_list(&state, &caller, &uuid, &query, |p| {
+        p.identifiers
+            .iter()
+            .map(|i| Box::new(super::patient::IdentifierRes(&p.uuid, i)) as Box<dyn Resource>)
+            .collect()
+    })
 }
