@@ -16,6 +16,7 @@ pub mod builtin;
 pub mod csvtable;
 pub mod diagnostics;
 pub mod domains;
+pub mod embed;
 pub mod frontend;
 pub mod link;
 pub mod resolve;
