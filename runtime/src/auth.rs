@@ -16,7 +16,7 @@ use crate::store::{Store, StoreError, UserRecord};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const SUPER_USER_ROLE: &str = "System Developer";
@@ -260,15 +260,16 @@ impl Sessions {
     }
 }
 
-/// The privileges a user holds through its roles.
+/// The privileges a user holds through its roles: the catalog's precomputed per-role
+/// sets, shared rather than copied.
+#[derive(Default)]
 pub struct Grants {
     pub super_user: bool,
-    pub privileges: HashSet<String>,
+    role_privileges: Vec<Arc<HashSet<String>>>,
 }
 
 pub fn grants(user: &UserRecord, catalog: &Catalog) -> Grants {
-    let mut privileges = HashSet::new();
-    let mut super_user = false;
+    let mut grants = Grants::default();
     let mut stack: Vec<&str> = user.roles.iter().map(String::as_str).collect();
     let mut seen = HashSet::new();
     while let Some(name) = stack.pop() {
@@ -276,22 +277,27 @@ pub fn grants(user: &UserRecord, catalog: &Catalog) -> Grants {
             continue;
         }
         if name == SUPER_USER_ROLE {
-            super_user = true;
+            grants.super_user = true;
+        }
+        if let Some(set) = catalog.role_privileges(name) {
+            grants.role_privileges.push(set.clone());
         }
         if let Some(role) = catalog.role(name) {
-            privileges.extend(role.all_privileges.iter().map(|p| p.to_lowercase()));
             stack.extend(role.inherited_roles.iter().map(String::as_str));
         }
     }
-    Grants {
-        super_user,
-        privileges,
-    }
+    grants
 }
 
 impl Grants {
     pub fn has(&self, privilege: &str) -> bool {
-        self.super_user || self.privileges.contains(&privilege.to_lowercase())
+        self.super_user || self.holds_through_roles(privilege)
+    }
+
+    /// Held through a role, ignoring super-user status.
+    pub fn holds_through_roles(&self, privilege: &str) -> bool {
+        let lower = privilege.to_lowercase();
+        self.role_privileges.iter().any(|set| set.contains(&lower))
     }
 }
 

@@ -2,7 +2,8 @@
 //! reload). Immutable; swapped as a whole by `initializer/reload`.
 
 use model::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 pub struct Catalog {
     pub header: Header,
@@ -16,6 +17,46 @@ pub struct Catalog {
     tag_by_uuid: HashMap<String, usize>,
     /// Privilege names known to the content (lower case → canonical).
     privilege_names: HashMap<String, String>,
+    /// Each role's privileges, inherited ones included, in lower case: computed once so
+    /// that authorising a request does not rebuild them.
+    role_privileges: HashMap<String, Arc<HashSet<String>>>,
+    /// Serialized answers to reads of this catalog's content (see `RenderCache`).
+    pub rendered: RenderCache,
+}
+
+/// Serialized JSON answers for reads whose result depends only on the catalog and the
+/// key (the request and the caller's locale and origin). It lives in the catalog so that
+/// a reload, which swaps the catalog, starts with an empty cache. Bounded: it is emptied
+/// when full rather than tracking recency, which suits a working set far smaller than
+/// the bound.
+#[derive(Default)]
+pub struct RenderCache {
+    entries: std::sync::RwLock<HashMap<String, axum::body::Bytes>>,
+}
+
+impl RenderCache {
+    const MAX_ENTRIES: usize = 20_000;
+
+    pub fn get(&self, key: &str) -> Option<axum::body::Bytes> {
+        self.entries.read().ok()?.get(key).cloned()
+    }
+
+    pub fn insert(&self, key: String, value: axum::body::Bytes) {
+        if let Ok(mut entries) = self.entries.write() {
+            if entries.len() >= Self::MAX_ENTRIES {
+                entries.clear();
+            }
+            entries.insert(key, value);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.read().map(|e| e.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 fn index<T>(items: &[T], key: impl Fn(&T) -> String) -> HashMap<String, usize> {
@@ -33,6 +74,15 @@ impl Catalog {
             role_by_name: index(&c.roles, |r| r.name.clone()),
             person_attribute_type_by_uuid: index(&c.person_attribute_types, |t| t.uuid.clone()),
             tag_by_uuid: index(&c.location_tags, |t| t.uuid.clone()),
+            rendered: RenderCache::default(),
+            role_privileges: c
+                .roles
+                .iter()
+                .map(|r| {
+                    let set = r.all_privileges.iter().map(|p| p.to_lowercase()).collect();
+                    (r.name.clone(), Arc::new(set))
+                })
+                .collect(),
             privilege_names: c
                 .privileges
                 .iter()
@@ -87,6 +137,11 @@ impl Catalog {
 
     pub fn role(&self, name: &str) -> Option<&Role> {
         self.role_by_name.get(name).map(|&i| &self.content.roles[i])
+    }
+
+    /// A role's privileges, inherited ones included, in lower case.
+    pub fn role_privileges(&self, name: &str) -> Option<&Arc<HashSet<String>>> {
+        self.role_privileges.get(name)
     }
 
     pub fn identifier_source(&self, uuid: &str) -> Option<&IdentifierSource> {

@@ -119,6 +119,8 @@ pub struct AppState {
     pub sealed_bundle: Vec<u8>,
     /// Serialises reloads.
     pub reload_lock: tokio::sync::Mutex<()>,
+    /// Serialises password verifications of HTTP Basic credentials (see `api::basic_login`).
+    pub basic_verification: tokio::sync::Mutex<()>,
 }
 
 impl AppState {
@@ -202,6 +204,7 @@ pub fn start(
         config,
         sealed_bundle: bundle,
         reload_lock: tokio::sync::Mutex::new(()),
+        basic_verification: tokio::sync::Mutex::new(()),
     };
     Ok((
         Arc::new(state),

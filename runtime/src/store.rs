@@ -10,6 +10,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Tab
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Bumped when a table's meaning changes; `open` refuses a store with a newer version.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -137,6 +138,57 @@ pub struct SettingRecord {
 
 pub struct Store {
     db: Database,
+    users: UserCache,
+}
+
+/// Decoded user records, kept because every authenticated request reads its user. This
+/// process is the store's only writer, so each user write empties the cache; `generation`
+/// keeps a read that began before such a write from putting its stale record back.
+#[derive(Default)]
+struct UserCache {
+    state: std::sync::RwLock<UserCacheState>,
+}
+
+#[derive(Default)]
+struct UserCacheState {
+    generation: u64,
+    by_uuid: std::collections::HashMap<String, Arc<UserRecord>>,
+    by_name: std::collections::HashMap<String, Arc<UserRecord>>,
+}
+
+impl UserCache {
+    fn generation(&self) -> u64 {
+        self.state.read().map(|s| s.generation).unwrap_or(u64::MAX)
+    }
+
+    fn by_uuid(&self, uuid: &str) -> Option<Arc<UserRecord>> {
+        self.state.read().ok()?.by_uuid.get(uuid).cloned()
+    }
+
+    fn by_name(&self, lower_name: &str) -> Option<Arc<UserRecord>> {
+        self.state.read().ok()?.by_name.get(lower_name).cloned()
+    }
+
+    fn remember(&self, read_at: u64, name_key: Option<String>, user: &Arc<UserRecord>) {
+        if let Ok(mut s) = self.state.write()
+            && s.generation == read_at
+        {
+            s.by_uuid.insert(user.uuid.clone(), user.clone());
+            if let Some(name) = name_key {
+                s.by_name.insert(name, user.clone());
+            }
+        }
+    }
+
+    fn invalidate(&self) {
+        let mut s = match self.state.write() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        s.generation += 1;
+        s.by_uuid.clear();
+        s.by_name.clear();
+    }
 }
 
 fn encode<T: Serialize>(v: &T) -> Vec<u8> {
@@ -181,7 +233,10 @@ impl Store {
     }
 
     fn init(db: Database) -> StoreResult<Store> {
-        let store = Store { db };
+        let store = Store {
+            db,
+            users: UserCache::default(),
+        };
         let txn = store.db.begin_write()?;
         {
             // Create every table so reads never meet a missing one.
@@ -233,24 +288,58 @@ impl Store {
     }
 
     pub fn user(&self, uuid: &str) -> StoreResult<Option<UserRecord>> {
-        let txn = self.db.begin_read()?;
-        let t = txn.open_table(USERS)?;
-        t.get(uuid)?.map(|v| decode("users", v.value())).transpose()
+        Ok(self.user_shared(uuid)?.map(|u| (*u).clone()))
     }
 
-    pub fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRecord>> {
+    /// A user by uuid, shared from the cache when it is there.
+    pub fn user_shared(&self, uuid: &str) -> StoreResult<Option<Arc<UserRecord>>> {
+        if let Some(u) = self.users.by_uuid(uuid) {
+            return Ok(Some(u));
+        }
+        let read_at = self.users.generation();
         let txn = self.db.begin_read()?;
-        let names = txn.open_table(USERNAMES)?;
-        let Some(uuid) = names
-            .get(username.to_lowercase().as_str())?
-            .map(|v| v.value().to_string())
+        let t = txn.open_table(USERS)?;
+        let Some(user) = t
+            .get(uuid)?
+            .map(|v| decode("users", v.value()))
+            .transpose()?
         else {
             return Ok(None);
         };
+        let user = Arc::new(user);
+        self.users.remember(read_at, None, &user);
+        Ok(Some(user))
+    }
+
+    pub fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRecord>> {
+        Ok(self
+            .user_by_username_shared(username)?
+            .map(|u| (*u).clone()))
+    }
+
+    /// A user by username or system id (any case), shared from the cache when it is there.
+    pub fn user_by_username_shared(&self, username: &str) -> StoreResult<Option<Arc<UserRecord>>> {
+        let key = username.to_lowercase();
+        if let Some(u) = self.users.by_name(&key) {
+            return Ok(Some(u));
+        }
+        let read_at = self.users.generation();
+        let txn = self.db.begin_read()?;
+        let names = txn.open_table(USERNAMES)?;
+        let Some(uuid) = names.get(key.as_str())?.map(|v| v.value().to_string()) else {
+            return Ok(None);
+        };
         let t = txn.open_table(USERS)?;
-        t.get(uuid.as_str())?
+        let Some(user) = t
+            .get(uuid.as_str())?
             .map(|v| decode("users", v.value()))
-            .transpose()
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        let user = Arc::new(user);
+        self.users.remember(read_at, Some(key), &user);
+        Ok(Some(user))
     }
 
     pub fn put_user(&self, user: &UserRecord) -> StoreResult<()> {
@@ -264,7 +353,9 @@ impl Store {
                 names.insert(user.system_id.to_lowercase().as_str(), user.uuid.as_str())?;
             }
         }
-        txn.commit()?;
+        let committed = txn.commit();
+        self.users.invalidate();
+        committed?;
         Ok(())
     }
 
@@ -640,7 +731,9 @@ impl Store {
         if !ended {
             return Err(RestoreError::Truncated);
         }
-        txn.commit().map_err(StoreError::from)?;
+        let committed = txn.commit();
+        self.users.invalidate();
+        committed.map_err(StoreError::from)?;
         Ok(records)
     }
 }
@@ -730,6 +823,48 @@ mod tests {
             Err(RestoreError::BadFormat(_))
         ));
         assert!(empty.is_empty().unwrap());
+    }
+
+    fn user(uuid: &str, username: &str) -> UserRecord {
+        UserRecord {
+            v: 1,
+            uuid: uuid.into(),
+            username: username.into(),
+            system_id: String::new(),
+            person_uuid: format!("{uuid}-person"),
+            person_name: username.into(),
+            password_hash: "not a hash".into(),
+            roles: vec![],
+            properties: BTreeMap::new(),
+            retired: false,
+            failed_logins: 0,
+            locked_until: None,
+        }
+    }
+
+    #[test]
+    fn user_reads_see_every_write() {
+        let s = Store::in_memory().unwrap();
+        assert_eq!(s.user_by_username("Nadia").unwrap(), None);
+        let mut nadia = user("u1", "nadia");
+        s.put_user(&nadia).unwrap();
+        // Read twice: the second read comes from the cache.
+        for _ in 0..2 {
+            assert_eq!(s.user_by_username("NADIA").unwrap().as_ref(), Some(&nadia));
+            assert_eq!(s.user("u1").unwrap().as_ref(), Some(&nadia));
+        }
+        nadia.failed_logins = 3;
+        nadia.properties.insert("defaultLocale".into(), "en".into());
+        s.put_user(&nadia).unwrap();
+        assert_eq!(s.user_by_username("nadia").unwrap().as_ref(), Some(&nadia));
+        assert_eq!(s.user("u1").unwrap().as_ref(), Some(&nadia));
+
+        let mut snap = Vec::new();
+        s.snapshot(&mut snap).unwrap();
+        let r = Store::in_memory().unwrap();
+        assert_eq!(r.user("u1").unwrap(), None, "a miss is not remembered");
+        r.restore(std::io::Cursor::new(&snap)).unwrap();
+        assert_eq!(r.user("u1").unwrap().as_ref(), Some(&nadia));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `concept` (by uuid or `SOURCE:CODE`, and `?q=` name search) with its sub-resources:
 //! names, descriptions, mappings; and the datatype and class objects it nests.
 
-use super::{Caller, ok, param};
+use super::{Caller, ok, ok_bytes, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, nested_list, render};
@@ -470,7 +470,17 @@ pub async fn read(
     let catalog = state.catalog.load();
     let concept = catalog.concept(&reference).ok_or(ApiError::NotFound)?;
     let ctx = caller.ctx(&state, &catalog);
-    Ok(ok(render(&ConceptRes(concept), &rep, &ctx)?))
+    // A concept's representation depends only on the catalog and on what the key holds.
+    let key = format!(
+        "concept\0{reference}\0{query:?}\0{}\0{}\0{:?}",
+        ctx.base, ctx.locale, ctx.fallbacks
+    );
+    if let Some(body) = catalog.rendered.get(&key) {
+        return Ok(ok_bytes(body));
+    }
+    let body = axum::body::Bytes::from(render(&ConceptRes(concept), &rep, &ctx)?.to_string());
+    catalog.rendered.insert(key, body.clone());
+    Ok(ok_bytes(body))
 }
 
 /// `GET concept?q=` (word prefixes of any name, accent-insensitive), `?code=&source=`,

@@ -318,6 +318,48 @@ fn credentials_key(user: &str, pass: &str, stored_hash: &str) -> String {
     ))
 }
 
+/// Checks HTTP Basic credentials. Credentials verified before (and unchanged since) are
+/// recognised from a digest without paying for argon2 again; the slow path runs one
+/// caller at a time, so a burst of clients presenting the same new credentials costs one
+/// verification, and a password-guessing flood cannot occupy every core.
+async fn basic_login(
+    state: &Arc<AppState>,
+    name: &str,
+    pass: &str,
+) -> ApiResult<Option<Arc<UserRecord>>> {
+    let recognised = |state: &AppState| -> ApiResult<Option<Arc<UserRecord>>> {
+        let found = state
+            .store
+            .user_by_username_shared(name)
+            .map_err(ApiError::internal)?;
+        Ok(found.filter(|u| {
+            let key = credentials_key(name, pass, &u.password_hash);
+            state.sessions.cached_basic(&key).as_deref() == Some(u.uuid.as_str())
+                && u.locked_until.is_none()
+                && !u.retired
+        }))
+    };
+    if let Some(u) = recognised(state)? {
+        return Ok(Some(u));
+    }
+    let _one_at_a_time = state.basic_verification.lock().await;
+    if let Some(u) = recognised(state)? {
+        return Ok(Some(u));
+    }
+    let (st, n, p) = (state.clone(), name.to_string(), pass.to_string());
+    let verified =
+        tokio::task::spawn_blocking(move || auth::login(&st.store, st.lockout(), &n, &p))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
+    Ok(verified.map(|u| {
+        state
+            .sessions
+            .cache_basic(credentials_key(name, pass, &u.password_hash), &u.uuid);
+        Arc::new(u)
+    }))
+}
+
 /// Establishes the `Caller`: a live session cookie, else HTTP Basic credentials (which
 /// create a session on `GET /session`). Sets the cookie on the response, and adds
 /// `WWW-Authenticate` to 401 answers unless the client sent `Disable-WWW-Authenticate`.
@@ -328,13 +370,13 @@ async fn authenticate(
 ) -> Response {
     let headers = req.headers().clone();
     let catalog = state.catalog.load_full();
-    let mut user: Option<UserRecord> = None;
+    let mut user: Option<Arc<UserRecord>> = None;
     let mut session_id = None;
     let mut session = None;
     if let Some(id) = cookie(&headers, SESSION_COOKIE)
         && let Some(s) = state.sessions.get(&id)
     {
-        match state.store.user(&s.user_uuid) {
+        match state.store.user_shared(&s.user_uuid) {
             Ok(Some(u)) if !u.retired => {
                 user = Some(u);
                 session_id = Some(id);
@@ -348,36 +390,9 @@ async fn authenticate(
     if user.is_none()
         && let Some((name, pass)) = basic_credentials(&headers)
     {
-        let found = match state.store.user_by_username(&name) {
+        let logged_in = match basic_login(&state, &name, &pass).await {
             Ok(u) => u,
-            Err(e) => return ApiError::internal(e).into_response(),
-        };
-        let cached = found.as_ref().and_then(|u| {
-            let key = credentials_key(&name, &pass, &u.password_hash);
-            (state.sessions.cached_basic(&key).as_deref() == Some(u.uuid.as_str())
-                && u.locked_until.is_none())
-            .then(|| u.clone())
-        });
-        let logged_in = match cached {
-            Some(u) => Some(u),
-            None => {
-                let (st, n, p) = (state.clone(), name.clone(), pass.clone());
-                match tokio::task::spawn_blocking(move || {
-                    auth::login(&st.store, st.lockout(), &n, &p)
-                })
-                .await
-                {
-                    Ok(Ok(Some(u))) => {
-                        state
-                            .sessions
-                            .cache_basic(credentials_key(&name, &pass, &u.password_hash), &u.uuid);
-                        Some(u)
-                    }
-                    Ok(Ok(None)) => None,
-                    Ok(Err(e)) => return ApiError::internal(e).into_response(),
-                    Err(e) => return ApiError::internal(e).into_response(),
-                }
-            }
+            Err(e) => return e.into_response(),
         };
         if let Some(u) = logged_in {
             let is_login = req.uri().path().ends_with("/ws/rest/v1/session")
@@ -398,13 +413,10 @@ async fn authenticate(
     }
     let grants = match &user {
         Some(u) => auth::grants(u, &catalog),
-        None => Grants {
-            super_user: false,
-            privileges: Default::default(),
-        },
+        None => Grants::default(),
     };
     let caller = Caller {
-        user: user.map(Arc::new),
+        user,
         session_id,
         session,
         grants: Arc::new(grants),
@@ -479,6 +491,11 @@ pub fn json(status: StatusCode, value: Value) -> Response {
 
 pub fn ok(value: Value) -> Response {
     json(StatusCode::OK, value)
+}
+
+/// A 200 answer with an already serialized JSON body.
+pub fn ok_bytes(body: axum::body::Bytes) -> Response {
+    (StatusCode::OK, json_headers(), body).into_response()
 }
 
 /// The `v` parameter of a query.

@@ -25,7 +25,7 @@ fn user_json(state: &AppState, caller: &Caller, user: &UserRecord, base: &str) -
             .privileges
             .iter()
             .map(|p| &p.name)
-            .filter(|p| caller.grants.privileges.contains(&p.to_lowercase()))
+            .filter(|p| caller.grants.holds_through_roles(p))
             .collect();
         names.sort();
         names

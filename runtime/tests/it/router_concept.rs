@@ -109,3 +109,48 @@ async fn reading_concepts_needs_the_privilege() {
         "User is not logged in [Privileges required: Get Concepts]"
     );
 }
+
+#[tokio::test]
+async fn repeated_reads_follow_the_session_locale_and_the_origin() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let uri = "/openmrs/ws/rest/v1/concept/DRC-EMR:3001";
+    let french = c.get(uri).await;
+    assert_eq!(french.body["display"], "Hémoglobine");
+    assert_eq!(
+        c.get(uri).await.body,
+        french.body,
+        "a repeated read is identical"
+    );
+    let switched = c
+        .post("/openmrs/ws/rest/v1/session", r#"{"locale":"en"}"#)
+        .await;
+    assert_eq!(switched.status, StatusCode::OK);
+    let english = c.get(uri).await;
+    assert_eq!(english.body["display"], "Haemoglobin");
+    let proxied = c
+        .send(
+            "GET",
+            uri,
+            &[
+                ("x-forwarded-proto", "https"),
+                ("x-forwarded-host", "emr.example.org"),
+            ],
+            None,
+        )
+        .await;
+    let link = proxied.body["links"][0]["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        link.starts_with("https://emr.example.org/openmrs/"),
+        "{link}"
+    );
+    let plain = c.get(uri).await.body["links"][0]["uri"].clone();
+    assert_ne!(
+        plain.as_str().unwrap(),
+        link,
+        "links follow each request's origin"
+    );
+}
