@@ -123,7 +123,7 @@ impl SearchIndex {
     /// Patients matching `q`: every word of it starts a word of a name, or `q` equals an
     /// identifier. Voided patients never match; dead ones only with `include_dead`.
     /// Results come in creation order.
-    pub fn search(&self, q: &str, include_dead: bool, min_chars: usize) -> Vec<Arc<PatientRecord>> {
+    pub fn search(&self, q: &str, include_dead: bool, min_chars: usize) -> Vec<&PatientRecord> {
         let q = q.trim();
         if q.chars().count() < min_chars.max(1) {
             return Vec::new();
@@ -134,29 +134,78 @@ impl SearchIndex {
             .cloned()
             .unwrap_or_default();
         let terms: Vec<String> = fold(q).split_whitespace().map(str::to_string).collect();
-        if let Some((first, rest)) = terms.split_first() {
-            for (token, slots) in self.by_token.range(first.clone()..) {
-                if !token.starts_with(first.as_str()) {
-                    break;
-                }
-                for &slot in slots {
-                    let toks = &self.slot_tokens[slot as usize];
-                    if rest
-                        .iter()
-                        .all(|t| toks.iter().any(|x| x.starts_with(t.as_str())))
-                    {
-                        hits.push(slot);
-                    }
+        let mut postings: Vec<TermPostings> = terms.iter().map(|t| self.postings(t)).collect();
+        // The rarest term drives; each of its slots is looked up in the others' lists.
+        postings.sort_by_key(|p| p.total);
+        if let Some((driver, others)) = postings.split_first() {
+            let others: Vec<SlotSet> = others
+                .iter()
+                .map(|t| SlotSet::of(t, self.slots.len()))
+                .collect();
+            for slot in driver.slots() {
+                if others.iter().all(|set| set.contains(slot)) {
+                    hits.push(slot);
                 }
             }
         }
         hits.sort_unstable();
         hits.dedup();
         hits.into_iter()
-            .map(|s| &self.slots[s as usize])
+            .map(|s| &*self.slots[s as usize])
             .filter(|p| !p.voided && (include_dead || !p.dead))
-            .cloned()
             .collect()
+    }
+}
+
+impl SearchIndex {
+    /// The posting lists of every token that starts with `term`.
+    fn postings(&self, term: &str) -> TermPostings<'_> {
+        let mut lists = Vec::new();
+        let mut total = 0;
+        for (token, slots) in self
+            .by_token
+            .range::<str, _>((std::ops::Bound::Included(term), std::ops::Bound::Unbounded))
+        {
+            if !token.starts_with(term) {
+                break;
+            }
+            total += slots.len();
+            lists.push(slots.as_slice());
+        }
+        TermPostings { lists, total }
+    }
+}
+
+/// The slot lists that match one query word.
+struct TermPostings<'a> {
+    lists: Vec<&'a [u32]>,
+    total: usize,
+}
+
+impl TermPostings<'_> {
+    /// Every slot, possibly more than once (callers sort and deduplicate).
+    fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.lists.iter().flat_map(|l| l.iter().copied())
+    }
+}
+
+/// A set of slots as a bitmap: filled in one pass over a word's lists, then each lookup
+/// is one bit test, where binary searches would chase cache misses.
+struct SlotSet(Vec<u64>);
+
+impl SlotSet {
+    fn of(term: &TermPostings, slot_count: usize) -> SlotSet {
+        let mut bits = vec![0u64; slot_count.div_ceil(64)];
+        for slot in term.slots() {
+            bits[slot as usize / 64] |= 1 << (slot % 64);
+        }
+        SlotSet(bits)
+    }
+
+    fn contains(&self, slot: u32) -> bool {
+        self.0
+            .get(slot as usize / 64)
+            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
     }
 }
 
@@ -200,7 +249,7 @@ mod tests {
         }
     }
 
-    fn uuids(v: Vec<Arc<PatientRecord>>) -> Vec<String> {
+    fn uuids(v: Vec<&PatientRecord>) -> Vec<String> {
         v.into_iter().map(|p| p.uuid.clone()).collect()
     }
 
@@ -231,5 +280,62 @@ mod tests {
         assert!(idx.search("marie", false, 2).is_empty());
         assert_eq!(uuids(idx.search("anne", false, 2)), ["a"]);
         assert_eq!(idx.len(), 1);
+    }
+
+    /// What `search` means, written as a scan over every patient.
+    fn naive(patients: &[PatientRecord], q: &str, include_dead: bool) -> Vec<String> {
+        let terms: Vec<String> = fold(q).split_whitespace().map(str::to_string).collect();
+        patients
+            .iter()
+            .filter(|p| !p.voided && (include_dead || !p.dead))
+            .filter(|p| {
+                let toks: Vec<String> = p
+                    .names
+                    .iter()
+                    .flat_map(|n| [&n.given_name, &n.family_name])
+                    .flatten()
+                    .flat_map(|s| tokens(s))
+                    .collect();
+                let by_name = !terms.is_empty()
+                    && terms
+                        .iter()
+                        .all(|t| toks.iter().any(|x| x.starts_with(t.as_str())));
+                let by_id = p
+                    .identifiers
+                    .iter()
+                    .any(|i| i.identifier.to_lowercase() == q.trim().to_lowercase());
+                by_name || by_id
+            })
+            .map(|p| p.uuid.clone())
+            .collect()
+    }
+
+    const GIVEN: &[&str] = &["Marie", "Mariam", "Jean-Marc", "Hélène", "Marc", "Ma"];
+    const FAMILY: &[&str] = &["Mbuyi", "Mbala", "Kabila", "Ma'an", "Mukendi"];
+
+    proptest::proptest! {
+        #[test]
+        fn indexed_search_matches_a_scan(
+            people in proptest::collection::vec((0..6usize, 0..5usize, proptest::bool::ANY), 1..60),
+            renames in proptest::collection::vec((0..60usize, 0..6usize), 0..20),
+            q in "(ma|m|mar|marc|hel|mb|mbuyi|jean|an|k)( (ma|mb|marie|ka|m))?",
+        ) {
+            let mut list: Vec<PatientRecord> = people
+                .iter()
+                .enumerate()
+                .map(|(i, &(g, f, dead))| patient(&format!("p{i:03}"), GIVEN[g], FAMILY[f], &format!("{i}X"), dead))
+                .collect();
+            let mut idx = SearchIndex::build(list.clone());
+            for &(who, g) in &renames {
+                let who = who % list.len();
+                let family = list[who].names[0].family_name.clone().unwrap();
+                let renamed = patient(&list[who].uuid, GIVEN[g], &family, &format!("{who}X"), list[who].dead);
+                idx.upsert(renamed.clone());
+                list[who] = renamed;
+            }
+            for include_dead in [false, true] {
+                proptest::prop_assert_eq!(uuids(idx.search(&q, include_dead, 1)), naive(&list, &q, include_dead));
+            }
+        }
     }
 }

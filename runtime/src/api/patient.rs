@@ -717,21 +717,19 @@ pub async fn search(
     let include_dead = by_identifier
         || param(&query, "includeDead").is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let min_chars = state.int_setting("minSearchCharacters", 2) as usize;
-    let hits = {
-        let index = state.index.read().map_err(ApiError::internal)?;
-        let found = index.search(q, include_dead, if by_identifier { 1 } else { min_chars });
-        if by_identifier {
-            found
-                .into_iter()
-                .filter(|p| {
-                    p.identifiers
-                        .iter()
-                        .any(|i| i.identifier.eq_ignore_ascii_case(q.trim()))
-                })
-                .collect()
-        } else {
-            found
-        }
+    let index = state.index.read().map_err(ApiError::internal)?;
+    let found = index.search(q, include_dead, if by_identifier { 1 } else { min_chars });
+    let hits: Vec<&PatientRecord> = if by_identifier {
+        found
+            .into_iter()
+            .filter(|p| {
+                p.identifiers
+                    .iter()
+                    .any(|i| i.identifier.eq_ignore_ascii_case(q.trim()))
+            })
+            .collect()
+    } else {
+        found
     };
     if hits.is_empty() {
         return Ok(ok(json!({"results": []})));
@@ -749,6 +747,7 @@ pub async fn search(
     {
         items[i] = render(&PatientRes(p), &rep, &ctx)?;
     }
+    drop(index);
     Ok(ok(paging.page(
         items,
         &caller.request_url(&state, "/patient", &query),
