@@ -54,8 +54,10 @@ nginx -c "$work/nginx.conf" -p "$work" &
 pids+=($!)
 
 base="http://127.0.0.1:$gateway_port"
+# Wait (up to 20 s) until nginx, the back end and the static server all answer.
 for _ in $(seq 200); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/openmrs/login.htm" || true)" = 200 ] && break
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/openmrs/login.htm" || true)" = 200 ] &&
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/openmrs/spa/" || true)" = 200 ] && break
   sleep 0.1
 done
 
@@ -77,6 +79,12 @@ link=$(curl -s -u "admin:$password" "$base/openmrs/ws/rest/v1/concept/DRC-EMR:50
 link=$(curl -s -u "admin:$password" -H 'X-Forwarded-Proto: https' "$base/openmrs/ws/rest/v1/concept/DRC-EMR:5001?v=ref" | python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["uri"])')
 [[ "$link" == "http://127.0.0.1:$gateway_port/"* ]] || fail "the gateway must set X-Forwarded-Proto itself, not pass the client's: $link"
 ok "/openmrs goes to the back end with forwarded headers"
+
+# Request ids: the gateway makes one per request; the back end echoes it.
+id1=$(curl -s -D - -o /dev/null "$base/openmrs/ws/rest/v1/session" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-request-id"{print $2}')
+id2=$(curl -s -D - -o /dev/null -H 'X-Request-Id: forged' "$base/openmrs/ws/rest/v1/session" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-request-id"{print $2}')
+[[ "$id1" =~ ^[0-9a-f]{32}$ && "$id2" =~ ^[0-9a-f]{32}$ && "$id1" != "$id2" ]] || fail "request ids: '$id1' '$id2'"
+ok "every request through the gateway gets its own request id"
 
 # Security headers on every answer, including redirects and errors.
 for path in / /openmrs/spa/ /openmrs/ws/rest/v1/session /openmrs/ws/rest/v1/nothing; do

@@ -32,7 +32,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::Value;
 use std::sync::Arc;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::PropagateRequestIdLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub const SESSION_COOKIE: &str = "JSESSIONID";
@@ -154,8 +154,9 @@ pub fn app(state: Arc<AppState>) -> Router {
                 .on_request(())
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
-        .layer(PropagateRequestIdLayer::new(request_id.clone()))
-        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        // The gateway assigns request ids (nginx's `$request_id`); generating one here for
+        // every request cost a tenth of the throughput of small reads.
+        .layer(PropagateRequestIdLayer::new(request_id))
 }
 
 async fn unknown_resource(req: Request) -> ApiError {
@@ -368,12 +369,19 @@ async fn authenticate(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let headers = req.headers().clone();
+    let headers = req.headers();
+    let disabled = headers
+        .get("disable-www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let caller_origin = origin(headers);
+    let session_cookie = cookie(headers, SESSION_COOKIE);
+    let basic = basic_credentials(headers);
     let catalog = state.catalog.load_full();
     let mut user: Option<Arc<UserRecord>> = None;
     let mut session_id = None;
     let mut session = None;
-    if let Some(id) = cookie(&headers, SESSION_COOKIE)
+    if let Some(id) = session_cookie
         && let Some(s) = state.sessions.get(&id)
     {
         match state.store.user_shared(&s.user_uuid) {
@@ -388,7 +396,7 @@ async fn authenticate(
     }
     let mut new_session = None;
     if user.is_none()
-        && let Some((name, pass)) = basic_credentials(&headers)
+        && let Some((name, pass)) = basic
     {
         let logged_in = match basic_login(&state, &name, &pass).await {
             Ok(u) => u,
@@ -420,7 +428,7 @@ async fn authenticate(
         session_id,
         session,
         grants: Arc::new(grants),
-        origin: origin(&headers),
+        origin: caller_origin,
         new_session: new_session.clone(),
     };
     req.extensions_mut().insert(caller);
@@ -435,10 +443,6 @@ async fn authenticate(
             res.headers_mut().append(header::SET_COOKIE, v);
         }
     }
-    let disabled = headers
-        .get("disable-www-authenticate")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     if res.status() == StatusCode::UNAUTHORIZED && !disabled {
         let realm = format!("Basic realm=\"OpenMRS at {}\"", state.config.app_path);
         if let Ok(v) = HeaderValue::from_str(&realm) {
