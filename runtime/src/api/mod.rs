@@ -140,7 +140,7 @@ pub fn app(state: Arc<AppState>) -> Router {
             state.clone(),
             authenticate,
         ));
-    let request_id = axum::http::HeaderName::from_static("x-request-id");
+    let request_id_header = axum::http::HeaderName::from_static("x-request-id");
     Router::new()
         .nest(&state.config.app_path, app_routes)
         .fallback(not_found)
@@ -148,15 +148,15 @@ pub fn app(state: Arc<AppState>) -> Router {
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request| {
-                    let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
-                    tracing::info_span!("request", id = %id, method = %req.method(), path = %req.uri().path())
+                    // Fields are evaluated only when the span is enabled.
+                    tracing::info_span!("request", id = %request_id(req), method = %req.method(), path = %req.uri().path())
                 })
                 .on_request(())
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
         // The gateway assigns request ids (nginx's `$request_id`); generating one here for
         // every request cost a tenth of the throughput of small reads.
-        .layer(PropagateRequestIdLayer::new(request_id))
+        .layer(PropagateRequestIdLayer::new(request_id_header))
 }
 
 async fn unknown_resource(req: Request) -> ApiError {
@@ -317,6 +317,22 @@ fn credentials_key(user: &str, pass: &str, stored_hash: &str) -> String {
     model::hex(&Sha256::digest(
         format!("{user}\0{pass}\0{stored_hash}").as_bytes(),
     ))
+}
+
+/// The gateway's request id, else one numbered by this process (direct access).
+fn request_id(req: &Request) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    match req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => format!(
+            "local-{}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ),
+    }
 }
 
 /// Checks HTTP Basic credentials. Credentials verified before (and unchanged since) are

@@ -320,16 +320,40 @@ fn dechunk(body: &str) -> String {
 }
 
 #[test]
-fn sigterm_stops_the_server_cleanly() {
+fn sigterm_stops_the_server_cleanly_and_the_log_has_a_line_per_request() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut child = spawn(dir.path(), port);
+    let log_path = dir.path().join("runtime.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .env("EMR_DATA_DIR", dir.path().join("data"))
+        .env("EMR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("EMR_ADMIN_PASSWORD", PASSWORD)
+        .env("EMR_LOG", "info")
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
     wait_ready(port);
     assert_eq!(
         http(port, "GET", "/openmrs/login.htm", None).unwrap().0,
         200
     );
     assert!(terminate(&mut child).success());
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let ready = text
+        .lines()
+        .find(|l| l.contains("ready"))
+        .unwrap_or_default();
+    for field in ["bundle=", "build_type=", "entities=", "ready_ms="] {
+        assert!(ready.contains(field), "start-up line lacks {field}: {text}");
+    }
+    let request = text
+        .lines()
+        .find(|l| l.contains("path=/openmrs/login.htm") && l.contains("status=200"))
+        .unwrap_or_else(|| panic!("no line for the request: {text}"));
+    assert!(request.contains("id=local-"), "{request}");
+    assert!(text.lines().any(|l| l.contains("stopped")), "{text}");
 }
 
 #[test]
