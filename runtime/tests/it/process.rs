@@ -429,3 +429,77 @@ fn the_backup_command_keeps_complete_backups_and_the_healthcheck_follows_the_ser
     terminate(&mut child);
     assert!(!health(port));
 }
+
+#[test]
+fn sigterm_lets_a_request_in_flight_finish_and_keeps_its_write() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = spawn(dir.path(), port);
+    wait_ready(port);
+    // A request whose body is still to come when the signal arrives. `Expect:
+    // 100-continue` makes the server say when the handler starts reading it, so the request
+    // is known to be in flight (a connection whose request was not read yet is idle, and
+    // closing idle connections is what a graceful shutdown should do).
+    let body = r#"{"value":"11"}"#;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "POST /openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.flush().unwrap();
+    let mut interim = Vec::new();
+    let mut byte = [0u8; 1];
+    while !interim.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte).unwrap();
+        interim.push(byte[0]);
+    }
+    let interim = String::from_utf8_lossy(&interim).to_string();
+    assert!(interim.starts_with("HTTP/1.1 100"), "{interim}");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    // Shutdown has begun once new connections are refused.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the listener stayed open after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    s.write_all(body.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the runtime did not stop after draining"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+
+    let mut child = spawn(dir.path(), port);
+    wait_ready(port);
+    let (code, setting) = http(
+        port,
+        "GET",
+        "/openmrs/ws/rest/v1/systemsetting/visits.autoCloseVisitTimeout?v=custom:(value)",
+        None,
+    )
+    .unwrap();
+    assert_eq!(code, 200);
+    assert!(dechunk(&setting).contains(r#""value":"11""#), "{setting}");
+    terminate(&mut child);
+}
