@@ -38,5 +38,10 @@ bash frontend/e2e/run.sh target/debug/runtime
 
 step "Dockerfiles replayed without a Docker engine"
 python3 .ci/dockerfile_check.py Dockerfile . --cargo-target target/dockerfile-check
+# A bad selection must fail the image build, with the compiler's diagnostic.
+if refused=$(python3 .ci/dockerfile_check.py Dockerfile . --build-arg BUILD_TYPE=site --build-arg MVN_PROJECT=no-such-site --cargo-target target/dockerfile-check 2>&1); then
+  echo "the image build accepted an unknown site"; exit 1
+fi
+grep -q "sites that exist: goma, makala" <<<"$refused" || { echo "$refused"; echo "the refused image build did not say why"; exit 1; }
 python3 .ci/dockerfile_check.py frontend/Dockerfile frontend
 python3 .ci/dockerfile_check.py gateway/Dockerfile gateway
