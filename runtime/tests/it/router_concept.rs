@@ -153,4 +153,18 @@ async fn repeated_reads_follow_the_session_locale_and_the_origin() {
         link,
         "links follow each request's origin"
     );
+
+    // The rendered answers belong to the catalog: a reload starts afresh.
+    assert!(!st.catalog.load().rendered.is_empty());
+    let reloaded = c
+        .send(
+            "POST",
+            "/openmrs/ws/rest/v1/initializer/reload",
+            &[("content-type", "application/json")],
+            Some("{}"),
+        )
+        .await;
+    assert_eq!(reloaded.status, StatusCode::OK);
+    assert!(st.catalog.load().rendered.is_empty());
+    assert_eq!(c.get(uri).await.body, english.body);
 }
