@@ -21,8 +21,10 @@ use std::sync::Arc;
 
 /// OpenMRS's date format: `yyyy-MM-dd'T'HH:mm:ss.SSSZ`.
 pub fn format_date(date: &str) -> Value {
-    match NaiveDate::parse_from_str(date, "%Y-%m-%d") {
-        Ok(d) => json!(format!("{}T00:00:00.000+0000", d.format("%Y-%m-%d"))),
+    // `NaiveDate`'s own parser and `Display` are the ISO form, without a format string to
+    // interpret on every call.
+    match date.parse::<NaiveDate>() {
+        Ok(d) => json!(format!("{d}T00:00:00.000+0000")),
         Err(_) => Value::Null,
     }
 }
@@ -58,8 +60,12 @@ fn today() -> NaiveDate {
 }
 
 fn age(birthdate: &str) -> Option<i32> {
-    let b = NaiveDate::parse_from_str(birthdate, "%Y-%m-%d").ok()?;
-    let t = today();
+    age_on(birthdate, today())
+}
+
+/// Whole years from `birthdate` to `t`; 0 for a birthdate after `t`.
+fn age_on(birthdate: &str, t: NaiveDate) -> Option<i32> {
+    let b = birthdate.parse::<NaiveDate>().ok()?;
     let mut years = t.year() - b.year();
     if (t.month(), t.day()) < (b.month(), b.day()) {
         years -= 1;
@@ -1331,6 +1337,26 @@ pub async fn create(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ages_count_whole_years() {
+        let on = |y, m, d| NaiveDate::from_ymd_opt(y, m, d).unwrap();
+        assert_eq!(age_on("1990-06-15", on(2026, 6, 14)), Some(35));
+        assert_eq!(age_on("1990-06-15", on(2026, 6, 15)), Some(36));
+        assert_eq!(age_on("2000-02-29", on(2026, 2, 28)), Some(25));
+        assert_eq!(age_on("2000-02-29", on(2026, 3, 1)), Some(26));
+        assert_eq!(age_on("2030-01-01", on(2026, 1, 1)), Some(0));
+        assert_eq!(age_on("15/06/1990", on(2026, 1, 1)), None);
+        assert_eq!(
+            format_date("0987-03-04"),
+            json!("0987-03-04T00:00:00.000+0000")
+        );
+        assert_eq!(
+            format_date("1987-3-4"),
+            json!("1987-03-04T00:00:00.000+0000")
+        );
+        assert_eq!(format_date("4 March 1987"), Value::Null);
+    }
 
     #[test]
     fn dates_are_lenient_in_and_strict_out() {
