@@ -1,6 +1,7 @@
 //! `concept` (by uuid or `SOURCE:CODE`, and `?q=` name search) with its sub-resources:
 //! names, descriptions, mappings; and the datatype and class objects it nests.
 
+use super::metadata::{NAMED_DEFAULT_PROPS, NAMED_FULL_PROPS, named_prop};
 use super::{Caller, ok, ok_bytes, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -429,32 +430,13 @@ impl Resource for ClassRes<'_> {
         Some(("retired", self.0.retired))
     }
     fn default_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("name", Rep::Default),
-            ("description", Rep::Default),
-            ("retired", Rep::Default),
-        ]
+        NAMED_DEFAULT_PROPS
     }
     fn full_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("name", Rep::Default),
-            ("description", Rep::Default),
-            ("retired", Rep::Default),
-            ("auditInfo", Rep::Default),
-        ]
+        NAMED_FULL_PROPS
     }
     fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
-        Some(match name {
-            "name" => json!(self.0.name),
-            "description" => json!(self.0.description),
-            "retired" => json!(self.0.retired),
-            "auditInfo" => audit_info(),
-            _ => return None,
-        })
+        named_prop(name, &self.0.name, &self.0.description, self.0.retired)
     }
 }
 

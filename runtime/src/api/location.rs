@@ -1,5 +1,6 @@
 //! `location`: the content's locations (read-only).
 
+use super::metadata::{NAMED_DEFAULT_PROPS, NAMED_FULL_PROPS, named_prop};
 use super::{Caller, ok, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -160,32 +161,13 @@ impl Resource for TagRes<'_> {
         Some(("retired", self.0.retired))
     }
     fn default_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("name", Rep::Default),
-            ("description", Rep::Default),
-            ("retired", Rep::Default),
-        ]
+        NAMED_DEFAULT_PROPS
     }
     fn full_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("name", Rep::Default),
-            ("description", Rep::Default),
-            ("retired", Rep::Default),
-            ("auditInfo", Rep::Default),
-        ]
+        NAMED_FULL_PROPS
     }
     fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
-        Some(match name {
-            "name" => json!(self.0.name),
-            "description" => json!(self.0.description),
-            "retired" => json!(self.0.retired),
-            "auditInfo" => super::concept::audit_info(),
-            _ => return None,
-        })
+        named_prop(name, &self.0.name, &self.0.description, self.0.retired)
     }
 }
 

@@ -14,6 +14,42 @@ use model::{NamedMetadata, Queue, RelationshipType};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+/// The default representation of plain named metadata (location tags, concept classes,
+/// visit types…).
+pub const NAMED_DEFAULT_PROPS: Props = &[
+    ("uuid", Rep::Default),
+    ("display", Rep::Default),
+    ("name", Rep::Default),
+    ("description", Rep::Default),
+    ("retired", Rep::Default),
+];
+
+/// The full representation of plain named metadata.
+pub const NAMED_FULL_PROPS: Props = &[
+    ("uuid", Rep::Default),
+    ("display", Rep::Default),
+    ("name", Rep::Default),
+    ("description", Rep::Default),
+    ("retired", Rep::Default),
+    ("auditInfo", Rep::Default),
+];
+
+/// The properties of `NAMED_FULL_PROPS` beyond uuid and display.
+pub fn named_prop(
+    prop: &str,
+    name: &str,
+    description: &Option<String>,
+    retired: bool,
+) -> Option<Value> {
+    Some(match prop {
+        "name" => json!(name),
+        "description" => json!(description),
+        "retired" => json!(retired),
+        "auditInfo" => super::concept::audit_info(),
+        _ => return None,
+    })
+}
+
 /// Visit types, encounter roles and other name/description metadata.
 pub struct NamedRes<'a>(pub &'static str, pub &'a NamedMetadata);
 
@@ -36,32 +72,13 @@ impl Resource for NamedRes<'_> {
         Some(("retired", self.1.retired))
     }
     fn default_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("name", Rep::Default),
-            ("description", Rep::Default),
-            ("retired", Rep::Default),
-        ]
+        NAMED_DEFAULT_PROPS
     }
     fn full_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("name", Rep::Default),
-            ("description", Rep::Default),
-            ("retired", Rep::Default),
-            ("auditInfo", Rep::Default),
-        ]
+        NAMED_FULL_PROPS
     }
     fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
-        Some(match name {
-            "name" => json!(self.1.name),
-            "description" => json!(self.1.description),
-            "retired" => json!(self.1.retired),
-            "auditInfo" => super::concept::audit_info(),
-            _ => return None,
-        })
+        named_prop(name, &self.1.name, &self.1.description, self.1.retired)
     }
 }
 
@@ -86,13 +103,7 @@ impl Resource for EncounterTypeRes<'_> {
         Some(("retired", self.0.retired))
     }
     fn default_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("name", Rep::Default),
-            ("description", Rep::Default),
-            ("retired", Rep::Default),
-        ]
+        NAMED_DEFAULT_PROPS
     }
     fn full_props(&self) -> Props {
         &[
