@@ -133,9 +133,12 @@ impl SearchIndex {
             .get(&q.to_lowercase())
             .cloned()
             .unwrap_or_default();
-        let terms: Vec<String> = fold(q).split_whitespace().map(str::to_string).collect();
-        let mut postings: Vec<TermPostings> = terms.iter().map(|t| self.postings(t)).collect();
-        // The rarest term drives; each of its slots is looked up in the others' lists.
+        let folded = fold(q);
+        let mut postings: Vec<TermPostings> = folded
+            .split_whitespace()
+            .map(|t| self.postings(t))
+            .collect();
+        // The rarest word drives; each of its slots is tested in the other words' bitmaps.
         postings.sort_by_key(|p| p.total);
         if let Some((driver, others)) = postings.split_first() {
             let others: Vec<SlotSet> = others
@@ -155,9 +158,7 @@ impl SearchIndex {
             .filter(|p| !p.voided && (include_dead || !p.dead))
             .collect()
     }
-}
 
-impl SearchIndex {
     /// The posting lists of every token that starts with `term`.
     fn postings(&self, term: &str) -> TermPostings<'_> {
         let mut lists = Vec::new();
