@@ -162,18 +162,9 @@ impl IntoResponse for ApiError {
             tracing::error!(%cause, "internal error");
         }
         let status = self.status();
-        let mut res = (status, json_headers(), self.body().to_string()).into_response();
-        if let ApiError::Unauthenticated { .. } = self {
-            // Marked so the auth layer can add WWW-Authenticate unless the client disabled it.
-            res.extensions_mut().insert(Unauthenticated);
-        }
-        res
+        (status, json_headers(), self.body().to_string()).into_response()
     }
 }
-
-/// Marks a 401 response produced by the API.
-#[derive(Clone, Copy)]
-pub struct Unauthenticated;
 
 pub fn json_headers() -> HeaderMap {
     let mut h = HeaderMap::new();

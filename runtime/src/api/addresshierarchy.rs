@@ -6,7 +6,7 @@ use super::{Caller, ok, param};
 use crate::AppState;
 use crate::error::ApiResult;
 use crate::search::fold;
-use axum::extract::{Extension, Query, State};
+use axum::extract::{Query, State};
 use axum::response::Response;
 use model::AddressHierarchyEntry;
 use serde_json::{Value, json};
@@ -21,10 +21,7 @@ fn entry_json(e: &AddressHierarchyEntry) -> Value {
 }
 
 /// `getOrderedAddressHierarchyLevels.form`: `[{name, addressField, required}]`, top first.
-pub async fn levels(
-    State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
-) -> ApiResult<Response> {
+pub async fn levels(State(state): State<Arc<AppState>>, caller: Caller) -> ApiResult<Response> {
     caller.require(&[])?;
     let catalog = state.catalog.load();
     let locale = caller.locale(&catalog);
@@ -47,7 +44,7 @@ pub async fn levels(
 /// below the parent (top level without a parent) whose name contains the search string.
 pub async fn children(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&[])?;
@@ -76,7 +73,7 @@ pub async fn children(
 /// entries) whose names contain the search string, joined with the separator.
 pub async fn full_addresses(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&[])?;

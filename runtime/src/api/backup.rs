@@ -7,7 +7,7 @@ use super::Caller;
 use crate::AppState;
 use crate::error::{ApiResult, json_headers};
 use axum::body::{Body, Bytes};
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
@@ -49,10 +49,7 @@ impl std::io::Write for ChannelWriter {
     }
 }
 
-pub async fn backup(
-    State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
-) -> ApiResult<Response> {
+pub async fn backup(State(state): State<Arc<AppState>>, caller: Caller) -> ApiResult<Response> {
     caller.require(&[BACKUP_PRIVILEGE])?;
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
     let st = state.clone();

@@ -7,7 +7,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, nested_list, render};
 use crate::search::fold;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use model::{
     Concept, ConceptClass, ConceptDatatype, ConceptDescription, ConceptMapping, ConceptName,
@@ -443,7 +443,7 @@ impl Resource for ClassRes<'_> {
 /// `GET concept/{uuid | SOURCE:CODE}` — privilege: Get Concepts.
 pub async fn read(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(reference): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
@@ -469,7 +469,7 @@ pub async fn read(
 /// `?name=` (exact fully specified name) — privilege: Get Concepts.
 pub async fn search(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Concepts"])?;

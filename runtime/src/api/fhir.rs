@@ -6,7 +6,7 @@ use super::Caller;
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::store::PatientRecord;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use model::Location;
@@ -103,7 +103,7 @@ fn search_bundle(
 /// Get Locations.
 pub async fn locations(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Locations"])?;
@@ -182,7 +182,7 @@ pub async fn locations(
 
 pub async fn location(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Locations"])?;
@@ -266,7 +266,7 @@ pub fn patient_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Val
 /// `GET Patient/{uuid}` — privilege: Get Patients.
 pub async fn patient(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
@@ -281,7 +281,7 @@ pub async fn patient(
 /// Any other FHIR read (`Type/id`) is unknown; any other search is empty.
 pub async fn other(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(rest): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {

@@ -8,7 +8,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::identifiers;
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, render};
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use model::{AutogenerationOption, IdentifierSource, IdentifierSourceKind};
 use serde_json::{Value, json};
@@ -189,7 +189,7 @@ impl Resource for OptionRes<'_> {
 /// `GET idgen/identifiersource` — privilege: Get Identifier Types.
 pub async fn sources(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
@@ -213,7 +213,7 @@ pub async fn sources(
 /// `GET idgen/autogenerationoption` — privilege: Get Identifier Types.
 pub async fn options(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
@@ -236,7 +236,7 @@ pub async fn options(
 /// `POST idgen/identifiersource/{uuid}/identifier` → `{"identifier": …}` — privilege: Add Patients.
 pub async fn generate(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
 ) -> ApiResult<Response> {
     caller.require(&["Add Patients"])?;

@@ -5,7 +5,7 @@ use super::{Caller, ok, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, nested_list, render};
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use model::{Location, NamedMetadata};
 use serde_json::{Value, json};
@@ -174,7 +174,7 @@ impl Resource for TagRes<'_> {
 /// `GET location/{uuid}` — privilege: Get Locations.
 pub async fn read(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
@@ -197,7 +197,7 @@ pub async fn read(
 /// `GET location[?q=][&tag=]` — privilege: Get Locations.
 pub async fn list(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Locations"])?;

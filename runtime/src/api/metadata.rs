@@ -8,7 +8,7 @@ use super::{Caller, ok, param, render_list};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, render};
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use model::{NamedMetadata, Queue, RelationshipType};
 use serde_json::{Value, json};
@@ -271,7 +271,7 @@ type Q = Query<Vec<(String, String)>>;
 
 pub async fn identifier_types(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
@@ -294,7 +294,7 @@ pub async fn identifier_types(
 
 pub async fn identifier_type(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Q,
 ) -> ApiResult<Response> {
@@ -316,7 +316,7 @@ pub async fn identifier_type(
 
 pub async fn attribute_types(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Person Attribute Types"])?;
@@ -339,7 +339,7 @@ pub async fn attribute_types(
 
 pub async fn attribute_type(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Q,
 ) -> ApiResult<Response> {
@@ -358,7 +358,7 @@ pub async fn attribute_type(
 
 pub async fn relationship_types(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Relationship Types"])?;
@@ -381,7 +381,7 @@ pub async fn relationship_types(
 
 pub async fn visit_types(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Visit Types"])?;
@@ -404,7 +404,7 @@ pub async fn visit_types(
 
 pub async fn encounter_types(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounter Types"])?;
@@ -427,7 +427,7 @@ pub async fn encounter_types(
 
 pub async fn queues(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Locations"])?;
@@ -453,7 +453,7 @@ pub async fn queues(
 /// name (the identifier type shown first).
 pub async fn term_mappings(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
@@ -508,7 +508,7 @@ pub const MODULES: &[(&str, &str, &str)] = &[
 /// `module` — any logged-in caller.
 pub async fn modules(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&[])?;
@@ -545,7 +545,7 @@ pub async fn modules(
 /// `addresstemplate`: the content's address template, labels in the caller's locale.
 pub async fn address_template(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> ApiResult<Response> {
     caller.require(&[])?;
     let catalog = state.catalog.load();
@@ -603,7 +603,7 @@ pub async fn address_template(
 /// Lists of data this distribution does not record yet: valid and empty, for the privilege
 /// the matching OpenMRS resource needs.
 pub async fn empty_list(
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Q,
     privilege: &'static str,
 ) -> ApiResult<Response> {

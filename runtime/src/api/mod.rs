@@ -1,11 +1,13 @@
 //! Routes and the request pipeline: authentication (cookie or HTTP Basic), the caller's
-//! privileges and locale, JSON bodies, request ids and logging. One module per resource.
+//! privileges and locale, JSON bodies; request ids and logging in `edge`. One module per
+//! resource.
 //!
 //! Privileges each endpoint requires are listed in `docs/api.md`.
 
 pub mod addresshierarchy;
 pub mod backup;
 pub mod concept;
+pub mod edge;
 pub mod fhir;
 pub mod health;
 pub mod idgen;
@@ -25,150 +27,139 @@ use crate::repr::{Ctx, RequestUrl};
 use crate::store::UserRecord;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{FromRequest, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::Value;
 use std::sync::Arc;
-use tower_http::request_id::PropagateRequestIdLayer;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub const SESSION_COOKIE: &str = "JSESSIONID";
 
 /// The whole application, for `axum::serve` and for tests (`oneshot`).
+///
+/// One flat router with full paths: nesting routers costs a prefix strip and a clone of
+/// the nested router on every request, about a tenth of a small read's throughput.
 pub fn app(state: Arc<AppState>) -> Router {
-    let rest = Router::new()
+    let app_path = state.config.app_path.clone();
+    let rest = |p: &str| format!("{app_path}/ws/rest/v1{p}");
+    let fhir = |p: &str| format!("{app_path}/ws/fhir2/R4{p}");
+    let top = |p: &str| format!("{app_path}{p}");
+    let empty_list =
+        |privilege: &'static str| get(move |c, q| metadata::empty_list(c, q, privilege));
+    Router::new()
         .route(
-            "/session",
+            &rest("/session"),
             get(session::get)
                 .post(session::post)
                 .delete(session::delete),
         )
-        .route("/patient", get(patient::search).post(patient::create))
-        .route("/patient/", get(patient::search).post(patient::create))
-        .route("/patient/{uuid}", get(patient::read))
-        .route("/patient/{uuid}/identifier", get(user::patient_identifiers))
-        .route("/person/{uuid}", get(user::person))
-        .route("/person/{uuid}/attribute", get(user::person_attributes))
-        .route("/user/{uuid}", get(user::read).post(user::update))
-        .route("/module", get(metadata::modules))
-        .route("/addresstemplate", get(metadata::address_template))
-        .route("/patientidentifiertype", get(metadata::identifier_types))
         .route(
-            "/patientidentifiertype/{uuid}",
+            &rest("/patient"),
+            get(patient::search).post(patient::create),
+        )
+        .route(
+            &rest("/patient/"),
+            get(patient::search).post(patient::create),
+        )
+        .route(&rest("/patient/{uuid}"), get(patient::read))
+        .route(
+            &rest("/patient/{uuid}/identifier"),
+            get(user::patient_identifiers),
+        )
+        .route(&rest("/person/{uuid}"), get(user::person))
+        .route(
+            &rest("/person/{uuid}/attribute"),
+            get(user::person_attributes),
+        )
+        .route(&rest("/user/{uuid}"), get(user::read).post(user::update))
+        .route(&rest("/module"), get(metadata::modules))
+        .route(&rest("/addresstemplate"), get(metadata::address_template))
+        .route(
+            &rest("/patientidentifiertype"),
+            get(metadata::identifier_types),
+        )
+        .route(
+            &rest("/patientidentifiertype/{uuid}"),
             get(metadata::identifier_type),
         )
-        .route("/personattributetype", get(metadata::attribute_types))
-        .route("/personattributetype/{uuid}", get(metadata::attribute_type))
-        .route("/relationshiptype", get(metadata::relationship_types))
-        .route("/visittype", get(metadata::visit_types))
-        .route("/encountertype", get(metadata::encounter_types))
-        .route("/queue", get(metadata::queues))
-        .route("/metadatamapping/termmapping", get(metadata::term_mappings))
         .route(
-            "/queue-entry",
-            get(|c, q| metadata::empty_list(c, q, "Get Patients")),
+            &rest("/personattributetype"),
+            get(metadata::attribute_types),
         )
         .route(
-            "/visit",
-            get(|c, q| metadata::empty_list(c, q, "Get Visits")),
+            &rest("/personattributetype/{uuid}"),
+            get(metadata::attribute_type),
         )
         .route(
-            "/obs",
-            get(|c, q| metadata::empty_list(c, q, "Get Observations")),
+            &rest("/relationshiptype"),
+            get(metadata::relationship_types),
         )
+        .route(&rest("/visittype"), get(metadata::visit_types))
+        .route(&rest("/encountertype"), get(metadata::encounter_types))
+        .route(&rest("/queue"), get(metadata::queues))
         .route(
-            "/encounter",
-            get(|c, q| metadata::empty_list(c, q, "Get Encounters")),
+            &rest("/metadatamapping/termmapping"),
+            get(metadata::term_mappings),
         )
+        .route(&rest("/queue-entry"), empty_list("Get Patients"))
+        .route(&rest("/visit"), empty_list("Get Visits"))
+        .route(&rest("/obs"), empty_list("Get Observations"))
+        .route(&rest("/encounter"), empty_list("Get Encounters"))
+        .route(&rest("/relationship"), empty_list("Get Relationships"))
         .route(
-            "/relationship",
-            get(|c, q| metadata::empty_list(c, q, "Get Relationships")),
+            &rest("/cohortm/cohortmember"),
+            empty_list("Get Patient Cohorts"),
         )
+        .route(&rest("/concept"), get(concept::search))
+        .route(&rest("/concept/{reference}"), get(concept::read))
+        .route(&rest("/idgen/identifiersource"), get(idgen::sources))
         .route(
-            "/cohortm/cohortmember",
-            get(|c, q| metadata::empty_list(c, q, "Get Patient Cohorts")),
-        )
-        .route("/concept", get(concept::search))
-        .route("/concept/{reference}", get(concept::read))
-        .route("/idgen/identifiersource", get(idgen::sources))
-        .route(
-            "/idgen/identifiersource/{uuid}/identifier",
+            &rest("/idgen/identifiersource/{uuid}/identifier"),
             post(idgen::generate),
         )
-        .route("/idgen/autogenerationoption", get(idgen::options))
-        .route("/location", get(location::list))
-        .route("/location/{uuid}", get(location::read))
-        .route("/systemsetting", get(systemsetting::list))
+        .route(&rest("/idgen/autogenerationoption"), get(idgen::options))
+        .route(&rest("/location"), get(location::list))
+        .route(&rest("/location/{uuid}"), get(location::read))
+        .route(&rest("/systemsetting"), get(systemsetting::list))
         .route(
-            "/systemsetting/{name}",
+            &rest("/systemsetting/{name}"),
             get(systemsetting::read).post(systemsetting::update),
         )
-        .route("/initializer/reload", post(reload::reload))
-        .route("/backup", get(backup::backup))
-        .route("/{*rest}", any(unknown_resource))
-        .method_not_allowed_fallback(method_not_allowed);
-    let fhir = Router::new()
-        .route("/Location", get(fhir::locations))
-        .route("/Location/{id}", get(fhir::location))
-        .route("/Patient/{id}", get(fhir::patient))
-        .route("/{*rest}", get(fhir::other))
-        .method_not_allowed_fallback(method_not_allowed);
-    let app_routes = Router::new()
-        .nest("/ws/rest/v1", rest)
-        .nest("/ws/fhir2/R4", fhir)
-        .route("/health/started", get(health::started))
-        .route("/health/alive", get(health::alive))
-        .route("/login.htm", get(health::login_page))
+        .route(&rest("/initializer/reload"), post(reload::reload))
+        .route(&rest("/backup"), get(backup::backup))
+        .route(&rest("/{*rest}"), any(unknown_resource))
+        .route(&fhir("/Location"), get(fhir::locations))
+        .route(&fhir("/Location/{id}"), get(fhir::location))
+        .route(&fhir("/Patient/{id}"), get(fhir::patient))
+        .route(&fhir("/{*rest}"), get(fhir::other))
+        .route(&top("/health/started"), get(health::started))
+        .route(&top("/health/alive"), get(health::alive))
+        .route(&top("/login.htm"), get(health::login_page))
         .route(
-            "/module/addresshierarchy/ajax/getOrderedAddressHierarchyLevels.form",
+            &top("/module/addresshierarchy/ajax/getOrderedAddressHierarchyLevels.form"),
             get(addresshierarchy::levels),
         )
         .route(
-            "/module/addresshierarchy/ajax/getChildAddressHierarchyEntries.form",
+            &top("/module/addresshierarchy/ajax/getChildAddressHierarchyEntries.form"),
             get(addresshierarchy::children),
         )
         .route(
-            "/module/addresshierarchy/ajax/getPossibleFullAddresses.form",
+            &top("/module/addresshierarchy/ajax/getPossibleFullAddresses.form"),
             get(addresshierarchy::full_addresses),
         )
-        .route("/frontend/config.json", get(health::frontend_config))
-        .route("/frontend/logo.png", get(health::frontend_logo))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            authenticate,
-        ));
-    let request_id_header = axum::http::HeaderName::from_static("x-request-id");
-    Router::new()
-        .nest(&state.config.app_path, app_routes)
+        .route(&top("/frontend/config.json"), get(health::frontend_config))
+        .route(&top("/frontend/logo.png"), get(health::frontend_logo))
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .with_state(state)
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(|req: &Request| {
-                    // Fields are evaluated only when the span is enabled.
-                    tracing::info_span!("request", id = %request_id(req), method = %req.method(), path = %req.uri().path())
-                })
-                .on_request(())
-                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
-        )
-        // The gateway assigns request ids (nginx's `$request_id`); generating one here for
-        // every request cost a tenth of the throughput of small reads.
-        .layer(PropagateRequestIdLayer::new(request_id_header))
+        .layer(edge::EdgeLayer::new(&app_path))
 }
 
-async fn unknown_resource(req: Request) -> ApiError {
-    let name = req
-        .uri()
-        .path()
-        .trim_start_matches('/')
-        .split('/')
-        .next()
-        .unwrap_or("")
-        .to_string();
-    ApiError::UnknownResource(name)
+async fn unknown_resource(axum::extract::Path(rest): axum::extract::Path<String>) -> ApiError {
+    let name = rest.trim_start_matches('/').split('/').next().unwrap_or("");
+    ApiError::UnknownResource(name.to_string())
 }
 
 async fn method_not_allowed() -> ApiError {
@@ -188,8 +179,6 @@ pub struct Caller {
     pub grants: Arc<Grants>,
     /// `scheme://host[:port]`
     pub origin: String,
-    /// A session this request created (its cookie is set on the response).
-    pub new_session: Option<String>,
 }
 
 impl Caller {
@@ -319,22 +308,6 @@ fn credentials_key(user: &str, pass: &str, stored_hash: &str) -> String {
     ))
 }
 
-/// The gateway's request id, else one numbered by this process (direct access).
-fn request_id(req: &Request) -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    match req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-    {
-        Some(id) if !id.is_empty() => id.to_string(),
-        _ => format!(
-            "local-{}",
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ),
-    }
-}
-
 /// Checks HTTP Basic credentials. Credentials verified before (and unchanged since) are
 /// recognised from a digest without paying for argon2 again; the slow path runs one
 /// caller at a time, so a burst of clients presenting the same new credentials costs one
@@ -377,95 +350,51 @@ async fn basic_login(
     }))
 }
 
-/// Establishes the `Caller`: a live session cookie, else HTTP Basic credentials (which
-/// create a session on `GET /session`). Sets the cookie on the response, and adds
-/// `WWW-Authenticate` to 401 answers unless the client sent `Disable-WWW-Authenticate`.
-async fn authenticate(
-    State(state): State<Arc<AppState>>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let headers = req.headers();
-    let disabled = headers
-        .get("disable-www-authenticate")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let caller_origin = origin(headers);
-    let session_cookie = cookie(headers, SESSION_COOKIE);
-    let basic = basic_credentials(headers);
-    let catalog = state.catalog.load_full();
-    let mut user: Option<Arc<UserRecord>> = None;
-    let mut session_id = None;
-    let mut session = None;
-    if let Some(id) = session_cookie
-        && let Some(s) = state.sessions.get(&id)
-    {
-        match state.store.user_shared(&s.user_uuid) {
-            Ok(Some(u)) if !u.retired => {
-                user = Some(u);
-                session_id = Some(id);
-                session = Some(s);
+/// Establishes the `Caller` of every handler that takes one: a live session cookie, else
+/// HTTP Basic credentials, else anonymous. An extractor rather than a middleware, so
+/// routes that need no caller (health, the login page) do not pay for it.
+impl FromRequestParts<Arc<AppState>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Caller, ApiError> {
+        let headers = &parts.headers;
+        let catalog = state.catalog.load();
+        let mut user: Option<Arc<UserRecord>> = None;
+        let mut session_id = None;
+        let mut session = None;
+        if let Some(id) = cookie(headers, SESSION_COOKIE)
+            && let Some(s) = state.sessions.get(&id)
+        {
+            match state.store.user_shared(&s.user_uuid) {
+                Ok(Some(u)) if !u.retired => {
+                    user = Some(u);
+                    session_id = Some(id);
+                    session = Some(s);
+                }
+                Ok(_) => state.sessions.remove(&id),
+                Err(e) => return Err(ApiError::internal(e)),
             }
-            Ok(_) => state.sessions.remove(&id),
-            Err(e) => return ApiError::internal(e).into_response(),
         }
-    }
-    let mut new_session = None;
-    if user.is_none()
-        && let Some((name, pass)) = basic
-    {
-        let logged_in = match basic_login(&state, &name, &pass).await {
-            Ok(u) => u,
-            Err(e) => return e.into_response(),
+        if user.is_none()
+            && let Some((name, pass)) = basic_credentials(headers)
+        {
+            user = basic_login(state, &name, &pass).await?;
+        }
+        let grants = match &user {
+            Some(u) => auth::grants(u, &catalog),
+            None => Grants::default(),
         };
-        if let Some(u) = logged_in {
-            let is_login = req.uri().path().ends_with("/ws/rest/v1/session")
-                && req.method() == axum::http::Method::GET;
-            if is_login {
-                let location = u
-                    .properties
-                    .get("defaultLocation")
-                    .filter(|l| catalog.location(l).is_some())
-                    .cloned();
-                let id = state.sessions.create(&u.uuid, location);
-                session = state.sessions.get(&id);
-                session_id = Some(id.clone());
-                new_session = Some(id);
-            }
-            user = Some(u);
-        }
+        Ok(Caller {
+            user,
+            session_id,
+            session,
+            grants: Arc::new(grants),
+            origin: origin(headers),
+        })
     }
-    let grants = match &user {
-        Some(u) => auth::grants(u, &catalog),
-        None => Grants::default(),
-    };
-    let caller = Caller {
-        user,
-        session_id,
-        session,
-        grants: Arc::new(grants),
-        origin: caller_origin,
-        new_session: new_session.clone(),
-    };
-    req.extensions_mut().insert(caller);
-    let mut res = next.run(req).await;
-    if let Some(id) = new_session {
-        let max_age = state.sessions.max_age().as_secs();
-        let value = format!(
-            "{SESSION_COOKIE}={id}; Path={}; HttpOnly; SameSite=Lax; Max-Age={max_age}",
-            state.config.app_path
-        );
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            res.headers_mut().append(header::SET_COOKIE, v);
-        }
-    }
-    if res.status() == StatusCode::UNAUTHORIZED && !disabled {
-        let realm = format!("Basic realm=\"OpenMRS at {}\"", state.config.app_path);
-        if let Ok(v) = HeaderValue::from_str(&realm) {
-            res.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-        }
-    }
-    res
 }
 
 /// A JSON object body. Malformed JSON, non-objects and XML are client errors with an

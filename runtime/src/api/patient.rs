@@ -11,7 +11,7 @@ use crate::store::{
     AddressRecord, AttributeRecord, IdentifierRecord, NameRecord, PatientRecord, StoreError,
     identifier_key,
 };
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::{Datelike, NaiveDate};
@@ -705,7 +705,7 @@ pub const ADDRESS_FIELDS: &[&str] = &[
 /// `GET patient?q=…` and `GET patient?identifier=…` — privilege: Get Patients.
 pub async fn search(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
@@ -763,7 +763,7 @@ pub async fn search(
 /// `GET patient/{uuid}` — privilege: Get Patients.
 pub async fn read(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
@@ -1291,7 +1291,7 @@ fn build_patient(
 /// once the patient is durably stored.
 pub async fn create(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Patients"])?;

@@ -11,17 +11,14 @@ use crate::AppState;
 use crate::catalog::Catalog;
 use crate::error::{ApiError, ApiResult};
 use crate::overlay;
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::response::Response;
 use serde_json::json;
 use std::sync::Arc;
 
 pub const RELOAD_PRIVILEGE: &str = "Reload Content Configuration";
 
-pub async fn reload(
-    State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
-) -> ApiResult<Response> {
+pub async fn reload(State(state): State<Arc<AppState>>, caller: Caller) -> ApiResult<Response> {
     caller.require(&[RELOAD_PRIVILEGE])?;
     let _guard = state.reload_lock.lock().await;
     let st = state.clone();

@@ -1,5 +1,5 @@
-//! `session`: who is calling, the login (GET with HTTP Basic, handled by the
-//! authentication layer), location and locale choice (POST), and logout (DELETE).
+//! `session`: who is calling, the login (GET with HTTP Basic creates a session and sets
+//! its cookie), location and locale choice (POST), and logout (DELETE).
 //! Locales are reported in BCP-47 form (`fr`, `en-GB`), as the project requires.
 
 use super::{Caller, JsonBody, SESSION_COOKIE, ok};
@@ -8,7 +8,7 @@ use crate::auth::bcp47;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Rep, render};
 use crate::store::UserRecord;
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -93,11 +93,36 @@ pub fn session_body(state: &AppState, caller: &Caller) -> ApiResult<Value> {
 }
 
 /// `GET session`: always 200; `authenticated` tells whether the caller is logged in.
-pub async fn get(
-    State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
-) -> ApiResult<Response> {
-    Ok(ok(session_body(&state, &caller)?))
+/// A caller authenticated by HTTP Basic credentials gets a session and its cookie (the
+/// login of OpenMRS clients).
+pub async fn get(State(state): State<Arc<AppState>>, mut caller: Caller) -> ApiResult<Response> {
+    let mut new_session = None;
+    if caller.session.is_none()
+        && let Some(user) = &caller.user
+    {
+        let catalog = state.catalog.load();
+        let location = user
+            .properties
+            .get("defaultLocation")
+            .filter(|l| catalog.location(l).is_some())
+            .cloned();
+        let id = state.sessions.create(&user.uuid, location);
+        caller.session = state.sessions.get(&id);
+        caller.session_id = Some(id.clone());
+        new_session = Some(id);
+    }
+    let mut res = ok(session_body(&state, &caller)?);
+    if let Some(id) = new_session {
+        let cookie = format!(
+            "{SESSION_COOKIE}={id}; Path={}; HttpOnly; SameSite=Lax; Max-Age={}",
+            state.config.app_path,
+            state.sessions.max_age().as_secs()
+        );
+        if let Ok(v) = HeaderValue::from_str(&cookie) {
+            res.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    Ok(res)
 }
 
 /// Accepts `fr`, `en-GB` or `en_GB` if the content allows it; returns the OpenMRS form.
@@ -115,7 +140,7 @@ pub fn allowed_locale(state: &AppState, requested: &str) -> Option<String> {
 /// `POST session` with `{"sessionLocation": uuid}` and/or `{"locale": "fr"}`.
 pub async fn post(
     State(state): State<Arc<AppState>>,
-    Extension(mut caller): Extension<Caller>,
+    mut caller: Caller,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let unknown: Vec<&str> = body
@@ -179,10 +204,7 @@ pub async fn post(
 }
 
 /// `DELETE session`: ends the session; 204 and an expired cookie.
-pub async fn delete(
-    State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
-) -> Response {
+pub async fn delete(State(state): State<Arc<AppState>>, caller: Caller) -> Response {
     if let Some(id) = &caller.session_id {
         state.sessions.remove(id);
     }

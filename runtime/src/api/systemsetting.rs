@@ -7,7 +7,7 @@ use crate::catalog::setting_fingerprint;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, render};
 use crate::store::SettingRecord;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -148,7 +148,7 @@ fn find(state: &AppState, key: &str) -> ApiResult<Setting> {
 /// `GET systemsetting[?q=prefix]` — privilege: Get Global Properties.
 pub async fn list(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Global Properties"])?;
@@ -171,7 +171,7 @@ pub async fn list(
 /// `GET systemsetting/{property or uuid}` — privilege: Get Global Properties.
 pub async fn read(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(key): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
@@ -211,7 +211,7 @@ fn check_value(property: &str, value: &str) -> ApiResult<()> {
 /// `POST systemsetting/{property or uuid}` with `{"value": …}` — privilege: Manage Global Properties.
 pub async fn update(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(key): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
     JsonBody(body): JsonBody,

@@ -6,7 +6,7 @@ use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Props, Rep, Resource, render};
 use crate::store::UserRecord;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -75,7 +75,7 @@ fn may(caller: &Caller, uuid: &str, privilege: &str) -> ApiResult<()> {
 
 pub async fn read(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
@@ -98,7 +98,7 @@ pub async fn read(
 /// sends the whole set). Values must be strings.
 pub async fn update(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
     JsonBody(body): JsonBody,
@@ -166,7 +166,7 @@ pub async fn update(
 /// `GET person/{uuid}`: the person of a patient — privilege: Get People.
 pub async fn person(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
@@ -213,7 +213,7 @@ fn patient_sub_list(
 /// `GET person/{uuid}/attribute` — privilege: Get People.
 pub async fn person_attributes(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {
@@ -229,7 +229,7 @@ pub async fn person_attributes(
 /// `GET patient/{uuid}/identifier` — privilege: Get Patients.
 pub async fn patient_identifiers(
     State(state): State<Arc<AppState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(uuid): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> ApiResult<Response> {

@@ -258,3 +258,63 @@ async fn the_compiled_front_end_configuration_and_logo_are_public() {
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.headers["content-type"], "image/png");
 }
+
+#[tokio::test]
+async fn basic_credentials_elsewhere_authenticate_that_request_alone() {
+    use base64::Engine;
+    let mut c = Client::new(state());
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    let r = c
+        .send(
+            "GET",
+            "/openmrs/ws/rest/v1/systemsetting?q=locale",
+            &[("authorization", &format!("Basic {basic}"))],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.headers.get("set-cookie").is_none());
+    // A wrong password is refused there with 401 and the challenge.
+    let wrong = base64::engine::general_purpose::STANDARD.encode("admin:not-the-password");
+    let r = c
+        .send(
+            "GET",
+            "/openmrs/ws/rest/v1/systemsetting?q=locale",
+            &[("authorization", &format!("Basic {wrong}"))],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(r.headers.get("www-authenticate").is_some());
+}
+
+#[tokio::test]
+async fn the_gateway_request_id_is_echoed_on_every_answer() {
+    let mut c = Client::new(state());
+    for (uri, status) in [
+        ("/openmrs/health/started", StatusCode::OK),
+        (
+            "/openmrs/ws/rest/v1/systemsetting",
+            StatusCode::UNAUTHORIZED,
+        ),
+        ("/openmrs/ws/rest/v1/nosuchresource", StatusCode::NOT_FOUND),
+        ("/elsewhere", StatusCode::NOT_FOUND),
+    ] {
+        let r = c
+            .send("GET", uri, &[("x-request-id", "3f2a9c")], None)
+            .await;
+        assert_eq!(r.status, status, "{uri}");
+        assert_eq!(r.headers["x-request-id"], "3f2a9c", "{uri}");
+    }
+    // Without a gateway there is no id to echo.
+    let r = c.get("/openmrs/health/started").await;
+    assert!(r.headers.get("x-request-id").is_none());
+}
+
+#[tokio::test]
+async fn a_method_a_route_does_not_serve_is_405_with_an_error_body() {
+    let mut c = Client::new(state());
+    let r = c.post("/openmrs/health/started", "{}").await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(r.body["error"]["message"].is_string(), "{}", r.body);
+}
