@@ -164,7 +164,7 @@ pub struct Sessions {
     max_age: Duration,
     /// SHA-256 of `username:password` and the stored hash → user uuid, so scripts sending
     /// Basic credentials on every call do not pay for argon2 each time.
-    basic_cache: Mutex<HashMap<String, (String, Instant)>>,
+    basic_cache: Mutex<HashMap<CredentialsKey, (String, Instant)>>,
 }
 
 impl Sessions {
@@ -243,15 +243,15 @@ impl Sessions {
             .retain(|_, (u, _)| u != user_uuid);
     }
 
-    pub fn cached_basic(&self, key: &str) -> Option<String> {
+    /// Whether these credentials were verified for this user in the last five minutes.
+    pub fn basic_verified(&self, key: &CredentialsKey, user_uuid: &str) -> bool {
         let cache = self.basic_cache.lock().expect("cache lock");
         cache
             .get(key)
-            .filter(|(_, at)| at.elapsed() < Duration::from_secs(300))
-            .map(|(u, _)| u.clone())
+            .is_some_and(|(u, at)| u == user_uuid && at.elapsed() < Duration::from_secs(300))
     }
 
-    pub fn cache_basic(&self, key: String, user_uuid: &str) {
+    pub fn cache_basic(&self, key: CredentialsKey, user_uuid: &str) {
         let mut cache = self.basic_cache.lock().expect("cache lock");
         if cache.len() > 1_000 {
             cache.clear();
@@ -259,6 +259,9 @@ impl Sessions {
         cache.insert(key, (user_uuid.to_string(), Instant::now()));
     }
 }
+
+/// SHA-256 of a username, a password and the stored hash they were verified against.
+pub type CredentialsKey = [u8; 32];
 
 /// The privileges a user holds through its roles: the catalog's precomputed per-role
 /// sets, shared rather than copied.

@@ -126,8 +126,8 @@ pub struct AppState {
 impl AppState {
     /// A setting's value: the API-made one, else the content's.
     pub fn setting(&self, property: &str) -> Option<String> {
-        match self.store.setting(property) {
-            Ok(Some(s)) => Some(s.value),
+        match self.store.setting_shared(property) {
+            Ok(Some(s)) => Some(s.value.clone()),
             Ok(None) => self
                 .catalog
                 .load()

