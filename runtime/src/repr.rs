@@ -108,6 +108,8 @@ pub struct Ctx<'a> {
     /// Locales to try after `locale`: the user's default, then `default_locale`.
     pub fallbacks: Vec<String>,
     pub catalog: &'a crate::catalog::Catalog,
+    /// The day ages are counted to (read once per request, not per patient).
+    pub today: chrono::NaiveDate,
 }
 
 impl Ctx<'_> {
@@ -152,7 +154,8 @@ fn base_prop(r: &dyn Resource, name: &str, nested: &Rep, ctx: &Ctx) -> Option<Va
 /// Serialises a resource in a representation.
 pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
     let mut out = Map::new();
-    let path = r.path();
+    // Built only for the representations that link to the resource.
+    let path = || r.path();
     match rep {
         Rep::Ref => {
             out.insert("uuid".into(), Value::String(r.uuid()));
@@ -162,7 +165,7 @@ pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
             }
             out.insert(
                 "links".into(),
-                json!([ctx.link("self", &path, r.alias(), "")]),
+                json!([ctx.link("self", &path(), r.alias(), "")]),
             );
             return Ok(Value::Object(out));
         }
@@ -177,11 +180,11 @@ pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
                 out.insert(name.to_string(), value);
             }
             let links = if *rep == Rep::Full {
-                json!([ctx.link("self", &path, r.alias(), "")])
+                json!([ctx.link("self", &path(), r.alias(), "")])
             } else {
                 json!([
-                    ctx.link("self", &path, r.alias(), ""),
-                    ctx.link("full", &path, r.alias(), "?v=full")
+                    ctx.link("self", &path(), r.alias(), ""),
+                    ctx.link("full", &path(), r.alias(), "?v=full")
                 ])
             };
             out.insert("links".into(), links);
@@ -192,8 +195,8 @@ pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
                     out.insert(
                         "links".into(),
                         json!([
-                            ctx.link("self", &path, r.alias(), ""),
-                            ctx.link("default", &path, r.alias(), "?v=default")
+                            ctx.link("self", &path(), r.alias(), ""),
+                            ctx.link("default", &path(), r.alias(), "?v=default")
                         ]),
                     );
                     continue;

@@ -231,6 +231,7 @@ impl Caller {
             locale,
             fallbacks,
             catalog,
+            today: patient::today(),
         }
     }
 

@@ -55,12 +55,9 @@ pub fn parse_date(s: &str) -> Option<NaiveDate> {
     NaiveDate::from_ymd_opt(y, m, d)
 }
 
-fn today() -> NaiveDate {
+/// Today in UTC, the day validation and ages are counted to.
+pub fn today() -> NaiveDate {
     chrono::Utc::now().date_naive()
-}
-
-fn age(birthdate: &str) -> Option<i32> {
-    age_on(birthdate, today())
 }
 
 /// Whole years from `birthdate` to `t`; 0 for a birthdate after `t`.
@@ -248,7 +245,7 @@ impl Resource for PersonRes<'_> {
         let uuid = p.uuid.as_str();
         Some(match name {
             "gender" => json!(p.gender),
-            "age" => json!(p.birthdate.as_deref().and_then(age)),
+            "age" => json!(p.birthdate.as_deref().and_then(|b| age_on(b, ctx.today))),
             "birthdate" => p
                 .birthdate
                 .as_deref()
