@@ -263,27 +263,22 @@ async fn the_compiled_front_end_configuration_and_logo_are_public() {
 async fn basic_credentials_elsewhere_authenticate_that_request_alone() {
     use base64::Engine;
     let mut c = Client::new(state());
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
-    let r = c
-        .send(
+    let mut read_with = async |credentials: &str| {
+        let basic = base64::engine::general_purpose::STANDARD.encode(credentials);
+        let header = format!("Basic {basic}");
+        c.send(
             "GET",
             "/openmrs/ws/rest/v1/systemsetting?q=locale",
-            &[("authorization", &format!("Basic {basic}"))],
+            &[("authorization", &header)],
             None,
         )
-        .await;
+        .await
+    };
+    let r = read_with(&format!("admin:{PASSWORD}")).await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.headers.get("set-cookie").is_none());
     // A wrong password is refused there with 401 and the challenge.
-    let wrong = base64::engine::general_purpose::STANDARD.encode("admin:not-the-password");
-    let r = c
-        .send(
-            "GET",
-            "/openmrs/ws/rest/v1/systemsetting?q=locale",
-            &[("authorization", &format!("Basic {wrong}"))],
-            None,
-        )
-        .await;
+    let r = read_with("admin:not-the-password").await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     assert!(r.headers.get("www-authenticate").is_some());
 }
