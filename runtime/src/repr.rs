@@ -153,7 +153,10 @@ fn base_prop(r: &dyn Resource, name: &str, nested: &Rep, ctx: &Ctx) -> Option<Va
 
 /// Serialises a resource in a representation.
 pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
-    let mut out = Map::new();
+    let mut out = Map::with_capacity(match rep {
+        Rep::Custom(props) => props.len() + 1,
+        _ => 8,
+    });
     // Built only for the representations that link to the resource.
     let path = || r.path();
     match rep {
@@ -331,7 +334,8 @@ impl RequestUrl {
             s.push('&');
         }
         if let Some(n) = start {
-            s.push_str(&format!("startIndex={n}"));
+            s.push_str("startIndex=");
+            s.push_str(&n.to_string());
         }
         s
     }
@@ -346,7 +350,12 @@ pub fn encode(s: &str) -> String {
                 out.push(b as char)
             }
             b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                out.push('%');
+                out.push(HEX[usize::from(b >> 4)] as char);
+                out.push(HEX[usize::from(b & 0xf)] as char);
+            }
         }
     }
     out
@@ -391,5 +400,6 @@ mod tests {
             "custom%3A%28uuid%2Cdisplay%29"
         );
         assert_eq!(encode("a b"), "a+b");
+        assert_eq!(encode("é~"), "%C3%A9%7E");
     }
 }

@@ -2,11 +2,11 @@
 //! (`/module/addresshierarchy/ajax/…`): the ordered levels, children of an entry, and
 //! full-address search, from the hierarchy compiled into the bundle.
 
-use super::{Caller, ok, param};
+use super::{Caller, QueryPairs, ok, param};
 use crate::AppState;
 use crate::error::ApiResult;
 use crate::search::fold;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::Response;
 use model::AddressHierarchyEntry;
 use serde_json::{Value, json};
@@ -45,7 +45,7 @@ pub async fn levels(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
 pub async fn children(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[])?;
     let catalog = state.catalog.load();
@@ -74,7 +74,7 @@ pub async fn children(
 pub async fn full_addresses(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[])?;
     let catalog = state.catalog.load();

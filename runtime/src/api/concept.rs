@@ -2,12 +2,12 @@
 //! names, descriptions, mappings; and the datatype and class objects it nests.
 
 use super::metadata::{NAMED_DEFAULT_PROPS, NAMED_FULL_PROPS, named_prop};
-use super::{Caller, ok, ok_bytes, param};
+use super::{Caller, QueryPairs, ok, ok_bytes, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, nested_list, render};
 use crate::search::fold;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 use model::{
     Concept, ConceptClass, ConceptDatatype, ConceptDescription, ConceptMapping, ConceptName,
@@ -445,7 +445,7 @@ pub async fn read(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(reference): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Concepts"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
@@ -470,7 +470,7 @@ pub async fn read(
 pub async fn search(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Concepts"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);

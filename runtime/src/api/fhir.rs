@@ -2,11 +2,11 @@
 //! name, id, with paging) and `Patient` read. Other searches answer an empty searchset
 //! Bundle and other reads 404, so unimplemented widgets render empty rather than fail.
 
-use super::Caller;
+use super::{Caller, QueryPairs};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::store::PatientRecord;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use model::Location;
@@ -104,7 +104,7 @@ fn search_bundle(
 pub async fn locations(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Locations"])?;
     let get = |k: &str| {
@@ -283,7 +283,7 @@ pub async fn other(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(rest): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[])?;
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();

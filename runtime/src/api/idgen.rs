@@ -3,12 +3,12 @@
 //! a durable counter committed before the answer, so none is ever handed out twice, even
 //! across a crash (a crash may skip values, never repeat them).
 
-use super::{Caller, blocking, ok, param};
+use super::{Caller, QueryPairs, blocking, ok, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::identifiers;
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, render};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 use model::{AutogenerationOption, IdentifierSource, IdentifierSourceKind};
 use serde_json::{Value, json};
@@ -190,7 +190,7 @@ impl Resource for OptionRes<'_> {
 pub async fn sources(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);
@@ -214,7 +214,7 @@ pub async fn sources(
 pub async fn options(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);

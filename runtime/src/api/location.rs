@@ -1,11 +1,11 @@
 //! `location`: the content's locations (read-only).
 
 use super::metadata::{NAMED_DEFAULT_PROPS, NAMED_FULL_PROPS, named_prop};
-use super::{Caller, ok, param};
+use super::{Caller, QueryPairs, ok, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, nested_list, render};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 use model::{Location, NamedMetadata};
 use serde_json::{Value, json};
@@ -176,7 +176,7 @@ pub async fn read(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Locations"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
@@ -198,7 +198,7 @@ pub async fn read(
 pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Locations"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);

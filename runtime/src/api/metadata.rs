@@ -4,11 +4,11 @@
 //! for data this distribution does not record yet (visits, observations, relationships,
 //! queue entries, cohort memberships).
 
-use super::{Caller, ok, param, render_list};
+use super::{Caller, QueryPairs, ok, param, render_list};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, render};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 use model::{NamedMetadata, Queue, RelationshipType};
 use serde_json::{Value, json};
@@ -267,12 +267,12 @@ impl Resource for QueueRes<'_> {
     }
 }
 
-type Q = Query<Vec<(String, String)>>;
+type Q = QueryPairs;
 
 pub async fn identifier_types(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
     let catalog = state.catalog.load();
@@ -296,7 +296,7 @@ pub async fn identifier_type(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
     let catalog = state.catalog.load();
@@ -317,7 +317,7 @@ pub async fn identifier_type(
 pub async fn attribute_types(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Person Attribute Types"])?;
     let catalog = state.catalog.load();
@@ -341,7 +341,7 @@ pub async fn attribute_type(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Person Attribute Types"])?;
     let catalog = state.catalog.load();
@@ -359,7 +359,7 @@ pub async fn attribute_type(
 pub async fn relationship_types(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Relationship Types"])?;
     let catalog = state.catalog.load();
@@ -382,7 +382,7 @@ pub async fn relationship_types(
 pub async fn visit_types(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Visit Types"])?;
     let catalog = state.catalog.load();
@@ -405,7 +405,7 @@ pub async fn visit_types(
 pub async fn encounter_types(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounter Types"])?;
     let catalog = state.catalog.load();
@@ -428,7 +428,7 @@ pub async fn encounter_types(
 pub async fn queues(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Locations"])?;
     let catalog = state.catalog.load();
@@ -454,7 +454,7 @@ pub async fn queues(
 pub async fn term_mappings(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
     let code = param(&query, "code").unwrap_or("emr.primaryIdentifierType");
@@ -509,7 +509,7 @@ pub const MODULES: &[(&str, &str, &str)] = &[
 pub async fn modules(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&[])?;
     let paging = Paging::from_query(&query)?;
@@ -604,7 +604,7 @@ pub async fn address_template(
 /// the matching OpenMRS resource needs.
 pub async fn empty_list(
     caller: Caller,
-    Query(query): Q,
+    QueryPairs(query): Q,
     privilege: &'static str,
 ) -> ApiResult<Response> {
     caller.require(&[privilege])?;

@@ -2,7 +2,7 @@
 //! validates it; with the person, name, identifier, address and attribute objects nested in
 //! its representations.
 
-use super::{Caller, JsonBody, blocking, json, ok, param};
+use super::{Caller, JsonBody, QueryPairs, blocking, json, ok, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult, Invalid};
 use crate::identifiers::{self, CheckError};
@@ -11,7 +11,7 @@ use crate::store::{
     AddressRecord, AttributeRecord, IdentifierRecord, NameRecord, PatientRecord, StoreError,
     identifier_key,
 };
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::{Datelike, NaiveDate};
@@ -24,9 +24,24 @@ pub fn format_date(date: &str) -> Value {
     // Parsed by hand and printed by `NaiveDate`'s `Display` (the ISO form): chrono's
     // parser interprets format items on every call, a measurable part of a search page.
     match parse_date(date) {
+        // Stored dates are already in ISO form: no need to print them again.
+        Some(_) if is_iso_date(date) => Value::String([date, "T00:00:00.000+0000"].concat()),
         Some(d) => Value::String(format!("{d}T00:00:00.000+0000")),
         None => Value::Null,
     }
+}
+
+/// `yyyy-MM-dd` exactly (whether the day exists is `parse_date`'s business).
+fn is_iso_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
 }
 
 pub fn format_datetime(rfc3339: &str) -> Value {
@@ -703,7 +718,7 @@ pub const ADDRESS_FIELDS: &[&str] = &[
 pub async fn search(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);
@@ -762,7 +777,7 @@ pub async fn read(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
@@ -1353,6 +1368,11 @@ mod tests {
             json!("1987-03-04T00:00:00.000+0000")
         );
         assert_eq!(format_date("4 March 1987"), Value::Null);
+        assert_eq!(
+            format_date("1987-3-04 "),
+            json!("1987-03-04T00:00:00.000+0000")
+        );
+        assert_eq!(format_date("1987-02-30"), Value::Null);
     }
 
     #[test]

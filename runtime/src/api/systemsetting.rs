@@ -1,13 +1,13 @@
 //! `systemsetting`: the content's global properties overlaid with values set through the
 //! API (which are stored, with the fingerprint of the content value they replaced).
 
-use super::{Caller, JsonBody, blocking, ok, param};
+use super::{Caller, JsonBody, QueryPairs, blocking, ok, param};
 use crate::AppState;
 use crate::catalog::setting_fingerprint;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, render};
 use crate::store::SettingRecord;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -149,7 +149,7 @@ fn find(state: &AppState, key: &str) -> ApiResult<Setting> {
 pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Global Properties"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);
@@ -173,7 +173,7 @@ pub async fn read(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(key): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Global Properties"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
@@ -213,7 +213,7 @@ pub async fn update(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(key): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Global Properties"])?;

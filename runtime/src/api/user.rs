@@ -1,12 +1,12 @@
 //! `user/{uuid}` (read, and `userProperties` update: default location and locale, recently
 //! viewed patients) and `person/{uuid}` reads of patients' persons.
 
-use super::{Caller, JsonBody, blocking, ok, param};
+use super::{Caller, JsonBody, QueryPairs, blocking, ok, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Props, Rep, Resource, render};
 use crate::store::UserRecord;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -77,7 +77,7 @@ pub async fn read(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     may(&caller, &uuid, "Get Users")?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
@@ -100,7 +100,7 @@ pub async fn update(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     may(&caller, &uuid, "Edit Users")?;
@@ -168,7 +168,7 @@ pub async fn person(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get People"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
@@ -215,7 +215,7 @@ pub async fn person_attributes(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get People"])?;
     patient_sub_list(&state, &caller, &uuid, &query, |p| {
@@ -231,7 +231,7 @@ pub async fn patient_identifiers(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
+    QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
     patient_sub_list(&state, &caller, &uuid, &query, |p| {
