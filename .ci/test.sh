@@ -35,6 +35,18 @@ python3 .ci/compose_check.py
 
 step "the real O3 front end in Chromium, through the gateway"
 bash frontend/e2e/run.sh target/debug/runtime
+# The build checks config.json's keys against the built modules; sites' additions too, and
+# a stray key must be refused.
+for site_config in sites/*/frontend/config.json; do
+  if [ -f "$site_config" ]; then node frontend/check-config-keys.mjs frontend/spa "$site_config"; fi
+done
+stray=$(mktemp --suffix=.json)
+node -e 'const c = require(process.argv[1]); c["@openmrs/esm-home-app"] = { buttons: [] };
+  require("fs").writeFileSync(process.argv[2], JSON.stringify(c))' "$PWD/frontend/config/config.json" "$stray"
+if node frontend/check-config-keys.mjs frontend/spa "$stray" 2>/dev/null; then
+  echo "the front-end configuration check accepted a key no module defines"; exit 1
+fi
+rm -f "$stray"
 
 step "Dockerfiles replayed without a Docker engine"
 python3 .ci/dockerfile_check.py Dockerfile . --cargo-target target/dockerfile-check

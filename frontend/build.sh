@@ -19,6 +19,8 @@ rm -rf "$target"
 node_modules/.bin/openmrs assemble --manifest --mode config --config spa-assemble-config.json --target "$target"
 node_modules/.bin/openmrs build --build-config spa-build-config.json --target "$target"
 [ -f "$target/index.html" ] || { echo "the build produced no index.html" >&2; exit 1; }
+# A key the built modules' schemas do not define would be ignored in the browser.
+node check-config-keys.mjs "$target" config/config.json
 cp config/config.json "$target/config.json"
 cp assets/logo.png "$target/logo.png"
 echo "front end built in $(cd "$target" && pwd)"
