@@ -363,7 +363,6 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         state: &Arc<AppState>,
     ) -> Result<Caller, ApiError> {
         let headers = &parts.headers;
-        let catalog = state.catalog.load();
         let mut user: Option<Arc<UserRecord>> = None;
         let mut session_id = None;
         let mut session = None;
@@ -386,7 +385,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
             user = basic_login(state, &name, &pass).await?;
         }
         let grants = match &user {
-            Some(u) => auth::grants(u, &catalog),
+            Some(u) => auth::grants(u, &state.catalog.load()),
             None => Grants::default(),
         };
         Ok(Caller {
