@@ -339,6 +339,15 @@ fn sigterm_stops_the_server_cleanly_and_the_log_has_a_line_per_request() {
         http(port, "GET", "/openmrs/login.htm", None).unwrap().0,
         200
     );
+    // Through the gateway: its request id names the line.
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(
+        b"GET /openmrs/ws/rest/v1/systemsetting HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: gw-7f3a\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
     assert!(terminate(&mut child).success());
     let text = std::fs::read_to_string(&log_path).unwrap();
     let ready = text
@@ -353,6 +362,11 @@ fn sigterm_stops_the_server_cleanly_and_the_log_has_a_line_per_request() {
         .find(|l| l.contains("path=/openmrs/login.htm") && l.contains("status=200"))
         .unwrap_or_else(|| panic!("no line for the request: {text}"));
     assert!(request.contains("id=local-"), "{request}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("id=gw-7f3a") && l.contains("status=401")),
+        "no line with the gateway's request id: {text}"
+    );
     assert!(text.lines().any(|l| l.contains("stopped")), "{text}");
 }
 
