@@ -157,8 +157,15 @@ pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
         Rep::Custom(props) => props.len() + 1,
         _ => 8,
     });
-    // Built only for the representations that link to the resource.
-    let path = || r.path();
+    // The path is built only for the representations that link to the resource.
+    let links = |rels: &[(&str, &str)]| {
+        let path = r.path();
+        Value::Array(
+            rels.iter()
+                .map(|(rel, suffix)| ctx.link(rel, &path, r.alias(), suffix))
+                .collect(),
+        )
+    };
     match rep {
         Rep::Ref => {
             out.insert("uuid".into(), Value::String(r.uuid()));
@@ -166,10 +173,7 @@ pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
             if let Some((flag, true)) = r.flag() {
                 out.insert(flag.into(), Value::Bool(true));
             }
-            out.insert(
-                "links".into(),
-                json!([ctx.link("self", &path(), r.alias(), "")]),
-            );
+            out.insert("links".into(), links(&[("self", "")]));
             return Ok(Value::Object(out));
         }
         Rep::Default | Rep::Full => {
@@ -182,25 +186,19 @@ pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
                 let value = base_prop(r, name, nested, ctx).unwrap_or(Value::Null);
                 out.insert(name.to_string(), value);
             }
-            let links = if *rep == Rep::Full {
-                json!([ctx.link("self", &path(), r.alias(), "")])
+            let rels: &[(&str, &str)] = if *rep == Rep::Full {
+                &[("self", "")]
             } else {
-                json!([
-                    ctx.link("self", &path(), r.alias(), ""),
-                    ctx.link("full", &path(), r.alias(), "?v=full")
-                ])
+                &[("self", ""), ("full", "?v=full")]
             };
-            out.insert("links".into(), links);
+            out.insert("links".into(), links(rels));
         }
         Rep::Custom(props) => {
             for (name, nested) in props {
                 if name == "links" {
                     out.insert(
                         "links".into(),
-                        json!([
-                            ctx.link("self", &path(), r.alias(), ""),
-                            ctx.link("default", &path(), r.alias(), "?v=default")
-                        ]),
+                        links(&[("self", ""), ("default", "?v=default")]),
                     );
                     continue;
                 }

@@ -41,7 +41,7 @@ pub struct SearchIndex {
     by_uuid: HashMap<String, u32>,
     by_token: BTreeMap<String, Postings>,
     dense_ratio: usize,
-    /// Each slot's tokens, to check the other words of a query.
+    /// Each slot's tokens, to unlink them when the patient changes.
     slot_tokens: Vec<Vec<String>>,
     /// Each slot's visibility, so candidates are filtered without reading their records.
     slot_visibility: Vec<Visibility>,

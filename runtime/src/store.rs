@@ -369,7 +369,6 @@ impl Store {
         }
         let committed = txn.commit();
         self.forget_users();
-        self.settings.invalidate();
         committed?;
         Ok(())
     }

@@ -113,14 +113,7 @@ pub async fn get(State(state): State<Arc<AppState>>, mut caller: Caller) -> ApiR
     }
     let mut res = ok(session_body(&state, &caller)?);
     if let Some(id) = new_session {
-        let cookie = format!(
-            "{SESSION_COOKIE}={id}; Path={}; HttpOnly; SameSite=Lax; Max-Age={}",
-            state.config.app_path,
-            state.sessions.max_age().as_secs()
-        );
-        if let Ok(v) = HeaderValue::from_str(&cookie) {
-            res.headers_mut().append(header::SET_COOKIE, v);
-        }
+        set_session_cookie(&mut res, &state, &id, state.sessions.max_age().as_secs());
     }
     Ok(res)
 }
@@ -209,16 +202,21 @@ pub async fn delete(State(state): State<Arc<AppState>>, caller: Caller) -> Respo
         state.sessions.remove(id);
     }
     let mut res = StatusCode::NO_CONTENT.into_response();
-    let expired = format!(
-        "{SESSION_COOKIE}=; Path={}; HttpOnly; SameSite=Lax; Max-Age=0",
-        state.config.app_path
-    );
-    if let Ok(v) = HeaderValue::from_str(&expired) {
-        res.headers_mut().append(header::SET_COOKIE, v);
-    }
+    set_session_cookie(&mut res, &state, "", 0);
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json;charset=UTF-8"),
     );
     res
+}
+
+/// Sets the session cookie (an empty value with no age expires it).
+fn set_session_cookie(res: &mut Response, state: &AppState, id: &str, max_age_secs: u64) {
+    let cookie = format!(
+        "{SESSION_COOKIE}={id}; Path={}; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}",
+        state.config.app_path
+    );
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        res.headers_mut().append(header::SET_COOKIE, v);
+    }
 }
