@@ -1,4 +1,4 @@
-//! The one error type of the API, rendered as OpenMRS error bodies (rest-api.md section 7).
+//! The one error type of the API, rendered as OpenMRS error bodies (docs/api.md, "Errors").
 //!
 //! 401 is used only for "not logged in"; missing privileges are 403. Server errors keep
 //! their cause in the log and send a generic message.
@@ -60,6 +60,13 @@ pub enum ApiError {
 impl ApiError {
     pub fn internal(e: impl std::fmt::Display) -> ApiError {
         ApiError::Internal(e.to_string())
+    }
+
+    /// A validation failure on one field.
+    pub fn invalid_field(field: &str, code: &str, message: &str) -> ApiError {
+        let mut inv = Invalid::default();
+        inv.field(field, code, message);
+        ApiError::Invalid(inv)
     }
 
     pub fn status(&self) -> StatusCode {

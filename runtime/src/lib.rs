@@ -15,6 +15,7 @@
 pub mod api;
 pub mod auth;
 pub mod catalog;
+pub mod domains;
 pub mod error;
 pub mod identifiers;
 pub mod ops;
@@ -143,6 +144,18 @@ impl AppState {
         }
     }
 
+    /// A true/false setting; `default` when unset or unreadable.
+    pub fn bool_setting(&self, property: &str, default: bool) -> bool {
+        match self
+            .setting(property)
+            .map(|v| v.trim().to_ascii_lowercase())
+        {
+            Some(v) if v == "true" => true,
+            Some(v) if v == "false" => false,
+            _ => default,
+        }
+    }
+
     pub fn int_setting(&self, property: &str, default: u64) -> u64 {
         self.setting(property)
             .and_then(|v| v.trim().parse().ok())
@@ -217,9 +230,25 @@ pub fn start(
     ))
 }
 
+/// Refuses a first start (no store file yet) that could not create the administrator,
+/// before anything is written, so the data directory is left as it was found.
+pub fn check_first_start(config: &Config) -> Result<(), StartError> {
+    if !config.data_dir.join("store.redb").exists() {
+        match config.admin_password.as_deref() {
+            None | Some("") => return Err(auth::SetupError::NoAdminPassword.into()),
+            Some(p) if p.chars().count() < auth::MIN_PASSWORD_LENGTH => {
+                return Err(auth::SetupError::WeakPassword.into());
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Opens the store in the configured data directory.
 pub fn open_store(config: &Config) -> Result<store::Store, StartError> {
+    let path = config.data_dir.join("store.redb");
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| StartError::DataDir(config.data_dir.clone(), e))?;
-    Ok(store::Store::open(&config.data_dir.join("store.redb"))?)
+    Ok(store::Store::open(&path)?)
 }

@@ -88,6 +88,11 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
+    let restoring = matches!(cli.command, Some(Command::Restore { .. }));
+    if !restoring && let Err(e) = runtime::check_first_start(&config) {
+        tracing::error!("cannot start: {e}");
+        return ExitCode::from(1);
+    }
     let store = match open_store(&config) {
         Ok(s) => s,
         Err(e) => {
@@ -141,6 +146,10 @@ fn main() -> ExitCode {
                 "ready"
             );
         }
+        runtime::domains::visit::spawn_auto_close(
+            state.clone(),
+            std::time::Duration::from_secs(60),
+        );
         let server = axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal());
         match server.await {
             Ok(()) => {

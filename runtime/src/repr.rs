@@ -1,5 +1,5 @@
 //! Representations (`v=ref|default|full|custom:(…)`), links and paging: the one mechanism
-//! every resource goes through (rest-api.md sections 0, 2 and 3.1).
+//! every resource goes through (docs/api.md, "Conventions").
 //!
 //! A resource says which properties its `default` and `full` representations list and how
 //! to produce one property; `render` does the rest (ref shape, links, `resourceVersion`,
@@ -30,11 +30,28 @@ impl Rep {
             "default" => Ok(Some(Rep::Default)),
             "full" => Ok(Some(Rep::Full)),
             _ => match v.strip_prefix("custom:") {
-                Some(spec) => parse_custom(spec.trim()).map(Some),
+                Some(spec) => parse_custom(&balanced(spec.trim())).map(Some),
                 None => Err(ApiError::BadRequest(format!("Unknown representation: {v}"))),
             },
         }
     }
+}
+
+/// A custom representation as OpenMRS reads it: closing parentheses missing at the end
+/// are supplied (the O3 modules send some such), and a list without its outer parentheses
+/// (`custom:uuid,display`) is taken as one.
+fn balanced(spec: &str) -> String {
+    let opened = spec.bytes().filter(|b| *b == b'(').count();
+    let closed = spec.bytes().filter(|b| *b == b')').count();
+    let mut out = if spec.starts_with('(') {
+        spec.to_string()
+    } else {
+        format!("({spec})")
+    };
+    for _ in closed..opened {
+        out.push(')');
+    }
+    out
 }
 
 fn parse_custom(spec: &str) -> ApiResult<Rep> {
@@ -108,6 +125,8 @@ pub struct Ctx<'a> {
     /// Locales to try after `locale`: the user's default, then `default_locale`.
     pub fallbacks: Vec<String>,
     pub catalog: &'a crate::catalog::Catalog,
+    /// For representations that nest stored records (a visit's encounters).
+    pub store: &'a crate::store::Store,
     /// The day ages are counted to (read once per request, not per patient).
     pub today: chrono::NaiveDate,
 }
@@ -323,7 +342,7 @@ pub struct RequestUrl {
 }
 
 impl RequestUrl {
-    fn with_start(&self, start: Option<usize>) -> String {
+    pub fn with_start(&self, start: Option<usize>) -> String {
         let mut s = format!("{}{}?", self.base, self.path);
         for (k, v) in self.query.iter().filter(|(k, _)| k != "startIndex") {
             s.push_str(&encode(k));
@@ -385,7 +404,16 @@ mod tests {
                 ("links".into(), Rep::Default),
             ]))
         );
-        assert!(Rep::parse(Some("custom:(a,b")).is_err());
+        // Missing closing parentheses are supplied, as OpenMRS does; extra ones are errors.
+        assert_eq!(
+            Rep::parse(Some("custom:(a,b:(c,d:(e)")).unwrap(),
+            Rep::parse(Some("custom:(a,b:(c,d:(e)))")).unwrap()
+        );
+        assert_eq!(
+            Rep::parse(Some("custom:uuid,display")).unwrap(),
+            Rep::parse(Some("custom:(uuid,display)")).unwrap()
+        );
+        assert!(Rep::parse(Some("custom:(a,b))")).is_err());
         assert!(Rep::parse(Some("fancy")).is_err());
         assert!(Rep::parse(Some("")).is_err());
         assert_eq!(Rep::parse(None).unwrap(), None);

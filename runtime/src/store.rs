@@ -138,6 +138,9 @@ pub struct SettingRecord {
 
 pub struct Store {
     db: Database,
+    /// Serialises the read-check-write sequences of the clinical domains (reading a record,
+    /// validating the change against others, writing it), so two of them cannot interleave.
+    clinical_writes: std::sync::Mutex<()>,
     users_by_uuid: ReadCache<UserRecord>,
     /// By lower-case username or system id; only names that exist are kept.
     users_by_name: ReadCache<UserRecord>,
@@ -247,6 +250,7 @@ impl Store {
     fn init(db: Database) -> StoreResult<Store> {
         let store = Store {
             db,
+            clinical_writes: std::sync::Mutex::new(()),
             users_by_uuid: ReadCache::default(),
             users_by_name: ReadCache::default(),
             settings: ReadCache::default(),
@@ -261,6 +265,9 @@ impl Store {
             txn.open_table(USERNAMES)?;
             txn.open_table(SETTINGS)?;
             txn.open_table(COUNTERS)?;
+            for table in crate::domains::RECORD_TABLES {
+                (table.create)(&txn)?;
+            }
             let found = meta
                 .get("schema_version")?
                 .map(|v| v.value().parse::<u32>().unwrap_or(u32::MAX));
@@ -279,6 +286,31 @@ impl Store {
         }
         txn.commit()?;
         Ok(store)
+    }
+
+    /// The database, for the clinical domains' own tables (`crate::domains`).
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    /// Held by a clinical read-check-write sequence (see `clinical_writes`).
+    pub fn write_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        match self.clinical_writes.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Every user account (a facility has tens; providers are read from them).
+    pub fn users(&self) -> StoreResult<Vec<UserRecord>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(USERS)?;
+        let mut out = Vec::new();
+        for row in t.iter()? {
+            let (_, v) = row?;
+            out.push(decode("users", v.value())?);
+        }
+        Ok(out)
     }
 
     pub fn meta(&self, key: &str) -> StoreResult<Option<String>> {
@@ -633,6 +665,27 @@ impl Store {
         dump_json!(USERS, "users");
         dump_str!(USERNAMES, "usernames");
         dump_json!(SETTINGS, "settings");
+        // Clinical records; their index tables are derived, and rebuilt by a restore.
+        for table in crate::domains::RECORD_TABLES {
+            let t = txn.open_table(table.table).map_err(StoreError::from)?;
+            for row in t.iter().map_err(StoreError::from)? {
+                let (k, v) = row.map_err(StoreError::from)?;
+                let value: serde_json::Value =
+                    serde_json::from_slice(v.value()).map_err(|e| StoreError::Corrupt {
+                        table: table.name,
+                        detail: e.to_string(),
+                    })?;
+                line(
+                    out,
+                    &SnapshotLine {
+                        t: table.name.into(),
+                        k: k.value().to_string(),
+                        v: value,
+                    },
+                )?;
+                records += 1;
+            }
+        }
         {
             let t = txn.open_table(COUNTERS).map_err(StoreError::from)?;
             for row in t.iter().map_err(StoreError::from)? {
@@ -758,7 +811,21 @@ impl Store {
                         })?;
                         counters.insert(k, n).map_err(StoreError::from)?;
                     }
-                    other => return Err(RestoreError::BadFormat(format!("unknown table {other}"))),
+                    other => {
+                        let Some(table) = crate::domains::RECORD_TABLES
+                            .iter()
+                            .find(|t| t.name == other)
+                        else {
+                            return Err(RestoreError::BadFormat(format!("unknown table {other}")));
+                        };
+                        let bytes = json()?;
+                        txn.open_table(table.table)
+                            .map_err(StoreError::from)?
+                            .insert(k, bytes.as_slice())
+                            .map_err(StoreError::from)?;
+                        (table.reindex)(&txn, &bytes)
+                            .map_err(|e| RestoreError::BadFormat(format!("{other} {k}: {e}")))?;
+                    }
                 }
                 records += 1;
             }

@@ -104,6 +104,34 @@ where
     }
 }
 
+/// Repeated slashes in the path count as one, as OpenMRS's servlet container treats them
+/// (the O3 chart asks for `/openmrs//ws/rest/v1/visit`); returns whether the path changed.
+pub fn collapse_slashes(req: &mut Request) -> bool {
+    let uri = req.uri();
+    if !uri.path().contains("//") {
+        return false;
+    }
+    let mut path = String::with_capacity(uri.path().len());
+    for c in uri.path().chars() {
+        if !(c == '/' && path.ends_with('/')) {
+            path.push(c);
+        }
+    }
+    if let Some(q) = uri.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    let mut parts = uri.clone().into_parts();
+    if let Ok(pq) = path.parse() {
+        parts.path_and_query = Some(pq);
+        if let Ok(fixed) = axum::http::Uri::from_parts(parts) {
+            *req.uri_mut() = fixed;
+            return true;
+        }
+    }
+    false
+}
+
 fn challenge_disabled(headers: &HeaderMap) -> bool {
     headers
         .get("disable-www-authenticate")

@@ -409,12 +409,21 @@ pub async fn encounter_types(
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounter Types"])?;
     let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    // `q` matches the name or the displayed name, from their start, in any case.
+    let q = param(&query, "q").map(str::to_lowercase);
     let items: Vec<EncounterTypeRes> = catalog
         .content
         .encounter_types
         .iter()
         .filter(|t| !t.retired)
         .map(EncounterTypeRes)
+        .filter(|t| {
+            q.as_ref().is_none_or(|q| {
+                t.0.name.to_lowercase().starts_with(q.as_str())
+                    || t.display(&ctx).to_lowercase().starts_with(q.as_str())
+            })
+        })
         .collect();
     render_list(
         &state,

@@ -22,6 +22,8 @@ pub mod user;
 use crate::AppState;
 use crate::auth::{self, Grants};
 use crate::catalog::Catalog;
+use crate::domains::encounter::rest as encounter;
+use crate::domains::visit::rest as visit;
 use crate::error::{ApiError, ApiResult, json_headers};
 use crate::repr::{Ctx, RequestUrl};
 use crate::store::UserRecord;
@@ -48,7 +50,7 @@ pub fn app(state: Arc<AppState>) -> Router {
     let top = |p: &str| format!("{app_path}{p}");
     let empty_list =
         |privilege: &'static str| get(move |c, q| metadata::empty_list(c, q, privilege));
-    Router::new()
+    let routes = Router::new()
         .route(
             &rest("/session"),
             get(session::get)
@@ -104,9 +106,42 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(metadata::term_mappings),
         )
         .route(&rest("/queue-entry"), empty_list("Get Patients"))
-        .route(&rest("/visit"), empty_list("Get Visits"))
-        .route(&rest("/obs"), empty_list("Get Observations"))
-        .route(&rest("/encounter"), empty_list("Get Encounters"))
+        .route(&rest("/visit"), get(visit::search).post(visit::create))
+        .route(
+            &rest("/visit/{uuid}"),
+            get(visit::read).post(visit::update).delete(visit::delete),
+        )
+        .route(&rest("/visittype/{uuid}"), get(visit::visit_type))
+        .route(&rest("/visitattributetype"), get(visit::attribute_types))
+        .route(
+            &rest("/visitattributetype/{uuid}"),
+            get(visit::attribute_type),
+        )
+        .route(
+            &rest("/encounter"),
+            get(encounter::search).post(encounter::create),
+        )
+        .route(
+            &rest("/encounter/{uuid}"),
+            get(encounter::read)
+                .post(encounter::update)
+                .delete(encounter::delete),
+        )
+        .route(
+            &rest("/obs"),
+            get(encounter::obs_search).post(encounter::obs_create),
+        )
+        .route(
+            &rest("/obs/{uuid}"),
+            get(encounter::obs_read).delete(encounter::obs_delete),
+        )
+        .route(&rest("/encounterrole"), get(encounter::encounter_roles))
+        .route(
+            &rest("/encounterrole/{uuid}"),
+            get(encounter::encounter_role),
+        )
+        .route(&rest("/provider"), get(encounter::providers_search))
+        .route(&rest("/provider/{uuid}"), get(encounter::provider))
         .route(&rest("/relationship"), empty_list("Get Relationships"))
         .route(
             &rest("/cohortm/cohortmember"),
@@ -151,9 +186,22 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(&top("/frontend/config.json"), get(health::frontend_config))
         .route(&top("/frontend/logo.png"), get(health::frontend_logo))
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(not_found)
-        .with_state(state)
+        .method_not_allowed_fallback(method_not_allowed);
+    let routes: Router = routes.with_state(state);
+    // A path that matched nothing is tried once more with its repeated slashes collapsed:
+    // only such requests pay for it, and routing itself stays one flat table.
+    let retry = routes.clone().fallback(not_found);
+    routes
+        .fallback_service(tower::service_fn(move |mut req: Request| {
+            let retry = retry.clone();
+            async move {
+                if edge::collapse_slashes(&mut req) {
+                    tower::ServiceExt::oneshot(retry, req).await
+                } else {
+                    Ok(not_found().await.into_response())
+                }
+            }
+        }))
         .layer(edge::EdgeLayer::new(&app_path))
 }
 
@@ -199,6 +247,15 @@ impl Caller {
         }
     }
 
+    /// The uuid of the calling user, recorded as the author of what the request writes
+    /// (handlers call it after `require`, so a user is there).
+    pub fn user_uuid(&self) -> String {
+        self.user
+            .as_ref()
+            .map(|u| u.uuid.clone())
+            .unwrap_or_default()
+    }
+
     /// The locale to display names in: the session's, the user's default, the content's
     /// `default_locale`; in OpenMRS form (`en_GB`).
     pub fn locale(&self, catalog: &Catalog) -> String {
@@ -215,7 +272,7 @@ impl Caller {
             .replace('-', "_")
     }
 
-    pub fn ctx<'a>(&self, state: &AppState, catalog: &'a Catalog) -> Ctx<'a> {
+    pub fn ctx<'a>(&self, state: &'a AppState, catalog: &'a Catalog) -> Ctx<'a> {
         let locale = self.locale(catalog);
         let mut fallbacks = Vec::new();
         if let Some(d) = self
@@ -231,6 +288,7 @@ impl Caller {
             locale,
             fallbacks,
             catalog,
+            store: &state.store,
             today: patient::today(),
         }
     }

@@ -49,6 +49,15 @@ impl Client {
         c
     }
 
+    /// The logged-in user's uuid, from the session.
+    pub async fn user_uuid(&mut self) -> String {
+        let r = self.get("/openmrs/ws/rest/v1/session").await;
+        r.body["user"]["uuid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
     pub async fn login(&mut self, user: &str, password: &str) -> Response {
         use base64::Engine;
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));

@@ -8,6 +8,7 @@
 mod common;
 mod lifecycle;
 mod process;
+mod router_clinical;
 mod router_concept;
 mod router_o3;
 mod router_patient;

@@ -371,10 +371,11 @@ fn sigterm_stops_the_server_cleanly_and_the_log_has_a_line_per_request() {
 }
 
 #[test]
-fn refuses_to_start_without_an_administrator_password() {
-    let dir = tempfile::tempdir().unwrap();
+fn refuses_to_start_without_an_administrator_password_and_leaves_no_store_behind() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
     let out = Command::new(env!("CARGO_BIN_EXE_runtime"))
-        .env("EMR_DATA_DIR", dir.path())
+        .env("EMR_DATA_DIR", &dir)
         .env("EMR_LISTEN", "127.0.0.1:0")
         .env_remove("EMR_ADMIN_PASSWORD")
         .output()
@@ -383,6 +384,8 @@ fn refuses_to_start_without_an_administrator_password() {
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("EMR_ADMIN_PASSWORD"), "{text}");
+    // The refused start left the data directory as it found it: not even created.
+    assert!(!dir.exists(), "a refused start created {}", dir.display());
 }
 
 #[test]

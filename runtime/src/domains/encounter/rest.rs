@@ -1,0 +1,1261 @@
+//! `encounter`, `obs`, `encounterrole` and `provider` over REST, in OpenMRS's
+//! representations. An encounter's `obs` are its top-level observations, each group with
+//! its `groupMembers` nested.
+
+use super::store::{self, Change, EncounterQuery, ObsQuery};
+use super::{
+    EncounterProviderRecord, EncounterRecord, ObsRecord, ObsValue, UNKNOWN_ENCOUNTER_ROLE,
+};
+use crate::AppState;
+use crate::api::concept::ConceptRes;
+use crate::api::location::LocationRes;
+use crate::api::metadata::{EncounterTypeRes, NamedRes};
+use crate::api::patient::PatientRes;
+use crate::api::{Caller, JsonBody, QueryPairs, blocking, json, ok, param};
+use crate::domains::rest::{
+    audit_info, flag, nest, only_known, opt_datetime, opt_ref, page_json, ref_uuid, window,
+};
+use crate::domains::visit::rest::VisitRes;
+use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
+use crate::error::{ApiError, ApiResult, Invalid};
+use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+pub struct EncounterRes<'a>(pub &'a EncounterRecord);
+
+fn encounter_type<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<&'c model::EncounterType> {
+    ctx.catalog
+        .content
+        .encounter_types
+        .iter()
+        .find(|t| t.uuid == uuid)
+}
+
+fn form<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<&'c model::Form> {
+    ctx.catalog.content.forms.iter().find(|f| f.uuid == uuid)
+}
+
+impl Resource for EncounterRes<'_> {
+    fn alias(&self) -> &'static str {
+        "encounter"
+    }
+    fn version(&self) -> &'static str {
+        "2.2"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, ctx: &Ctx) -> String {
+        let t = encounter_type(ctx, &self.0.encounter_type)
+            .map(|t| EncounterTypeRes(t).display(ctx))
+            .unwrap_or_default();
+        let day = crate::domains::parse_key(&self.0.datetime)
+            .map(|d| d.format("%d/%m/%Y").to_string())
+            .unwrap_or_default();
+        format!("{t} {day}")
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("voided", self.0.voiding.voided))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("encounterDatetime", Rep::Default),
+            ("patient", Rep::Ref),
+            ("location", Rep::Ref),
+            ("form", Rep::Ref),
+            ("encounterType", Rep::Ref),
+            ("obs", Rep::Ref),
+            ("orders", Rep::Ref),
+            ("voided", Rep::Default),
+            ("visit", Rep::Ref),
+            ("encounterProviders", Rep::Ref),
+            ("diagnoses", Rep::Ref),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("encounterDatetime", Rep::Default),
+            ("patient", Rep::Default),
+            ("location", Rep::Default),
+            ("form", Rep::Default),
+            ("encounterType", Rep::Default),
+            ("obs", Rep::Default),
+            ("orders", Rep::Default),
+            ("voided", Rep::Default),
+            ("visit", Rep::Default),
+            ("encounterProviders", Rep::Default),
+            ("diagnoses", Rep::Default),
+            ("auditInfo", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let e = self.0;
+        Some(match name {
+            "encounterDatetime" => wire_datetime(&e.datetime),
+            "patient" => {
+                let p = ctx.store.patient(&e.patient).ok().flatten();
+                nest(p.as_ref().map(PatientRes), rep, ctx)
+            }
+            "location" => nest(
+                e.location
+                    .as_deref()
+                    .and_then(|l| ctx.catalog.location(l))
+                    .map(LocationRes),
+                rep,
+                ctx,
+            ),
+            "form" => nest(
+                e.form.as_deref().and_then(|f| form(ctx, f)).map(FormRefRes),
+                rep,
+                ctx,
+            ),
+            "encounterType" => nest(
+                encounter_type(ctx, &e.encounter_type).map(EncounterTypeRes),
+                rep,
+                ctx,
+            ),
+            "obs" => {
+                let all = store::obs_of_encounter(ctx.store, &e.uuid, false).unwrap_or_default();
+                let top: Vec<ObsRes> = all
+                    .iter()
+                    .filter(|o| o.obs_group.is_none())
+                    .map(ObsRes)
+                    .collect();
+                nested_list(top.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
+            // Orders and diagnoses are recorded by later domains; none exist yet.
+            "orders" | "diagnoses" => json!([]),
+            "voided" => json!(e.voiding.voided),
+            "visit" => {
+                let v = e.visit.as_deref().and_then(|v| {
+                    crate::domains::visit::store::get(ctx.store, v)
+                        .ok()
+                        .flatten()
+                });
+                nest(v.as_ref().map(VisitRes), rep, ctx)
+            }
+            "encounterProviders" => {
+                let res: Vec<EncounterProviderRes> = e
+                    .providers
+                    .iter()
+                    .map(|p| EncounterProviderRes(&e.uuid, p))
+                    .collect();
+                nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
+            "auditInfo" => audit_info(&e.audit, ctx),
+            _ => return None,
+        })
+    }
+}
+
+/// A form as an encounter names it (the `form` resource itself lives with the forms).
+pub struct FormRefRes<'a>(pub &'a model::Form);
+
+impl Resource for FormRefRes<'_> {
+    fn alias(&self) -> &'static str {
+        "form"
+    }
+    fn version(&self) -> &'static str {
+        "1.9"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, _: &Ctx) -> String {
+        self.0.name.clone()
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("retired", self.0.retired))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("name", Rep::Default),
+            ("description", Rep::Default),
+            ("version", Rep::Default),
+            ("published", Rep::Default),
+            ("retired", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        self.default_props()
+    }
+    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
+        let f = self.0;
+        Some(match name {
+            "name" => json!(f.name),
+            "description" => json!(f.description),
+            "version" => json!(f.version),
+            "published" => json!(f.published),
+            "retired" => json!(f.retired),
+            _ => return None,
+        })
+    }
+}
+
+pub struct EncounterProviderRes<'a>(pub &'a str, pub &'a EncounterProviderRecord);
+
+impl Resource for EncounterProviderRes<'_> {
+    fn alias(&self) -> &'static str {
+        "encounterprovider"
+    }
+    fn version(&self) -> &'static str {
+        "1.9"
+    }
+    fn uuid(&self) -> String {
+        self.1.uuid.clone()
+    }
+    fn path(&self) -> String {
+        format!("encounter/{}/encounterprovider/{}", self.0, self.1.uuid)
+    }
+    fn display(&self, ctx: &Ctx) -> String {
+        let provider = ProviderRes::find(ctx, &self.1.provider)
+            .map(|p| p.display(ctx))
+            .unwrap_or_default();
+        let role = role(ctx, &self.1.encounter_role)
+            .map(|r| r.display(ctx))
+            .unwrap_or_default();
+        format!("{provider}: {role}")
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("provider", Rep::Ref),
+            ("encounterRole", Rep::Ref),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("provider", Rep::Default),
+            ("encounterRole", Rep::Default),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        Some(match name {
+            "provider" => nest(ProviderRes::find(ctx, &self.1.provider), rep, ctx),
+            "encounterRole" => nest(role(ctx, &self.1.encounter_role), rep, ctx),
+            "voided" => json!(false),
+            _ => return None,
+        })
+    }
+}
+
+fn role<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<NamedRes<'c>> {
+    ctx.catalog
+        .content
+        .encounter_roles
+        .iter()
+        .find(|r| r.uuid == uuid)
+        .map(|r| NamedRes("encounterrole", r))
+}
+
+/// A provider: every user acts as its own provider (`session::provider_uuid`).
+pub struct ProviderRes {
+    pub uuid: String,
+    pub user: Arc<crate::store::UserRecord>,
+}
+
+impl ProviderRes {
+    pub fn find(ctx: &Ctx, uuid: &str) -> Option<ProviderRes> {
+        let users = ctx.store.users().ok()?;
+        users
+            .into_iter()
+            .find(|u| crate::api::session::provider_uuid(u) == uuid)
+            .map(|u| ProviderRes {
+                uuid: uuid.to_string(),
+                user: Arc::new(u),
+            })
+    }
+}
+
+impl Resource for ProviderRes {
+    fn alias(&self) -> &'static str {
+        "provider"
+    }
+    fn version(&self) -> &'static str {
+        "1.9"
+    }
+    fn uuid(&self) -> String {
+        self.uuid.clone()
+    }
+    fn display(&self, _: &Ctx) -> String {
+        format!("{} - {}", self.user.system_id, self.user.person_name)
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("retired", self.user.retired))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("person", Rep::Ref),
+            ("identifier", Rep::Default),
+            ("attributes", Rep::Ref),
+            ("retired", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        self.default_props()
+    }
+    fn prop(&self, name: &str, _: &Rep, ctx: &Ctx) -> Option<Value> {
+        Some(match name {
+            "person" => {
+                json!({"uuid": self.user.person_uuid, "display": self.user.person_name, "links": [{"rel": "self", "uri": format!("{}/person/{}", ctx.base, self.user.person_uuid), "resourceAlias": "person"}]})
+            }
+            "identifier" => json!(self.user.system_id),
+            "attributes" => json!([]),
+            "retired" => json!(self.user.retired),
+            _ => return None,
+        })
+    }
+}
+
+pub struct ObsRes<'a>(pub &'a ObsRecord);
+
+fn value_display(o: &ObsRecord, ctx: &Ctx) -> String {
+    match &o.value {
+        ObsValue::Numeric(n) => format_number(*n),
+        ObsValue::Coded(c) => ctx
+            .catalog
+            .concept(c)
+            .map(|c| ConceptRes(c).display(ctx))
+            .unwrap_or_default(),
+        ObsValue::Text(t) => t.clone(),
+        ObsValue::Boolean(b) => b.to_string(),
+        ObsValue::Datetime(t) => wire_datetime(t).as_str().unwrap_or_default().to_string(),
+        ObsValue::Date(d) | ObsValue::Time(d) => d.clone(),
+        ObsValue::Group => {
+            let members = crate::domains::encounter::store::group_members(ctx.store, &o.uuid)
+                .unwrap_or_default();
+            members
+                .iter()
+                .map(|m| value_display(m, ctx))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
+}
+
+/// `37.5`, and `72.0` as `72.0` as Java prints a double.
+fn format_number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{n:.1}")
+    } else {
+        n.to_string()
+    }
+}
+
+impl Resource for ObsRes<'_> {
+    fn alias(&self) -> &'static str {
+        "obs"
+    }
+    fn version(&self) -> &'static str {
+        "1.11"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, ctx: &Ctx) -> String {
+        let concept = ctx
+            .catalog
+            .concept(&self.0.concept)
+            .map(|c| ConceptRes(c).display(ctx))
+            .unwrap_or_default();
+        format!("{concept}: {}", value_display(self.0, ctx))
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("voided", self.0.voiding.voided))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("concept", Rep::Ref),
+            ("person", Rep::Ref),
+            ("obsDatetime", Rep::Default),
+            ("accessionNumber", Rep::Default),
+            ("obsGroup", Rep::Ref),
+            ("valueCodedName", Rep::Ref),
+            ("groupMembers", Rep::Ref),
+            ("comment", Rep::Default),
+            ("location", Rep::Ref),
+            ("order", Rep::Ref),
+            ("encounter", Rep::Ref),
+            ("voided", Rep::Default),
+            ("value", Rep::Ref),
+            ("valueModifier", Rep::Default),
+            ("formFieldPath", Rep::Default),
+            ("formFieldNamespace", Rep::Default),
+            ("status", Rep::Default),
+            ("interpretation", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("concept", Rep::Default),
+            ("person", Rep::Default),
+            ("obsDatetime", Rep::Default),
+            ("accessionNumber", Rep::Default),
+            ("obsGroup", Rep::Default),
+            ("valueCodedName", Rep::Default),
+            ("groupMembers", Rep::Default),
+            ("comment", Rep::Default),
+            ("location", Rep::Default),
+            ("order", Rep::Default),
+            ("encounter", Rep::Default),
+            ("voided", Rep::Default),
+            ("value", Rep::Default),
+            ("valueModifier", Rep::Default),
+            ("formFieldPath", Rep::Default),
+            ("formFieldNamespace", Rep::Default),
+            ("status", Rep::Default),
+            ("interpretation", Rep::Default),
+            ("previousVersion", Rep::Default),
+            ("auditInfo", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let o = self.0;
+        Some(match name {
+            "concept" => nest(ctx.catalog.concept(&o.concept).map(ConceptRes), rep, ctx),
+            "person" => {
+                let p = ctx.store.patient(&o.person).ok().flatten();
+                nest(p.as_ref().map(crate::api::patient::PersonRes), rep, ctx)
+            }
+            "obsDatetime" => wire_datetime(&o.datetime),
+            "accessionNumber" | "valueCodedName" | "valueModifier" => Value::Null,
+            "obsGroup" => {
+                let g = o
+                    .obs_group
+                    .as_deref()
+                    .and_then(|g| store::obs(ctx.store, g).ok().flatten());
+                nest(g.as_ref().map(ObsRes), rep, ctx)
+            }
+            "groupMembers" => match o.value {
+                ObsValue::Group => {
+                    let members = store::group_members(ctx.store, &o.uuid).unwrap_or_default();
+                    let res: Vec<ObsRes> = members.iter().map(ObsRes).collect();
+                    nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
+                }
+                _ => Value::Null,
+            },
+            "comment" => json!(o.comment),
+            "location" => nest(
+                o.location
+                    .as_deref()
+                    .and_then(|l| ctx.catalog.location(l))
+                    .map(LocationRes),
+                rep,
+                ctx,
+            ),
+            "order" => o
+                .order
+                .as_ref()
+                .map(|u| json!({"uuid": u}))
+                .unwrap_or(Value::Null),
+            "encounter" => {
+                let e = o
+                    .encounter
+                    .as_deref()
+                    .and_then(|e| store::encounter(ctx.store, e).ok().flatten());
+                nest(e.as_ref().map(EncounterRes), rep, ctx)
+            }
+            "voided" => json!(o.voiding.voided),
+            "value" => match &o.value {
+                ObsValue::Numeric(n) => json!(n),
+                ObsValue::Coded(c) => nest(ctx.catalog.concept(c).map(ConceptRes), rep, ctx),
+                ObsValue::Text(t) => json!(t),
+                ObsValue::Boolean(b) => json!(b),
+                ObsValue::Datetime(t) => wire_datetime(t),
+                ObsValue::Date(d) => crate::api::patient::format_date(d),
+                ObsValue::Time(t) => json!(t),
+                ObsValue::Group => Value::Null,
+            },
+            "formFieldPath" => json!(o.form_field_path),
+            "formFieldNamespace" => json!(o.form_field_namespace),
+            "status" => json!(o.status),
+            "interpretation" => json!(o.interpretation),
+            "previousVersion" => o
+                .previous_version
+                .as_ref()
+                .map(|u| json!({"uuid": u}))
+                .unwrap_or(Value::Null),
+            "auditInfo" => audit_info(&o.audit, ctx),
+            _ => return None,
+        })
+    }
+}
+
+const ENCOUNTER_FIELDS: &[&str] = &[
+    "uuid",
+    "patient",
+    "encounterType",
+    "encounterDatetime",
+    "location",
+    "form",
+    "visit",
+    "obs",
+    "encounterProviders",
+    "orders",
+    "voided",
+    "diagnoses",
+];
+
+fn rep_of(query: &[(String, String)]) -> ApiResult<Rep> {
+    Ok(Rep::parse(param(query, "v"))?.unwrap_or(Rep::Default))
+}
+
+fn providers(body: &Map<String, Value>) -> ApiResult<Option<Vec<EncounterProviderRecord>>> {
+    let Some(list) = body.get("encounterProviders") else {
+        return Ok(None);
+    };
+    let Value::Array(list) = list else {
+        return Err(ApiError::BadRequest(
+            "encounterProviders must be a list".into(),
+        ));
+    };
+    list.iter()
+        .map(|p| {
+            let provider = p.get("provider").and_then(ref_uuid).ok_or_else(|| {
+                ApiError::BadRequest("encounterProviders: each needs a provider".into())
+            })?;
+            let role = p
+                .get("encounterRole")
+                .and_then(ref_uuid)
+                .unwrap_or_else(|| UNKNOWN_ENCOUNTER_ROLE.into());
+            Ok(EncounterProviderRecord {
+                uuid: uuid::Uuid::new_v4().to_string(),
+                provider,
+                encounter_role: role,
+            })
+        })
+        .collect::<ApiResult<Vec<_>>>()
+        .map(Some)
+}
+
+fn obs_bodies(body: &Map<String, Value>) -> ApiResult<Vec<&Map<String, Value>>> {
+    match body.get("obs") {
+        None | Some(Value::Null) => Ok(vec![]),
+        Some(Value::Array(list)) => list
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                o.as_object()
+                    .ok_or_else(|| ApiError::BadRequest(format!("obs[{i}] must be an object")))
+            })
+            .collect(),
+        Some(_) => Err(ApiError::BadRequest("obs must be a list".into())),
+    }
+}
+
+/// The visit an encounter belongs to: the one named, else none (O3 names it).
+fn load_visit(
+    state: &AppState,
+    e: &EncounterRecord,
+) -> ApiResult<Option<crate::domains::visit::VisitRecord>> {
+    match &e.visit {
+        Some(v) => crate::domains::visit::store::get(&state.store, v).map_err(ApiError::internal),
+        None => Ok(None),
+    }
+}
+
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Add Encounters"])?;
+    only_known(&body, "encounter", ENCOUNTER_FIELDS)?;
+    if !obs_bodies(&body)?.is_empty() {
+        caller.require(&["Add Observations"])?;
+    }
+    let rep = rep_of(&query)?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let e = blocking(move || {
+        let now = Utc::now();
+        let audit = Audit::new(&user, now);
+        let patient = opt_ref(&body, "patient")?.ok_or_else(|| {
+            ApiError::invalid_field("patient", "error.null", "Patient is required")
+        })?;
+        match st.store.patient(&patient).map_err(ApiError::internal)? {
+            Some(p) if !p.voided => {}
+            _ => {
+                return Err(ApiError::invalid_field(
+                    "patient",
+                    "error.invalid",
+                    "Patient does not exist",
+                ));
+            }
+        }
+        let catalog = st.catalog.load();
+        let encounter_type = opt_ref(&body, "encounterType")?
+            .map(|t| {
+                catalog
+                    .content
+                    .encounter_types
+                    .iter()
+                    .find(|x| x.uuid == t || x.name == t)
+                    .map(|x| x.uuid.clone())
+                    .unwrap_or(t)
+            })
+            .unwrap_or_default();
+        let e = EncounterRecord {
+            v: 1,
+            uuid: crate::domains::rest::opt_str(&body, "uuid")?
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            patient: patient.clone(),
+            encounter_type,
+            datetime: opt_datetime(&body, "encounterDatetime")?
+                .unwrap_or_else(|| datetime_key(now)),
+            location: opt_ref(&body, "location")?,
+            form: opt_ref(&body, "form")?,
+            visit: opt_ref(&body, "visit")?,
+            providers: providers(&body)?.unwrap_or_default(),
+            audit: audit.clone(),
+            voiding: Voiding::default(),
+        };
+        let mut inv = Invalid::default();
+        let visit = load_visit(&st, &e)?;
+        super::validate(&st, &e, visit.as_ref(), &mut inv);
+        let mut obs = Vec::new();
+        for (i, o) in obs_bodies(&body)?.into_iter().enumerate() {
+            super::parse_obs(
+                &st,
+                o,
+                &format!("obs[{i}]"),
+                &patient,
+                Some(&e),
+                None,
+                &audit,
+                &mut inv,
+                &mut obs,
+            )?;
+        }
+        if !inv.is_empty() {
+            return Err(ApiError::Invalid(inv));
+        }
+        let _one_writer = st.store.write_lock();
+        if store::encounter(&st.store, &e.uuid)
+            .map_err(ApiError::internal)?
+            .is_some()
+        {
+            return Err(ApiError::BadRequest(format!(
+                "An encounter with uuid {} already exists",
+                e.uuid
+            )));
+        }
+        store::write(
+            &st.store,
+            &Change {
+                encounter: Some((None, &e)),
+                obs: obs.iter().map(|o| (None, o)).collect(),
+            },
+        )
+        .map_err(ApiError::internal)?;
+        Ok(e)
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    Ok(json(
+        StatusCode::CREATED,
+        render(&EncounterRes(&e), &rep, &caller.ctx(&state, &catalog))?,
+    ))
+}
+
+/// `POST encounter/{uuid}`: changes the encounter's fields; in `obs`, an entry with the
+/// uuid of a saved observation and `voided: true` voids it, one with a uuid and a new value
+/// replaces it (the old one is voided, the new one points back to it), one without a uuid
+/// is added.
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Encounters"])?;
+    only_known(&body, "encounter", ENCOUNTER_FIELDS)?;
+    if body.contains_key("patient") {
+        return Err(ApiError::BadRequest(
+            "The patient of an encounter cannot be changed".into(),
+        ));
+    }
+    let rep = rep_of(&query)?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let e = blocking(move || {
+        let now = Utc::now();
+        let _one_writer = st.store.write_lock();
+        let old = store::encounter(&st.store, &uuid)
+            .map_err(ApiError::internal)?
+            .ok_or(ApiError::NotFound)?;
+        let mut e = old.clone();
+        if let Some(t) = opt_ref(&body, "encounterType")? {
+            e.encounter_type = t;
+        }
+        if let Some(t) = opt_datetime(&body, "encounterDatetime")? {
+            e.datetime = t;
+        }
+        if body.contains_key("location") {
+            e.location = opt_ref(&body, "location")?;
+        }
+        if body.contains_key("form") {
+            e.form = opt_ref(&body, "form")?;
+        }
+        if body.contains_key("visit") {
+            e.visit = opt_ref(&body, "visit")?;
+        }
+        if let Some(p) = providers(&body)? {
+            // Providers already on the encounter keep their entry.
+            let mut merged = Vec::new();
+            for n in p {
+                match e
+                    .providers
+                    .iter()
+                    .find(|x| x.provider == n.provider && x.encounter_role == n.encounter_role)
+                {
+                    Some(existing) => merged.push(existing.clone()),
+                    None => merged.push(n),
+                }
+            }
+            e.providers = merged;
+        }
+        e.audit.changed(&user, now);
+        let mut inv = Invalid::default();
+        let visit = load_visit(&st, &e)?;
+        super::validate(&st, &e, visit.as_ref(), &mut inv);
+        let saved =
+            store::obs_of_encounter(&st.store, &e.uuid, false).map_err(ApiError::internal)?;
+        let audit = Audit::new(&user, now);
+        let mut replaced: Vec<(ObsRecord, ObsRecord)> = Vec::new();
+        let mut added = Vec::new();
+        for (i, o) in obs_bodies(&body)?.into_iter().enumerate() {
+            let existing = o
+                .get("uuid")
+                .and_then(ref_uuid)
+                .and_then(|u| saved.iter().find(|s| s.uuid == u));
+            match existing {
+                Some(s) if o.get("voided") == Some(&Value::Bool(true)) => {
+                    let mut v = s.clone();
+                    v.voiding.void(&user, now, "voided through the encounter");
+                    replaced.push((s.clone(), v));
+                    // Its members go with it.
+                    for m in saved
+                        .iter()
+                        .filter(|m| m.obs_group.as_deref() == Some(&s.uuid))
+                    {
+                        let mut v = m.clone();
+                        v.voiding.void(&user, now, "voided with its group");
+                        replaced.push((m.clone(), v));
+                    }
+                }
+                Some(s) => {
+                    let mut fresh = o.clone();
+                    fresh.remove("uuid");
+                    fresh.remove("voided");
+                    if !fresh.contains_key("concept") {
+                        fresh.insert("concept".into(), json!(s.concept));
+                    }
+                    let mut parsed = Vec::new();
+                    super::parse_obs(
+                        &st,
+                        &fresh,
+                        &format!("obs[{i}]"),
+                        &e.patient,
+                        Some(&e),
+                        s.obs_group.as_deref(),
+                        &audit,
+                        &mut inv,
+                        &mut parsed,
+                    )?;
+                    if let Some(first) = parsed.first_mut() {
+                        first.previous_version = Some(s.uuid.clone());
+                        if first.value == s.value && first.comment == s.comment {
+                            continue; // unchanged: nothing to record
+                        }
+                    }
+                    let mut v = s.clone();
+                    v.voiding.void(&user, now, "edited");
+                    replaced.push((s.clone(), v));
+                    added.extend(parsed);
+                }
+                None if o.get("voided") == Some(&Value::Bool(true)) => {}
+                None => {
+                    let mut fresh = o.clone();
+                    fresh.remove("uuid");
+                    super::parse_obs(
+                        &st,
+                        &fresh,
+                        &format!("obs[{i}]"),
+                        &e.patient,
+                        Some(&e),
+                        None,
+                        &audit,
+                        &mut inv,
+                        &mut added,
+                    )?;
+                }
+            }
+        }
+        if !inv.is_empty() {
+            return Err(ApiError::Invalid(inv));
+        }
+        let mut obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
+            replaced.iter().map(|(o, n)| (Some(o), n)).collect();
+        obs.extend(added.iter().map(|o| (None, o)));
+        store::write(
+            &st.store,
+            &Change {
+                encounter: Some((Some(&old), &e)),
+                obs,
+            },
+        )
+        .map_err(ApiError::internal)?;
+        Ok(e)
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    Ok(json(
+        StatusCode::OK,
+        render(&EncounterRes(&e), &rep, &caller.ctx(&state, &catalog))?,
+    ))
+}
+
+pub async fn read(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Encounters"])?;
+    let e = store::encounter(&state.store, &uuid)
+        .map_err(ApiError::internal)?
+        .ok_or(ApiError::NotFound)?;
+    let catalog = state.catalog.load();
+    Ok(ok(render(
+        &EncounterRes(&e),
+        &rep_of(&query)?,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
+/// `DELETE encounter/{uuid}`: voids it and its observations (`reason`).
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Delete Encounters"])?;
+    if flag(&query, "purge").unwrap_or(false) {
+        return Err(ApiError::BadRequest(
+            "Encounters are voided, never purged: clinical records are kept".into(),
+        ));
+    }
+    let user = caller.user_uuid();
+    let reason = param(&query, "reason")
+        .unwrap_or("web service call")
+        .to_string();
+    let st = state.clone();
+    blocking(move || {
+        let now = Utc::now();
+        let _one_writer = st.store.write_lock();
+        let old = store::encounter(&st.store, &uuid)
+            .map_err(ApiError::internal)?
+            .ok_or(ApiError::NotFound)?;
+        if old.voiding.voided {
+            return Ok(());
+        }
+        let mut e = old.clone();
+        e.voiding.void(&user, now, &reason);
+        let changed: Vec<(ObsRecord, ObsRecord)> = store::obs_of_encounter(&st.store, &uuid, false)
+            .map_err(ApiError::internal)?
+            .into_iter()
+            .map(|o| {
+                let mut v = o.clone();
+                v.voiding.void(&user, now, &reason);
+                (o, v)
+            })
+            .collect();
+        let obs = changed.iter().map(|(o, n)| (Some(o), n)).collect();
+        store::write(
+            &st.store,
+            &Change {
+                encounter: Some((Some(&old), &e)),
+                obs,
+            },
+        )
+        .map_err(ApiError::internal)
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Encounters"])?;
+    let date = |name: &str| -> ApiResult<Option<String>> {
+        match param(&query, name) {
+            None => Ok(None),
+            Some(s) => crate::domains::parse_datetime(s)
+                .map(|t| Some(datetime_key(t)))
+                .ok_or_else(|| ApiError::BadRequest(format!("{name}: '{s}' is not a date"))),
+        }
+    };
+    let catalog = state.catalog.load();
+    let q = EncounterQuery {
+        patient: param(&query, "patient").map(str::to_string),
+        visit: param(&query, "visit").map(str::to_string),
+        encounter_type: param(&query, "encounterType").map(|t| {
+            catalog
+                .content
+                .encounter_types
+                .iter()
+                .find(|x| x.uuid == t || x.name == t)
+                .map(|x| x.uuid.clone())
+                .unwrap_or_else(|| t.to_string())
+        }),
+        form: param(&query, "form").map(str::to_string),
+        from: date("fromdate")?,
+        to: date("todate")?.map(|t| {
+            if t.ends_with("T00:00:00.000Z") {
+                t.replace("T00:00:00.000Z", "T23:59:59.999Z")
+            } else {
+                t
+            }
+        }),
+        include_voided: flag(&query, "includeAll").unwrap_or(false),
+    };
+    if q.patient.is_none() && q.visit.is_none() {
+        return Err(ApiError::BadRequest(
+            "Search encounters by patient or visit".into(),
+        ));
+    }
+    let rep = rep_of(&query)?;
+    let paging = Paging::from_query(&query)?;
+    let (list, page) =
+        store::list(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
+    let ctx = caller.ctx(&state, &catalog);
+    let values = list
+        .iter()
+        .map(|e| render(&EncounterRes(e), &rep, &ctx))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(ok(page_json(
+        values,
+        &page,
+        &paging,
+        &caller.request_url(&state, "/encounter", &query),
+    )))
+}
+
+// Observations.
+
+pub async fn obs_create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Add Observations"])?;
+    let rep = rep_of(&query)?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let o = blocking(move || {
+        let now = Utc::now();
+        let audit = Audit::new(&user, now);
+        let person = opt_ref(&body, "person")?
+            .ok_or_else(|| ApiError::invalid_field("person", "error.null", "Person is required"))?;
+        if st
+            .store
+            .patient(&person)
+            .map_err(ApiError::internal)?
+            .is_none()
+        {
+            return Err(ApiError::invalid_field(
+                "person",
+                "error.invalid",
+                "Person does not exist",
+            ));
+        }
+        let encounter = match opt_ref(&body, "encounter")? {
+            Some(e) => {
+                let e = store::encounter(&st.store, &e)
+                    .map_err(ApiError::internal)?
+                    .ok_or_else(|| {
+                        ApiError::invalid_field(
+                            "encounter",
+                            "error.invalid",
+                            "Encounter does not exist",
+                        )
+                    })?;
+                if e.patient != person {
+                    return Err(ApiError::invalid_field(
+                        "encounter",
+                        "error.invalid",
+                        "The encounter belongs to another patient",
+                    ));
+                }
+                Some(e)
+            }
+            None => None,
+        };
+        let mut inv = Invalid::default();
+        let mut obs = Vec::new();
+        super::parse_obs(
+            &st,
+            &body,
+            "obs",
+            &person,
+            encounter.as_ref(),
+            None,
+            &audit,
+            &mut inv,
+            &mut obs,
+        )?;
+        if !inv.is_empty() {
+            return Err(ApiError::Invalid(inv));
+        }
+        store::write(
+            &st.store,
+            &Change {
+                encounter: None,
+                obs: obs.iter().map(|o| (None, o)).collect(),
+            },
+        )
+        .map_err(ApiError::internal)?;
+        Ok(obs.swap_remove(0))
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    Ok(json(
+        StatusCode::CREATED,
+        render(&ObsRes(&o), &rep, &caller.ctx(&state, &catalog))?,
+    ))
+}
+
+pub async fn obs_read(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Observations"])?;
+    let o = store::obs(&state.store, &uuid)
+        .map_err(ApiError::internal)?
+        .ok_or(ApiError::NotFound)?;
+    let catalog = state.catalog.load();
+    Ok(ok(render(
+        &ObsRes(&o),
+        &rep_of(&query)?,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
+pub async fn obs_delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Delete Observations"])?;
+    let user = caller.user_uuid();
+    let reason = param(&query, "reason")
+        .unwrap_or("web service call")
+        .to_string();
+    let st = state.clone();
+    blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let old = store::obs(&st.store, &uuid)
+            .map_err(ApiError::internal)?
+            .ok_or(ApiError::NotFound)?;
+        if old.voiding.voided {
+            return Ok(());
+        }
+        let mut o = old.clone();
+        o.voiding.void(&user, Utc::now(), &reason);
+        store::write(
+            &st.store,
+            &Change {
+                encounter: None,
+                obs: vec![(Some(&old), &o)],
+            },
+        )
+        .map_err(ApiError::internal)
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The concepts a request names: `concept=a&concept=b` or `concept=a,b`, as uuids or
+/// `SOURCE:CODE`.
+pub fn concepts_param(state: &AppState, query: &[(String, String)], name: &str) -> Vec<String> {
+    let catalog = state.catalog.load();
+    query
+        .iter()
+        .filter(|(k, _)| k == name)
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|c| {
+            catalog
+                .concept(c)
+                .map(|c| c.uuid.clone())
+                .unwrap_or_else(|| c.to_string())
+        })
+        .collect()
+}
+
+pub async fn obs_search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Observations"])?;
+    let mut concepts = concepts_param(&state, &query, "concept");
+    concepts.extend(concepts_param(&state, &query, "concepts"));
+    let q = ObsQuery {
+        patient: param(&query, "patient")
+            .or(param(&query, "person"))
+            .map(str::to_string),
+        concepts,
+        encounter: param(&query, "encounter").map(str::to_string),
+        include_voided: flag(&query, "includeAll").unwrap_or(false),
+    };
+    if q.patient.is_none() && q.encounter.is_none() {
+        return Err(ApiError::BadRequest(
+            "Search observations by patient or encounter".into(),
+        ));
+    }
+    let rep = rep_of(&query)?;
+    let paging = Paging::from_query(&query)?;
+    let (list, page) =
+        store::list_obs(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let values = list
+        .iter()
+        .map(|o| render(&ObsRes(o), &rep, &ctx))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(ok(page_json(
+        values,
+        &page,
+        &paging,
+        &caller.request_url(&state, "/obs", &query),
+    )))
+}
+
+// Encounter roles and providers.
+
+pub async fn encounter_roles(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Encounter Roles"])?;
+    let catalog = state.catalog.load();
+    let items: Vec<NamedRes> = catalog
+        .content
+        .encounter_roles
+        .iter()
+        .filter(|r| !r.retired)
+        .map(|r| NamedRes("encounterrole", r))
+        .collect();
+    crate::api::render_list(
+        &state,
+        &caller,
+        &query,
+        "/encounterrole",
+        items.iter().map(|r| r as &dyn Resource),
+    )
+}
+
+pub async fn encounter_role(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Encounter Roles"])?;
+    let catalog = state.catalog.load();
+    let r = catalog
+        .content
+        .encounter_roles
+        .iter()
+        .find(|r| r.uuid == uuid)
+        .ok_or(ApiError::NotFound)?;
+    Ok(ok(render(
+        &NamedRes("encounterrole", r),
+        &rep_of(&query)?,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
+/// `provider?q=` (name or identifier), `provider?user=`, or every provider.
+pub async fn providers_search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Providers"])?;
+    let users = state.store.users().map_err(ApiError::internal)?;
+    let q = param(&query, "q").map(str::to_lowercase);
+    let user = param(&query, "user");
+    let items: Vec<ProviderRes> = users
+        .into_iter()
+        .filter(|u| !u.retired)
+        .filter(|u| user.is_none_or(|x| x == u.uuid))
+        .filter(|u| {
+            q.as_ref().is_none_or(|q| {
+                u.person_name.to_lowercase().contains(q)
+                    || u.system_id.to_lowercase().contains(q)
+                    || u.username.to_lowercase().contains(q)
+            })
+        })
+        .map(|u| ProviderRes {
+            uuid: crate::api::session::provider_uuid(&u),
+            user: Arc::new(u),
+        })
+        .collect();
+    crate::api::render_list(
+        &state,
+        &caller,
+        &query,
+        "/provider",
+        items.iter().map(|r| r as &dyn Resource),
+    )
+}
+
+pub async fn provider(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Providers"])?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let p = ProviderRes::find(&ctx, &uuid).ok_or(ApiError::NotFound)?;
+    Ok(ok(render(&p, &rep_of(&query)?, &ctx)?))
+}

@@ -1,0 +1,272 @@
+//! The clinical record, one module per aggregate: `visit` (visits and their attributes) and
+//! `encounter` (encounters with their observations). Each owns its record types, its redb
+//! tables and secondary indexes, its validation and its REST representations; they share
+//! what is here: who-and-when records, the index scans that page newest first, and the
+//! registry of record tables that backups and restores walk.
+//!
+//! Storage shape (see ARCHITECTURE.md, "The clinical store"): a record table maps a uuid to
+//! the record as versioned JSON; each query has an index table whose keys sort the way the
+//! query reads (`patient|datetime|uuid`) and whose one-byte value carries the flags a
+//! listing filters on (voided, ended), so a page is found by reading keys only and then
+//! reading the page's records. Index tables are derived: backups hold the records alone and
+//! a restore rebuilds the indexes from them.
+
+pub mod encounter;
+pub mod rest;
+pub mod visit;
+
+use crate::store::{StoreError, StoreResult};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+/// The flags an index entry carries.
+pub const VOIDED: u8 = 1;
+/// A visit with a stop datetime.
+pub const ENDED: u8 = 2;
+
+/// OpenMRS's daemon user, recorded as the author of what background jobs change.
+pub const DAEMON_USER: &str = "A4F30A1B-5EB9-11DF-A648-37A07F9C90FB";
+
+/// Who created a record and when, and who changed it last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Audit {
+    pub creator: String,
+    /// Index-key form (`datetime_key`).
+    pub date_created: String,
+    pub changed_by: Option<String>,
+    pub date_changed: Option<String>,
+}
+
+impl Audit {
+    pub fn new(user: &str, now: DateTime<Utc>) -> Audit {
+        Audit {
+            creator: user.into(),
+            date_created: datetime_key(now),
+            changed_by: None,
+            date_changed: None,
+        }
+    }
+
+    pub fn changed(&mut self, user: &str, now: DateTime<Utc>) {
+        self.changed_by = Some(user.into());
+        self.date_changed = Some(datetime_key(now));
+    }
+}
+
+/// A voided record is kept, with who voided it, when and why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Voiding {
+    pub voided: bool,
+    pub voided_by: Option<String>,
+    pub date_voided: Option<String>,
+    pub void_reason: Option<String>,
+}
+
+impl Voiding {
+    pub fn void(&mut self, user: &str, now: DateTime<Utc>, reason: &str) {
+        self.voided = true;
+        self.voided_by = Some(user.into());
+        self.date_voided = Some(datetime_key(now));
+        self.void_reason = Some(reason.into());
+    }
+
+    pub fn unvoid(&mut self) {
+        *self = Voiding::default();
+    }
+}
+
+/// A datetime as index keys hold it: UTC, fixed width, so that keys sort by time.
+pub fn datetime_key(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+pub fn parse_key(key: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(key)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// A datetime as clients send it: `2026-11-23T10:15:30.000+0100`, `…Z`, `…+01:00`, without
+/// a zone (UTC), or a date alone (midnight UTC).
+pub fn parse_datetime(s: &str) -> Option<DateTime<Utc>> {
+    let s = s.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+        "%Y-%m-%dT%H:%M:%S%z",
+        "%Y-%m-%d %H:%M:%S%.f%z",
+    ] {
+        if let Ok(t) = DateTime::parse_from_str(s, f) {
+            return Some(t.with_timezone(&Utc));
+        }
+    }
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+    ] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
+            return Some(t.and_utc());
+        }
+    }
+    NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+}
+
+/// A stored key-form datetime in OpenMRS's wire form (`2026-11-23T10:15:30.000+0000`).
+pub fn wire_datetime(key: &str) -> serde_json::Value {
+    crate::api::patient::format_datetime(key)
+}
+
+/// How far a client's clock may run ahead of the server's before a datetime counts as
+/// "in the future".
+pub const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
+
+/// A record table that backups dump and restores fill; `reindex` writes the index entries
+/// of one restored record.
+pub struct RecordTable {
+    pub name: &'static str,
+    pub table: TableDefinition<'static, &'static str, &'static [u8]>,
+    pub create: fn(&WriteTransaction) -> StoreResult<()>,
+    pub reindex: fn(&WriteTransaction, &[u8]) -> StoreResult<()>,
+}
+
+/// Every clinical record table, in the order a restore fills them.
+pub const RECORD_TABLES: &[RecordTable] = &[
+    visit::store::RECORDS,
+    encounter::store::ENCOUNTER_RECORDS,
+    encounter::store::OBS_RECORDS,
+];
+
+/// An index table: key → flags.
+pub type Index = TableDefinition<'static, &'static str, u8>;
+
+/// `a|b|c`
+pub fn key(parts: &[&str]) -> String {
+    parts.join("|")
+}
+
+/// Which part of a listing to read.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub start: usize,
+    pub limit: usize,
+    /// Count every match (for `totalCount`), not only up to the end of the page.
+    pub count_all: bool,
+}
+
+/// One page of a listing: the keys' last parts (uuids), whether more follow, and the total
+/// when it was counted.
+#[derive(Debug, Default)]
+pub struct Page {
+    pub uuids: Vec<String>,
+    pub more: bool,
+    pub total: Option<usize>,
+}
+
+/// Reads the entries of `index` under `prefix` (newest first when keys end in
+/// `datetime|uuid`), skipping those whose flags intersect `exclude`, and keeps the window.
+/// Only keys are read.
+pub fn scan(
+    table: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    exclude: u8,
+    newest_first: bool,
+    window: Window,
+    mut keep: impl FnMut(&str) -> bool,
+) -> StoreResult<Page> {
+    let lower = format!("{prefix}|");
+    let upper = format!("{prefix}}}"); // '}' sorts right after '|'
+    let range = table.range(lower.as_str()..upper.as_str())?;
+    let mut page = Page::default();
+    let mut matched = 0usize;
+    let mut visit = |k: &str, flags: u8| -> bool {
+        if flags & exclude != 0 || !keep(k) {
+            return true;
+        }
+        if matched >= window.start && page.uuids.len() < window.limit {
+            page.uuids
+                .push(k.rsplit('|').next().unwrap_or_default().to_string());
+        } else if matched >= window.start + window.limit {
+            page.more = true;
+            if !window.count_all {
+                return false;
+            }
+        }
+        matched += 1;
+        true
+    };
+    if newest_first {
+        for row in range.rev() {
+            let (k, v) = row?;
+            if !visit(k.value(), v.value()) {
+                break;
+            }
+        }
+    } else {
+        for row in range {
+            let (k, v) = row?;
+            if !visit(k.value(), v.value()) {
+                break;
+            }
+        }
+    }
+    if window.count_all {
+        page.total = Some(matched);
+    }
+    Ok(page)
+}
+
+pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("records serialize")
+}
+
+pub fn decode<T: for<'a> Deserialize<'a>>(table: &'static str, bytes: &[u8]) -> StoreResult<T> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        table,
+        detail: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datetimes_from_clients_in_every_form_openmrs_accepts() {
+        let want = "2026-11-23T09:15:30.000Z";
+        for s in [
+            "2026-11-23T10:15:30.000+0100",
+            "2026-11-23T10:15:30+01:00",
+            "2026-11-23T09:15:30.000Z",
+            "2026-11-23T09:15:30",
+            "2026-11-23 09:15:30",
+        ] {
+            assert_eq!(
+                parse_datetime(s).map(datetime_key).as_deref(),
+                Some(want),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            parse_datetime("2026-11-23").map(datetime_key).as_deref(),
+            Some("2026-11-23T00:00:00.000Z")
+        );
+        assert_eq!(parse_datetime("23/11/2026"), None);
+        assert_eq!(parse_datetime(""), None);
+    }
+
+    #[test]
+    fn keys_sort_by_time() {
+        let a = parse_datetime("2026-01-02T03:04:05Z").unwrap();
+        let b = parse_datetime("2026-01-02T03:04:05.001Z").unwrap();
+        assert!(datetime_key(a) < datetime_key(b));
+        assert_eq!(parse_key(&datetime_key(b)), Some(b));
+    }
+}

@@ -1,0 +1,182 @@
+//! Visits: a patient's stay at a location, of a visit type from the content, open until it
+//! is ended (`stopDatetime`). Validated as OpenMRS's `VisitValidator` does: a patient, a
+//! visit type that is not retired, a start not in the future, a stop after the start, no
+//! overlap with the patient's other visits unless `visits.allowOverlappingVisits` is true,
+//! and no encounter of the visit left outside it. Visits open longer than
+//! `visits.autoCloseVisitTimeout` hours are ended by a background job.
+
+pub mod rest;
+pub mod store;
+
+use super::{Audit, CLOCK_SKEW, DAEMON_USER, Voiding, datetime_key, parse_key};
+use crate::AppState;
+use crate::error::Invalid;
+use crate::store::StoreResult;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VisitAttributeRecord {
+    pub uuid: String,
+    pub attribute_type: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VisitRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub patient: String,
+    pub visit_type: String,
+    pub location: Option<String>,
+    pub indication: Option<String>,
+    /// Key form (`domains::datetime_key`).
+    pub start: String,
+    pub stop: Option<String>,
+    pub attributes: Vec<VisitAttributeRecord>,
+    pub audit: Audit,
+    pub voiding: Voiding,
+}
+
+impl VisitRecord {
+    pub fn is_active(&self) -> bool {
+        self.stop.is_none() && !self.voiding.voided
+    }
+
+    /// Whether `t` (key form) falls inside the visit.
+    pub fn contains(&self, t: &str) -> bool {
+        t >= self.start.as_str() && self.stop.as_deref().is_none_or(|s| t <= s)
+    }
+
+    fn overlaps(&self, other: &VisitRecord) -> bool {
+        let end = |v: &VisitRecord| v.stop.clone().unwrap_or_else(|| "9999".into());
+        self.start <= end(other) && other.start <= end(self)
+    }
+}
+
+/// Checks a visit about to be saved against the rules of the module documentation.
+/// `encounter_times` are the key-form datetimes of the visit's encounters.
+pub fn validate(
+    state: &AppState,
+    v: &VisitRecord,
+    encounter_times: &[String],
+    now: DateTime<Utc>,
+) -> StoreResult<Invalid> {
+    let mut inv = Invalid::default();
+    let catalog = state.catalog.load();
+    match catalog
+        .content
+        .visit_types
+        .iter()
+        .find(|t| t.uuid == v.visit_type)
+    {
+        None => inv.field(
+            "visitType",
+            "error.null",
+            "Visit type is required and must exist",
+        ),
+        Some(t) if t.retired => inv.field("visitType", "error.retired", "Visit type is retired"),
+        Some(_) => {}
+    }
+    if let Some(l) = &v.location
+        && catalog.location(l).is_none()
+    {
+        inv.field("location", "error.invalid", "Location does not exist");
+    }
+    let start = parse_key(&v.start);
+    if start.is_some_and(|s| s > now + CLOCK_SKEW) {
+        inv.field(
+            "startDatetime",
+            "Visit.startCannotBeInTheFuture",
+            "The start date and time cannot be in the future",
+        );
+    }
+    if let Some(stop) = &v.stop {
+        if stop < &v.start {
+            inv.field(
+                "stopDatetime",
+                "Visit.error.endDateBeforeStartDate",
+                "The stop date and time must be after the start",
+            );
+        }
+        if parse_key(stop).is_some_and(|s| s > now + CLOCK_SKEW) {
+            inv.field(
+                "stopDatetime",
+                "Visit.stopCannotBeInTheFuture",
+                "The stop date and time cannot be in the future",
+            );
+        }
+    }
+    if let Some(t) = encounter_times.iter().find(|t| !v.contains(t)) {
+        inv.field(
+            if t < &v.start {
+                "startDatetime"
+            } else {
+                "stopDatetime"
+            },
+            "Visit.encountersCannotBeBeforeStartDate",
+            "An encounter of this visit would fall outside it",
+        );
+    }
+    if !v.voiding.voided && !state.bool_setting("visits.allowOverlappingVisits", true) {
+        let others = store::visits_of(&state.store, &v.patient)?;
+        if let Some(o) = others
+            .iter()
+            .find(|o| o.uuid != v.uuid && !o.voiding.voided && o.overlaps(v))
+        {
+            inv.global(format!(
+                "This visit overlaps with another visit of the patient (started {})",
+                o.start
+            ));
+        }
+    }
+    Ok(inv)
+}
+
+/// Ends every open visit that started more than `visits.autoCloseVisitTimeout` hours
+/// before `now`; returns how many were ended. A timeout of 0, absent or unreadable turns
+/// the job off.
+pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<usize> {
+    let hours: f64 = state
+        .setting("visits.autoCloseVisitTimeout")
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|h: &f64| h.is_finite() && *h > 0.0)
+        .unwrap_or(0.0);
+    if hours == 0.0 {
+        return Ok(0);
+    }
+    let cutoff = now - chrono::Duration::milliseconds((hours * 3_600_000.0) as i64);
+    let mut closed = 0;
+    for old in store::open_visits(&state.store)? {
+        if parse_key(&old.start).is_none_or(|s| s > cutoff) {
+            break; // oldest first: the rest are younger
+        }
+        let mut v = old.clone();
+        // Now is after every encounter of the visit: encounters cannot be in the future.
+        v.stop = Some(datetime_key(now));
+        v.audit.changed(DAEMON_USER, now);
+        store::put(&state.store, Some(&old), &v)?;
+        closed += 1;
+    }
+    Ok(closed)
+}
+
+/// Runs `close_stale_visits` every `every` until the process ends.
+pub fn spawn_auto_close(state: std::sync::Arc<AppState>, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let st = state.clone();
+            match tokio::task::spawn_blocking(move || close_stale_visits(&st, Utc::now())).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(n)) => tracing::info!(
+                    closed = n,
+                    "visits left open past visits.autoCloseVisitTimeout were ended"
+                ),
+                Ok(Err(e)) => tracing::error!(%e, "the visit auto-close job failed"),
+                Err(e) => tracing::error!(%e, "the visit auto-close job panicked"),
+            }
+        }
+    });
+}

@@ -1,0 +1,514 @@
+//! `visit` (create, read, update, void, search), `visittype/{uuid}` and
+//! `visitattributetype` over REST, in OpenMRS's representations.
+
+use super::store::{self, VisitQuery};
+use super::{VisitAttributeRecord, VisitRecord};
+use crate::AppState;
+use crate::api::concept::ConceptRes;
+use crate::api::location::LocationRes;
+use crate::api::metadata::NamedRes;
+use crate::api::patient::PatientRes;
+use crate::api::{Caller, JsonBody, QueryPairs, blocking, json, ok, param};
+use crate::domains::encounter::rest::EncounterRes;
+use crate::domains::rest::{
+    audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_json, window,
+};
+use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
+use crate::error::{ApiError, ApiResult};
+use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+pub struct VisitRes<'a>(pub &'a VisitRecord);
+
+impl Resource for VisitRes<'_> {
+    fn alias(&self) -> &'static str {
+        "visit"
+    }
+    fn version(&self) -> &'static str {
+        "1.9"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, ctx: &Ctx) -> String {
+        let v = self.0;
+        let visit_type = ctx
+            .catalog
+            .content
+            .visit_types
+            .iter()
+            .find(|t| t.uuid == v.visit_type)
+            .map(|t| NamedRes("visittype", t).display(ctx))
+            .unwrap_or_default();
+        let location = v
+            .location
+            .as_deref()
+            .and_then(|l| ctx.catalog.location(l))
+            .map(|l| LocationRes(l).display(ctx));
+        let start = crate::domains::parse_key(&v.start)
+            .map(|t| t.format("%d/%m/%Y %H:%M").to_string())
+            .unwrap_or_default();
+        match location {
+            Some(l) => format!("{visit_type} @ {l} - {start}"),
+            None => format!("{visit_type} - {start}"),
+        }
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("voided", self.0.voiding.voided))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("patient", Rep::Ref),
+            ("visitType", Rep::Ref),
+            ("indication", Rep::Ref),
+            ("location", Rep::Ref),
+            ("startDatetime", Rep::Default),
+            ("stopDatetime", Rep::Default),
+            ("encounters", Rep::Ref),
+            ("attributes", Rep::Ref),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("patient", Rep::Default),
+            ("visitType", Rep::Default),
+            ("indication", Rep::Default),
+            ("location", Rep::Default),
+            ("startDatetime", Rep::Default),
+            ("stopDatetime", Rep::Default),
+            ("encounters", Rep::Default),
+            ("attributes", Rep::Default),
+            ("voided", Rep::Default),
+            ("auditInfo", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let v = self.0;
+        Some(match name {
+            "patient" => {
+                let p = ctx.store.patient(&v.patient).ok().flatten();
+                nest(p.as_ref().map(PatientRes), rep, ctx)
+            }
+            "visitType" => nest(
+                ctx.catalog
+                    .content
+                    .visit_types
+                    .iter()
+                    .find(|t| t.uuid == v.visit_type)
+                    .map(|t| NamedRes("visittype", t)),
+                rep,
+                ctx,
+            ),
+            "indication" => nest(
+                v.indication
+                    .as_deref()
+                    .and_then(|c| ctx.catalog.concept(c))
+                    .map(ConceptRes),
+                rep,
+                ctx,
+            ),
+            "location" => nest(
+                v.location
+                    .as_deref()
+                    .and_then(|l| ctx.catalog.location(l))
+                    .map(LocationRes),
+                rep,
+                ctx,
+            ),
+            "startDatetime" => wire_datetime(&v.start),
+            "stopDatetime" => v.stop.as_deref().map(wire_datetime).unwrap_or(Value::Null),
+            "encounters" => {
+                let list = crate::domains::encounter::store::of_visit(ctx.store, &v.uuid)
+                    .unwrap_or_default();
+                let res: Vec<EncounterRes> = list.iter().map(EncounterRes).collect();
+                nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
+            "attributes" => {
+                let res: Vec<VisitAttributeRes> = v
+                    .attributes
+                    .iter()
+                    .map(|a| VisitAttributeRes(&v.uuid, a))
+                    .collect();
+                nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
+            "voided" => json!(v.voiding.voided),
+            "auditInfo" => audit_info(&v.audit, ctx),
+            _ => return None,
+        })
+    }
+}
+
+/// A visit attribute. The content defines no visit attribute types yet, so none can be
+/// stored; the representation exists for when it does.
+pub struct VisitAttributeRes<'a>(pub &'a str, pub &'a VisitAttributeRecord);
+
+impl Resource for VisitAttributeRes<'_> {
+    fn alias(&self) -> &'static str {
+        "attribute"
+    }
+    fn version(&self) -> &'static str {
+        "1.9"
+    }
+    fn uuid(&self) -> String {
+        self.1.uuid.clone()
+    }
+    fn path(&self) -> String {
+        format!("visit/{}/attribute/{}", self.0, self.1.uuid)
+    }
+    fn display(&self, _: &Ctx) -> String {
+        self.1.value.clone()
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("attributeType", Rep::Ref),
+            ("value", Rep::Default),
+            ("voided", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        self.default_props()
+    }
+    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
+        Some(match name {
+            "attributeType" => json!({"uuid": self.1.attribute_type}),
+            "value" => json!(self.1.value),
+            "voided" => json!(false),
+            _ => return None,
+        })
+    }
+}
+
+const VISIT_FIELDS: &[&str] = &[
+    "patient",
+    "visitType",
+    "location",
+    "indication",
+    "startDatetime",
+    "stopDatetime",
+    "attributes",
+    "voided",
+    "uuid",
+];
+
+fn rep_of(query: &[(String, String)], default: Rep) -> ApiResult<Rep> {
+    Ok(Rep::parse(param(query, "v"))?.unwrap_or(default))
+}
+
+fn render_one(
+    state: &AppState,
+    caller: &Caller,
+    v: &VisitRecord,
+    rep: &Rep,
+    status: StatusCode,
+) -> ApiResult<Response> {
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(state, &catalog);
+    Ok(json(status, render(&VisitRes(v), rep, &ctx)?))
+}
+
+/// Applies a body's fields to a visit (creation or update).
+fn apply(v: &mut VisitRecord, body: &Map<String, Value>) -> ApiResult<()> {
+    if let Some(t) = opt_ref(body, "visitType")? {
+        v.visit_type = t;
+    }
+    if body.contains_key("location") {
+        v.location = opt_ref(body, "location")?;
+    }
+    if body.contains_key("indication") {
+        v.indication = opt_ref(body, "indication")?;
+    }
+    if let Some(start) = opt_datetime(body, "startDatetime")? {
+        v.start = start;
+    }
+    if body.contains_key("stopDatetime") {
+        v.stop = opt_datetime(body, "stopDatetime")?;
+    }
+    if let Some(attrs) = body.get("attributes") {
+        let Value::Array(attrs) = attrs else {
+            return Err(ApiError::BadRequest("attributes must be a list".into()));
+        };
+        if let Some(a) = attrs.first() {
+            let t = a
+                .get("attributeType")
+                .and_then(crate::domains::rest::ref_uuid)
+                .unwrap_or_default();
+            return Err(ApiError::BadRequest(format!(
+                "attributeType {t} does not exist: the content defines no visit attribute types"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
+    let times = crate::domains::encounter::store::times_in_visit(&state.store, &v.uuid)
+        .map_err(ApiError::internal)?;
+    let inv = super::validate(state, v, &times, Utc::now()).map_err(ApiError::internal)?;
+    if inv.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Invalid(inv))
+    }
+}
+
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Add Visits"])?;
+    only_known(&body, "visit", VISIT_FIELDS)?;
+    let user = caller.user_uuid();
+    let now = Utc::now();
+    let patient = opt_ref(&body, "patient")?
+        .ok_or_else(|| ApiError::invalid_field("patient", "error.null", "Patient is required"))?;
+    match state.store.patient(&patient).map_err(ApiError::internal)? {
+        Some(p) if !p.voided => {}
+        _ => {
+            return Err(ApiError::invalid_field(
+                "patient",
+                "error.invalid",
+                "Patient does not exist",
+            ));
+        }
+    }
+    if opt_ref(&body, "visitType")?.is_none() {
+        return Err(ApiError::invalid_field(
+            "visitType",
+            "error.null",
+            "Visit type is required",
+        ));
+    }
+    let uuid = opt_str(&body, "uuid")?.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let mut v = VisitRecord {
+        v: 1,
+        uuid,
+        patient,
+        visit_type: String::new(),
+        location: None,
+        indication: None,
+        start: datetime_key(now),
+        stop: None,
+        attributes: vec![],
+        audit: Audit::new(&user, now),
+        voiding: Voiding::default(),
+    };
+    apply(&mut v, &body)?;
+    let rep = rep_of(&query, Rep::Default)?;
+    let st = state.clone();
+    let v = blocking(move || {
+        if store::get(&st.store, &v.uuid)
+            .map_err(ApiError::internal)?
+            .is_some()
+        {
+            return Err(ApiError::BadRequest(format!(
+                "A visit with uuid {} already exists",
+                v.uuid
+            )));
+        }
+        check(&st, &v)?;
+        store::put(&st.store, None, &v).map_err(ApiError::internal)?;
+        Ok(v)
+    })
+    .await?;
+    render_one(&state, &caller, &v, &rep, StatusCode::CREATED)
+}
+
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Visits"])?;
+    only_known(&body, "visit", VISIT_FIELDS)?;
+    if body.contains_key("patient") {
+        return Err(ApiError::BadRequest(
+            "The patient of a visit cannot be changed".into(),
+        ));
+    }
+    let user = caller.user_uuid();
+    let rep = rep_of(&query, Rep::Default)?;
+    let st = state.clone();
+    let v = blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let old = store::get(&st.store, &uuid)
+            .map_err(ApiError::internal)?
+            .ok_or(ApiError::NotFound)?;
+        let mut v = old.clone();
+        apply(&mut v, &body)?;
+        if body.get("voided") == Some(&Value::Bool(false)) && v.voiding.voided {
+            v.voiding.unvoid();
+        }
+        v.audit.changed(&user, Utc::now());
+        check(&st, &v)?;
+        store::put(&st.store, Some(&old), &v).map_err(ApiError::internal)?;
+        Ok(v)
+    })
+    .await?;
+    render_one(&state, &caller, &v, &rep, StatusCode::OK)
+}
+
+pub async fn read(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Visits"])?;
+    let v = store::get(&state.store, &uuid)
+        .map_err(ApiError::internal)?
+        .ok_or(ApiError::NotFound)?;
+    render_one(
+        &state,
+        &caller,
+        &v,
+        &rep_of(&query, Rep::Default)?,
+        StatusCode::OK,
+    )
+}
+
+/// `DELETE visit/{uuid}`: voids it (with `reason`), and the encounters it holds with it;
+/// `?purge=true` removes a visit without encounters for good.
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    let purge = flag(&query, "purge").unwrap_or(false);
+    caller.require(&[if purge {
+        "Purge Visits"
+    } else {
+        "Delete Visits"
+    }])?;
+    let user = caller.user_uuid();
+    let reason = param(&query, "reason")
+        .unwrap_or("web service call")
+        .to_string();
+    let st = state.clone();
+    blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let old = store::get(&st.store, &uuid)
+            .map_err(ApiError::internal)?
+            .ok_or(ApiError::NotFound)?;
+        if purge {
+            if !crate::domains::encounter::store::times_in_visit(&st.store, &uuid)
+                .map_err(ApiError::internal)?
+                .is_empty()
+            {
+                return Err(ApiError::BadRequest(
+                    "A visit with encounters cannot be purged; void it instead".into(),
+                ));
+            }
+            return store::purge(&st.store, &old).map_err(ApiError::internal);
+        }
+        if old.voiding.voided {
+            return Ok(());
+        }
+        let mut v = old.clone();
+        v.voiding.void(&user, Utc::now(), &reason);
+        crate::domains::encounter::void_visit_encounters(&st, &old, &v, &user, &reason)
+            .map_err(ApiError::internal)
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Visits"])?;
+    let q = VisitQuery {
+        patient: param(&query, "patient").map(str::to_string),
+        include_inactive: flag(&query, "includeInactive").unwrap_or(true),
+        include_voided: flag(&query, "includeAll").unwrap_or(false),
+        from_start: match param(&query, "fromStartDate") {
+            Some(s) => Some(
+                crate::domains::parse_datetime(s)
+                    .map(datetime_key)
+                    .ok_or_else(|| {
+                        ApiError::BadRequest(format!("fromStartDate: '{s}' is not a date"))
+                    })?,
+            ),
+            None => None,
+        },
+        location: param(&query, "location").map(str::to_string),
+        visit_type: param(&query, "visitType").map(str::to_string),
+    };
+    let rep = rep_of(&query, Rep::Default)?;
+    let paging = Paging::from_query(&query)?;
+    let (visits, page) =
+        store::list(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let values = visits
+        .iter()
+        .map(|v| render(&VisitRes(v), &rep, &ctx))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(ok(page_json(
+        values,
+        &page,
+        &paging,
+        &caller.request_url(&state, "/visit", &query),
+    )))
+}
+
+pub async fn visit_type(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Visit Types"])?;
+    let catalog = state.catalog.load();
+    let t = catalog
+        .content
+        .visit_types
+        .iter()
+        .find(|t| t.uuid == uuid || t.name == uuid)
+        .ok_or(ApiError::NotFound)?;
+    Ok(ok(render(
+        &NamedRes("visittype", t),
+        &rep_of(&query, Rep::Default)?,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
+/// The content defines no visit attribute types: the list is the content's (empty), and a
+/// read finds nothing.
+pub async fn attribute_types(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Visit Attribute Types"])?;
+    crate::api::render_list(
+        &state,
+        &caller,
+        &query,
+        "/visitattributetype",
+        std::iter::empty(),
+    )
+}
+
+pub async fn attribute_type(caller: Caller, Path(_uuid): Path<String>) -> ApiResult<Response> {
+    caller.require(&["Get Visit Attribute Types"])?;
+    Err(ApiError::NotFound)
+}

@@ -1,0 +1,215 @@
+//! The visit tables: records by uuid, and three indexes — by patient (`patient|start|uuid`),
+//! by start over all patients (`all|start|uuid`), and the visits still open
+//! (`all|start|uuid`, an entry removed when the visit ends or is voided, so the active
+//! visits of a whole facility are read without scanning its history).
+
+use super::VisitRecord;
+use crate::domains::{self, ENDED, Index, Page, RecordTable, VOIDED, Window, key};
+use crate::store::{Store, StoreResult};
+use redb::{ReadableDatabase, TableDefinition, WriteTransaction};
+
+const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("visits");
+const BY_PATIENT: Index = TableDefinition::new("visits_by_patient");
+const BY_START: Index = TableDefinition::new("visits_by_start");
+const ACTIVE: Index = TableDefinition::new("visits_active");
+
+pub const RECORDS: RecordTable = RecordTable {
+    name: "visits",
+    table: TABLE,
+    create,
+    reindex,
+};
+
+fn create(txn: &WriteTransaction) -> StoreResult<()> {
+    txn.open_table(TABLE)?;
+    for index in [BY_PATIENT, BY_START, ACTIVE] {
+        txn.open_table(index)?;
+    }
+    Ok(())
+}
+
+fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
+    let v: VisitRecord = domains::decode("visits", bytes)?;
+    write_index(txn, None, &v)
+}
+
+fn flags(v: &VisitRecord) -> u8 {
+    let mut f = 0;
+    if v.voiding.voided {
+        f |= VOIDED;
+    }
+    if v.stop.is_some() {
+        f |= ENDED;
+    }
+    f
+}
+
+fn write_index(
+    txn: &WriteTransaction,
+    old: Option<&VisitRecord>,
+    new: &VisitRecord,
+) -> StoreResult<()> {
+    let mut by_patient = txn.open_table(BY_PATIENT)?;
+    let mut by_start = txn.open_table(BY_START)?;
+    let mut active = txn.open_table(ACTIVE)?;
+    if let Some(old) = old {
+        by_patient.remove(key(&[&old.patient, &old.start, &old.uuid]).as_str())?;
+        let all = key(&["all", &old.start, &old.uuid]);
+        by_start.remove(all.as_str())?;
+        active.remove(all.as_str())?;
+    }
+    let f = flags(new);
+    by_patient.insert(key(&[&new.patient, &new.start, &new.uuid]).as_str(), f)?;
+    let all = key(&["all", &new.start, &new.uuid]);
+    by_start.insert(all.as_str(), f)?;
+    if f == 0 {
+        active.insert(all.as_str(), 0)?;
+    }
+    Ok(())
+}
+
+/// Writes a visit and its index entries in the caller's transaction.
+pub fn put_in(
+    txn: &WriteTransaction,
+    old: Option<&VisitRecord>,
+    new: &VisitRecord,
+) -> StoreResult<()> {
+    txn.open_table(TABLE)?
+        .insert(new.uuid.as_str(), domains::encode(new).as_slice())?;
+    write_index(txn, old, new)
+}
+
+/// Writes a visit durably.
+pub fn put(store: &Store, old: Option<&VisitRecord>, new: &VisitRecord) -> StoreResult<()> {
+    let txn = store.db().begin_write()?;
+    put_in(&txn, old, new)?;
+    txn.commit()?;
+    Ok(())
+}
+
+pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<VisitRecord>> {
+    let txn = store.db().begin_read()?;
+    let t = txn.open_table(TABLE)?;
+    t.get(uuid)?
+        .map(|v| domains::decode("visits", v.value()))
+        .transpose()
+}
+
+/// What a visit listing asks for.
+#[derive(Debug, Default, Clone)]
+pub struct VisitQuery {
+    pub patient: Option<String>,
+    /// Ended visits too (OpenMRS's `includeInactive`, true by default).
+    pub include_inactive: bool,
+    pub include_voided: bool,
+    /// Key-form lower bound of the start.
+    pub from_start: Option<String>,
+    pub location: Option<String>,
+    pub visit_type: Option<String>,
+}
+
+/// One page of visits, newest start first.
+pub fn list(
+    store: &Store,
+    q: &VisitQuery,
+    window: Window,
+) -> StoreResult<(Vec<VisitRecord>, Page)> {
+    let txn = store.db().begin_read()?;
+    let records = txn.open_table(TABLE)?;
+    let mut exclude = 0;
+    if !q.include_voided {
+        exclude |= VOIDED;
+    }
+    if !q.include_inactive {
+        exclude |= ENDED;
+    }
+    let needs_record = q.location.is_some() || q.visit_type.is_some();
+    let keep = |k: &str| -> bool {
+        let mut parts = k.split('|');
+        let (_, start, uuid) = (
+            parts.next(),
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+        );
+        if q.from_start.as_deref().is_some_and(|from| start < from) {
+            return false;
+        }
+        if !needs_record {
+            return true;
+        }
+        let Ok(Some(bytes)) = records.get(uuid) else {
+            return false;
+        };
+        let Ok(v) = domains::decode::<VisitRecord>("visits", bytes.value()) else {
+            return false;
+        };
+        q.location
+            .as_ref()
+            .is_none_or(|l| v.location.as_ref() == Some(l))
+            && q.visit_type.as_ref().is_none_or(|t| &v.visit_type == t)
+    };
+    let page = match &q.patient {
+        Some(p) => domains::scan(&txn.open_table(BY_PATIENT)?, p, exclude, true, window, keep)?,
+        None if !q.include_inactive && !q.include_voided => {
+            domains::scan(&txn.open_table(ACTIVE)?, "all", 0, true, window, keep)?
+        }
+        None => domains::scan(
+            &txn.open_table(BY_START)?,
+            "all",
+            exclude,
+            true,
+            window,
+            keep,
+        )?,
+    };
+    let mut out = Vec::with_capacity(page.uuids.len());
+    for uuid in &page.uuids {
+        if let Some(bytes) = records.get(uuid.as_str())? {
+            out.push(domains::decode("visits", bytes.value())?);
+        }
+    }
+    Ok((out, page))
+}
+
+/// Every visit of a patient, newest first, ended ones included (for the overlap rule).
+pub fn visits_of(store: &Store, patient: &str) -> StoreResult<Vec<VisitRecord>> {
+    let q = VisitQuery {
+        patient: Some(patient.into()),
+        include_inactive: true,
+        ..VisitQuery::default()
+    };
+    let all = Window {
+        start: 0,
+        limit: usize::MAX,
+        count_all: false,
+    };
+    Ok(list(store, &q, all)?.0)
+}
+
+/// The open visits of the whole facility, oldest first, for the auto-close job.
+pub fn open_visits(store: &Store) -> StoreResult<Vec<VisitRecord>> {
+    let q = VisitQuery::default();
+    let all = Window {
+        start: 0,
+        limit: usize::MAX,
+        count_all: false,
+    };
+    let (mut v, _) = list(store, &q, all)?;
+    v.reverse();
+    Ok(v)
+}
+
+/// Removes a visit and its index entries for good (a visit without encounters).
+pub fn purge(store: &Store, v: &VisitRecord) -> StoreResult<()> {
+    let txn = store.db().begin_write()?;
+    {
+        txn.open_table(TABLE)?.remove(v.uuid.as_str())?;
+        txn.open_table(BY_PATIENT)?
+            .remove(key(&[&v.patient, &v.start, &v.uuid]).as_str())?;
+        let all = key(&["all", &v.start, &v.uuid]);
+        txn.open_table(BY_START)?.remove(all.as_str())?;
+        txn.open_table(ACTIVE)?.remove(all.as_str())?;
+    }
+    txn.commit()?;
+    Ok(())
+}

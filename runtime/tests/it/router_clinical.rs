@@ -1,0 +1,556 @@
+//! The clinical record over REST: visits, encounters with nested observations, obs, their
+//! validation, voiding, paging, privileges, and survival through backup and restore.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use runtime::auth::hash_password;
+use runtime::store::{Store, UserRecord};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const REST: &str = "/openmrs/ws/rest/v1";
+const OUTPATIENT: &str = "f19c6fdb-bd43-41e7-bb4c-cc892e489c25";
+const VITALS_TYPE: &str = "023c2721-8ffa-4ce2-a1d4-7a2a3ec45f42";
+const CONSULTATION_TYPE: &str = "91edcf31-cf56-43c3-a7d8-b8097fbd0035";
+const CLINICIAN_ROLE: &str = "39394a04-5300-4e13-8008-aefffb53df48";
+const CHIEF_COMPLAINT: &str = "0590cede-ee69-4795-85dd-c0cd699086b0";
+const HIV_DIAGNOSIS_DATE: &str = "40631b56-c082-4f20-9051-e5228e6031f0";
+
+async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
+    let r = c
+        .post(
+            &format!("{REST}/patient"),
+            &patient_body(st, "Aline", "Kabila", id),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    r.body["uuid"].as_str().unwrap().to_string()
+}
+
+fn concept_uuid(st: &runtime::AppState, reference: &str) -> String {
+    st.catalog.load().concept(reference).unwrap().uuid.clone()
+}
+
+fn ago(minutes: i64) -> String {
+    (chrono::Utc::now() - chrono::Duration::minutes(minutes))
+        .format("%Y-%m-%dT%H:%M:%S.000+0000")
+        .to_string()
+}
+
+async fn start_visit(c: &mut Client, st: &runtime::AppState, patient: &str, start: &str) -> Value {
+    let r = c
+        .post(
+            &format!("{REST}/visit"),
+            &json!({"patient": patient, "visitType": OUTPATIENT, "location": location_uuid(st, "Centre de santé Bondeko"), "startDatetime": start}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    r.body
+}
+
+#[tokio::test]
+async fn a_visit_is_started_found_as_active_and_ended() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200001").await;
+    let v = start_visit(&mut c, &st, &p, &ago(60)).await;
+    let uuid = v["uuid"].as_str().unwrap();
+    assert_eq!(
+        v["stopDatetime"],
+        Value::Null,
+        "an open visit says so explicitly"
+    );
+    assert_eq!(v["visitType"]["uuid"], OUTPATIENT);
+    assert!(
+        v["display"]
+            .as_str()
+            .unwrap()
+            .starts_with("Consultation externe @ ")
+    );
+
+    let custom = "custom:(uuid,patient:(uuid,uuid),visitType:(uuid,name,display),location:(uuid,name,display),startDatetime,stopDatetime,encounters:(uuid,encounterDatetime)";
+    let active = c
+        .get(&format!(
+            "{REST}/visit?patient={p}&includeInactive=false&v={custom}"
+        ))
+        .await;
+    assert_eq!(active.status, StatusCode::OK, "{:?}", active.body);
+    assert_eq!(active.body["results"][0]["uuid"], uuid);
+    assert_eq!(active.body["results"][0]["patient"]["uuid"], p.as_str());
+
+    // The whole facility's open visits (the service queues' metrics).
+    let all_active = c
+        .get(&format!("{REST}/visit?includeInactive=false&v=ref"))
+        .await;
+    assert_eq!(all_active.body["results"].as_array().unwrap().len(), 1);
+
+    // A second, overlapping visit is refused: the content sets allowOverlappingVisits=false.
+    let r = c
+        .post(
+            &format!("{REST}/visit"),
+            &json!({"patient": p, "visitType": OUTPATIENT, "startDatetime": ago(30)}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["error"]["globalErrors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("overlaps"),
+        "{:?}",
+        r.body
+    );
+
+    let ended = c
+        .post(
+            &format!("{REST}/visit/{uuid}"),
+            &json!({"stopDatetime": ago(1)}).to_string(),
+        )
+        .await;
+    assert_eq!(ended.status, StatusCode::OK, "{:?}", ended.body);
+    assert_ne!(ended.body["stopDatetime"], Value::Null);
+    let active = c
+        .get(&format!("{REST}/visit?patient={p}&includeInactive=false"))
+        .await;
+    assert_eq!(active.body["results"], json!([]));
+    let all = c.get(&format!("{REST}/visit?patient={p}&v=full")).await;
+    assert_eq!(all.body["results"][0]["uuid"], uuid);
+    assert_eq!(
+        all.body["results"][0]["auditInfo"]["changedBy"]["uuid"],
+        c.user_uuid().await.as_str()
+    );
+
+    // A stop before the start, a start in the future, and an unknown visit type are 400s.
+    let r = c
+        .post(
+            &format!("{REST}/visit/{uuid}"),
+            &json!({"stopDatetime": ago(120)}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["stopDatetime"][0]["code"],
+        "Visit.error.endDateBeforeStartDate"
+    );
+    let p2 = patient(&mut c, &st, "200002").await;
+    let future = (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
+    let r = c
+        .post(
+            &format!("{REST}/visit"),
+            &json!({"patient": p2, "visitType": OUTPATIENT, "startDatetime": future}).to_string(),
+        )
+        .await;
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["startDatetime"][0]["code"],
+        "Visit.startCannotBeInTheFuture"
+    );
+    let r = c
+        .post(
+            &format!("{REST}/visit"),
+            &json!({"patient": p2, "visitType": "nope"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body["error"]["fieldErrors"]["visitType"].is_array());
+    let r = c
+        .post(
+            &format!("{REST}/visit"),
+            &json!({"patient": p2, "visitType": OUTPATIENT, "colour": "red"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c.get(&format!("{REST}/visit/no-such-visit")).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_encounter_with_nested_obs_is_validated_saved_read_edited_and_voided() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200003").await;
+    let visit = start_visit(&mut c, &st, &p, &ago(90)).await;
+    let visit_uuid = visit["uuid"].as_str().unwrap();
+    let temperature = concept_uuid(&st, "DRC-EMR:5001");
+    let malaria_rdt = concept_uuid(&st, "DRC-EMR:3040");
+    let positive = concept_uuid(&st, "DRC-EMR:1004");
+    let cbc = concept_uuid(&st, "DRC-EMR:3058");
+    let haemoglobin = concept_uuid(&st, "DRC-EMR:3001");
+    let provider = c.get(&format!("{REST}/session")).await.body["currentProvider"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let body = json!({
+        "patient": p,
+        "encounterType": CONSULTATION_TYPE,
+        "encounterDatetime": ago(30),
+        "visit": visit_uuid,
+        "location": location_uuid(&st, "Centre de santé Bondeko"),
+        "encounterProviders": [{"provider": provider, "encounterRole": CLINICIAN_ROLE}],
+        "obs": [
+            {"concept": temperature, "value": 38.6},
+            {"concept": {"uuid": malaria_rdt, "display": ""}, "value": positive, "formFieldNamespace": "rfe-forms", "formFieldPath": "rfe-forms-tdr"},
+            {"concept": CHIEF_COMPLAINT, "value": "Fièvre depuis trois jours"},
+            {"concept": HIV_DIAGNOSIS_DATE, "value": "2024-03-05"},
+            {"concept": cbc, "groupMembers": [{"concept": haemoglobin, "value": "9.5"}]}
+        ]
+    });
+    let r = c
+        .post(&format!("{REST}/encounter"), &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let enc = r.body["uuid"].as_str().unwrap().to_string();
+    assert_eq!(r.body["visit"]["uuid"], visit_uuid);
+
+    let full = c.get(&format!("{REST}/encounter/{enc}?v=full")).await;
+    let obs = full.body["obs"].as_array().unwrap();
+    assert_eq!(obs.len(), 5, "top-level obs only: {obs:?}");
+    let find = |concept: &str| {
+        obs.iter()
+            .find(|o| o["concept"]["uuid"] == concept)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(find(&temperature)["value"], 38.6);
+    assert_eq!(find(&malaria_rdt)["value"]["uuid"], positive.as_str());
+    assert_eq!(find(&malaria_rdt)["formFieldPath"], "rfe-forms-tdr");
+    assert_eq!(find(CHIEF_COMPLAINT)["value"], "Fièvre depuis trois jours");
+    assert_eq!(
+        find(HIV_DIAGNOSIS_DATE)["value"],
+        "2024-03-05T00:00:00.000+0000"
+    );
+    let group_uuid = find(&cbc)["uuid"].as_str().unwrap().to_string();
+    let group = c.get(&format!("{REST}/obs/{group_uuid}?v=full")).await.body;
+    assert_eq!(group["groupMembers"][0]["value"], 9.5, "{group}");
+    assert_eq!(
+        group["groupMembers"][0]["obsGroup"]["uuid"],
+        group_uuid.as_str()
+    );
+    assert_eq!(
+        full.body["encounterProviders"][0]["provider"]["uuid"],
+        provider.as_str()
+    );
+    assert_eq!(
+        full.body["encounterProviders"][0]["encounterRole"]["uuid"],
+        CLINICIAN_ROLE
+    );
+    assert!(full.body["auditInfo"]["dateCreated"].is_string());
+
+    // The visit nests it; the patient's encounters and obs list it, newest first.
+    let v = c
+        .get(&format!(
+            "{REST}/visit/{visit_uuid}?v=custom:(uuid,encounters:(uuid,obs:(uuid,value)))"
+        ))
+        .await;
+    assert_eq!(v.body["encounters"][0]["uuid"], enc.as_str());
+    let list = c
+        .get(&format!("{REST}/encounter?patient={p}&totalCount=true"))
+        .await;
+    assert_eq!(list.body["totalCount"], 1);
+    let by_concept = c
+        .get(&format!("{REST}/obs?patient={p}&concept={temperature}"))
+        .await;
+    assert_eq!(by_concept.body["results"].as_array().unwrap().len(), 1);
+
+    // Edit: a changed value voids the old obs and records a new one pointing back to it.
+    let temp_obs = find(&temperature)["uuid"].as_str().unwrap().to_string();
+    let complaint_obs = find(CHIEF_COMPLAINT)["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/encounter/{enc}"),
+            &json!({"obs": [{"uuid": temp_obs, "concept": temperature, "value": 37.2}, {"uuid": complaint_obs, "voided": true}]}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let after = c
+        .get(&format!(
+            "{REST}/obs?patient={p}&concept={temperature}&v=full"
+        ))
+        .await;
+    let results = after.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["value"], 37.2);
+    assert_eq!(results[0]["previousVersion"]["uuid"], temp_obs.as_str());
+    let old = c.get(&format!("{REST}/obs/{temp_obs}")).await;
+    assert_eq!(old.body["voided"], true);
+    let with_voided = c
+        .get(&format!(
+            "{REST}/obs?patient={p}&concept={temperature}&includeAll=true"
+        ))
+        .await;
+    assert_eq!(with_voided.body["results"].as_array().unwrap().len(), 2);
+    let enc_now = c.get(&format!("{REST}/encounter/{enc}")).await;
+    assert_eq!(enc_now.body["obs"].as_array().unwrap().len(), 4);
+
+    // Void the encounter: it and its obs leave the lists, and are kept.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/encounter/{enc}?reason=wrong%20patient"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let list = c.get(&format!("{REST}/encounter?patient={p}")).await;
+    assert_eq!(list.body["results"], json!([]));
+    let kept = c.get(&format!("{REST}/encounter/{enc}")).await;
+    assert_eq!(kept.body["voided"], true);
+    let obs = c.get(&format!("{REST}/obs?patient={p}")).await;
+    assert_eq!(obs.body["results"], json!([]));
+}
+
+#[tokio::test]
+async fn invalid_observations_are_refused_with_the_field_named() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200004").await;
+    let temperature = concept_uuid(&st, "DRC-EMR:5001");
+    let malaria_rdt = concept_uuid(&st, "DRC-EMR:3040");
+    let haemoglobin = concept_uuid(&st, "DRC-EMR:3001");
+    let cases = [
+        (
+            json!({"concept": temperature, "value": 80}),
+            "obs[0].value",
+            "highest possible",
+        ),
+        (
+            json!({"concept": temperature, "value": "hot"}),
+            "obs[0].value",
+            "not a number",
+        ),
+        (
+            json!({"concept": malaria_rdt, "value": haemoglobin}),
+            "obs[0].value",
+            "not one of the answers",
+        ),
+        (
+            json!({"concept": "no-such-concept", "value": 1}),
+            "obs[0].concept",
+            "does not exist",
+        ),
+        (json!({"concept": temperature}), "obs[0].value", "no value"),
+    ];
+    for (obs, field, message) in cases {
+        let r = c
+            .post(
+                &format!("{REST}/encounter"),
+                &json!({"patient": p, "encounterType": VITALS_TYPE, "obs": [obs]}).to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{obs}");
+        let m = r.body["error"]["fieldErrors"][field][0]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(m.contains(message), "{obs}: {:?}", r.body);
+    }
+    // Nothing was stored by the refused requests.
+    let list = c.get(&format!("{REST}/encounter?patient={p}")).await;
+    assert_eq!(list.body["results"], json!([]));
+
+    // An encounter outside its visit, or in another patient's visit, is refused.
+    let visit = start_visit(&mut c, &st, &p, &ago(60)).await;
+    let r = c
+        .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": VITALS_TYPE, "visit": visit["uuid"], "encounterDatetime": ago(120)}).to_string())
+        .await;
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["encounterDatetime"][0]["code"],
+        "Encounter.datetimeShouldBeInVisitDatesRange"
+    );
+    let other = patient(&mut c, &st, "200005").await;
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": other, "encounterType": VITALS_TYPE, "visit": visit["uuid"]})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["visit"][0]["code"],
+        "Encounter.visit.patients.dontMatch"
+    );
+}
+
+#[tokio::test]
+async fn clinical_writes_need_their_privileges() {
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let p = patient(&mut admin, &st, "200006").await;
+    let clerk = UserRecord {
+        v: 1,
+        uuid: "0b6e5a1c-0000-4000-8000-000000000011".into(),
+        username: "accueil".into(),
+        system_id: "accueil".into(),
+        person_uuid: "0b6e5a1c-0000-4000-8000-000000000012".into(),
+        person_name: "Agent Accueil".into(),
+        password_hash: hash_password("Clerk-pass-1"),
+        roles: vec!["Application: Manages Visits".into()],
+        properties: Default::default(),
+        retired: false,
+        failed_logins: 0,
+        locked_until: None,
+    };
+    st.store.put_user(&clerk).unwrap();
+    let mut c = Client::new(st.clone());
+    c.login("accueil", "Clerk-pass-1").await;
+    // Visits are theirs to open; encounters are not.
+    start_visit(&mut c, &st, &p, &ago(10)).await;
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": VITALS_TYPE}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Add Encounters")
+    );
+    let r = c.get(&format!("{REST}/obs?patient={p}")).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let mut anon = Client::new(st.clone());
+    assert_eq!(
+        anon.get(&format!("{REST}/visit?patient={p}")).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test]
+async fn lists_page_newest_first() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200007").await;
+    let temperature = concept_uuid(&st, "DRC-EMR:5001");
+    for i in 0..5 {
+        let r = c
+            .post(
+                &format!("{REST}/encounter"),
+                &json!({"patient": p, "encounterType": VITALS_TYPE, "encounterDatetime": ago(100 - i), "obs": [{"concept": temperature, "value": 36 + i}]}).to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    let page = c
+        .get(&format!(
+            "{REST}/obs?patient={p}&concept={temperature}&limit=2&v=custom:(value)&totalCount=true"
+        ))
+        .await;
+    let values = |b: &Value| {
+        b["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["value"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(values(&page.body), [json!(40.0), json!(39.0)]);
+    assert_eq!(page.body["totalCount"], 5);
+    let next = page.body["links"][0]["uri"].as_str().unwrap();
+    assert!(next.contains("startIndex=2"), "{next}");
+    let page2 = c
+        .get(&format!(
+            "{REST}/obs?patient={p}&concept={temperature}&limit=2&v=custom:(value)&startIndex=4"
+        ))
+        .await;
+    assert_eq!(values(&page2.body), [json!(36.0)]);
+    assert!(
+        page2.body["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["rel"] != "next")
+    );
+}
+
+#[tokio::test]
+async fn visits_left_open_too_long_are_ended_by_the_auto_close_job() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let old = patient(&mut c, &st, "200008").await;
+    let recent = patient(&mut c, &st, "200009").await;
+    let old_visit = start_visit(&mut c, &st, &old, &ago(180)).await;
+    let recent_visit = start_visit(&mut c, &st, &recent, &ago(10)).await;
+    let r = c
+        .post(
+            &format!("{REST}/systemsetting/visits.autoCloseVisitTimeout"),
+            r#"{"value":"1"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let closed = runtime::domains::visit::close_stale_visits(&st, chrono::Utc::now()).unwrap();
+    assert_eq!(closed, 1);
+    let o = c
+        .get(&format!(
+            "{REST}/visit/{}?v=full",
+            old_visit["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_ne!(o.body["stopDatetime"], Value::Null);
+    assert_eq!(
+        o.body["auditInfo"]["changedBy"]["uuid"],
+        runtime::domains::DAEMON_USER
+    );
+    let r = c
+        .get(&format!(
+            "{REST}/visit/{}",
+            recent_visit["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(r.body["stopDatetime"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_backup_restores_every_visit_encounter_and_observation_with_their_indexes() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200010").await;
+    let visit = start_visit(&mut c, &st, &p, &ago(60)).await;
+    let temperature = concept_uuid(&st, "DRC-EMR:5001");
+    let r = c
+        .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": VITALS_TYPE, "visit": visit["uuid"], "obs": [{"concept": temperature, "value": 37.0}]}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let mut snapshot = Vec::new();
+    st.store.snapshot(&mut snapshot).unwrap();
+    let restored = Store::in_memory().unwrap();
+    restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
+    let st2: Arc<runtime::AppState> = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let mut c2 = Client::admin(st2.clone()).await;
+    for path in [
+        format!("{REST}/visit?patient={p}&v=full"),
+        format!("{REST}/encounter?patient={p}&v=full"),
+        format!("{REST}/obs?patient={p}&concept={temperature}&v=full"),
+        format!("{REST}/visit?includeInactive=false&v=full"),
+    ] {
+        let (a, b) = (c.get(&path).await, c2.get(&path).await);
+        assert_eq!(
+            a.body["results"].as_array().map(Vec::len),
+            Some(1),
+            "{path}"
+        );
+        assert_eq!(a.body, b.body, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn repeated_slashes_are_one_as_in_openmrs() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200011").await;
+    let r = c
+        .get(&format!("/openmrs//ws/rest/v1/visit?patient={p}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let r = c
+        .get("/openmrs/ws/rest//v1//encountertype?q=Consultation")
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let names: Vec<&str> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["display"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Consultation"]);
+}
