@@ -1,4 +1,4 @@
-//! Spanned CSV tables following the project's rules (content-format.md section 9): headers
+//! Spanned CSV tables following the project's rules (docs/content.md, "Rules the compiler enforces"): headers
 //! trimmed and case-insensitive, `_order:` / `_version:` metadata headers, short rows read
 //! as empty cells, non-empty extra cells reported, unknown columns warned once per file.
 //! Also the cell-level value parsers (booleans, lists, uuids, numbers, locales).
@@ -397,7 +397,7 @@ pub fn parse_int<T: std::str::FromStr>(
     }
 }
 
-/// The two accepted identifier shapes (content-format.md 9.5).
+/// The two accepted identifier shapes (docs/content.md, "Uuids").
 pub fn is_standard_uuid(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() != 36 {

@@ -71,17 +71,28 @@ pub fn selection_from(
     site: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Selection, String> {
-    let build_type = build_type
-        .map(str::to_string)
-        .or_else(|| env("BUILD_TYPE"))
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "distro".into());
-    let site = site
-        .map(str::to_string)
-        .or_else(|| env("MVN_PROJECT"))
-        .filter(|s| !s.is_empty());
+    let nonempty = |s: Option<String>| s.filter(|s| !s.is_empty());
+    let flag_type = nonempty(build_type.map(str::to_string));
+    let flag_site = nonempty(site.map(str::to_string));
+    // Flags win over the environment; a site in the environment does not outvote an
+    // explicit `--build-type distro`.
+    let env_site = || nonempty(env("MVN_PROJECT"));
+    let site = flag_site.clone().or_else(|| match flag_type.as_deref() {
+        Some("distro") => None,
+        _ => env_site(),
+    });
+    // A named site implies a site build.
+    let build_type = flag_type
+        .or_else(|| nonempty(env("BUILD_TYPE")))
+        .unwrap_or_else(|| if site.is_some() { "site" } else { "distro" }.into());
     match build_type.as_str() {
-        "distro" => Ok(Selection::distro()),
+        "distro" => match flag_site {
+            // Naming a site for a distribution build is a mistake worth saying.
+            Some(site) => Err(format!(
+                "--site {site} was given for a distro build: add --build-type site to check or build the site, or drop --site"
+            )),
+            None => Ok(Selection::distro()),
+        },
         "site" => Ok(Selection {
             build_type: BuildType::Site,
             site,

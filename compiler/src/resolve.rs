@@ -1,6 +1,6 @@
 //! Concept references: by uuid, then `SOURCE:CODE` (source name or HL7 code, any map
 //! type), then fully specified name in any locale, case-insensitively
-//! (content-format.md 9.6).
+//! (docs/content.md, "Rules the compiler enforces").
 
 use crate::diagnostics::{Code, Sink};
 use crate::source::Loc;

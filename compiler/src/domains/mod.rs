@@ -64,7 +64,7 @@ pub struct Loaded {
     pub opaque_files: Vec<OpaqueFile>,
 }
 
-/// Domains in Initializer's load order (content-format.md 1.3), with their file type.
+/// Domains in Initializer's load order (the OpenMRS Initializer module's documented order), with their file type.
 const DOMAINS: &[(&str, &str)] = &[
     ("conceptclasses", "csv"),
     ("conceptsources", "csv"),

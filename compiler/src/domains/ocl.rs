@@ -3,7 +3,7 @@
 //! Archives are independent, so they are inflated and parsed in parallel; the merge that
 //! follows runs in path order: a later archive replaces a concept's class, datatype,
 //! names, descriptions, numeric extras, set and retired flags, while answers, set members
-//! and mappings accumulate (content-format.md 4.21 and 9.7). Mapping targets that are not
+//! and mappings accumulate (docs/content.md, "Layers and overrides"). Mapping targets that are not
 //! known yet are retried once every archive is merged, so archive order does not decide
 //! whether a reference resolves.
 

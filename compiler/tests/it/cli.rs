@@ -170,6 +170,27 @@ fn selection_comes_from_flags_then_environment() {
     );
     let out = run_env(&[("BUILD_TYPE", "everything")], &[]);
     assert_eq!(out.status.code(), Some(2));
+    // A named site implies a site build, from the flag or the environment…
+    let out = run_env(&[], &["--site", "north"]);
+    assert!(
+        text(&out.stderr).contains("site north: 0 errors"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run_env(&[("MVN_PROJECT", "north")], &[]);
+    assert!(
+        text(&out.stderr).contains("site north: 0 errors"),
+        "{}",
+        text(&out.stderr)
+    );
+    // …and naming one for an explicit distro build is refused, never silently ignored.
+    let out = run_env(&[], &["--site", "north", "--build-type", "distro"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--build-type site"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

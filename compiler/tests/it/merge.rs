@@ -1,4 +1,4 @@
-//! How base, site, OCL and CSV definitions combine (content-format.md 9.7), and how
+//! How base, site, OCL and CSV definitions combine (docs/content.md, "Layers and overrides"), and how
 //! references resolve (9.6).
 
 use crate::fixture::materialize;
