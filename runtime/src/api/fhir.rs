@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 const TAG_SYSTEM: &str = "http://fhir.openmrs.org/ext/location-tag";
 
-fn fhir(status: StatusCode, body: Value) -> Response {
+pub fn fhir(status: StatusCode, body: Value) -> Response {
     let mut res = (status, body.to_string()).into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -24,14 +24,14 @@ fn fhir(status: StatusCode, body: Value) -> Response {
     res
 }
 
-fn not_found(kind: &str, id: &str) -> Response {
+pub fn not_found(kind: &str, id: &str) -> Response {
     fhir(
         StatusCode::NOT_FOUND,
         json!({"resourceType": "OperationOutcome", "issue": [{"severity": "error", "code": "not-found", "diagnostics": format!("Resource of type {kind} with ID {id} is not known")}]}),
     )
 }
 
-fn base(state: &AppState, caller: &Caller) -> String {
+pub fn base(state: &AppState, caller: &Caller) -> String {
     format!("{}{}/ws/fhir2/R4", caller.origin, state.config.app_path)
 }
 
@@ -62,7 +62,7 @@ fn location_json(l: &Location, catalog: &crate::catalog::Catalog) -> Value {
     r
 }
 
-fn search_bundle(
+pub fn search_bundle(
     base: &str,
     kind: &str,
     query: &[(String, String)],

@@ -22,6 +22,7 @@ pub mod user;
 use crate::AppState;
 use crate::auth::{self, Grants};
 use crate::catalog::Catalog;
+use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
 use crate::domains::visit::rest as visit;
 use crate::error::{ApiError, ApiResult, json_headers};
@@ -168,6 +169,10 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&fhir("/Location"), get(fhir::locations))
         .route(&fhir("/Location/{id}"), get(fhir::location))
         .route(&fhir("/Patient/{id}"), get(fhir::patient))
+        .route(&fhir("/Observation"), get(clinical_fhir::observations))
+        .route(&fhir("/Observation/{id}"), get(clinical_fhir::observation))
+        .route(&fhir("/Encounter"), get(clinical_fhir::encounters))
+        .route(&fhir("/Encounter/{id}"), get(clinical_fhir::encounter))
         .route(&fhir("/{*rest}"), get(fhir::other))
         .route(&top("/health/started"), get(health::started))
         .route(&top("/health/alive"), get(health::alive))

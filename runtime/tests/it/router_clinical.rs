@@ -554,3 +554,75 @@ async fn repeated_slashes_are_one_as_in_openmrs() {
         .collect();
     assert_eq!(names, ["Consultation"]);
 }
+
+#[tokio::test]
+async fn vitals_saved_without_a_visit_join_the_open_visit_and_read_back_through_fhir() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200012").await;
+    let visit = start_visit(&mut c, &st, &p, &ago(60)).await;
+    let temperature = concept_uuid(&st, "DRC-EMR:5001");
+    let pulse = concept_uuid(&st, "DRC-EMR:5004");
+    // The O3 vitals form sends no visit and no date.
+    let r = c
+        .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": VITALS_TYPE, "obs": [{"concept": temperature, "value": 39.2}, {"concept": pulse, "value": 80}]}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["visit"]["uuid"], visit["uuid"]);
+    let enc = r.body["uuid"].as_str().unwrap().to_string();
+
+    let url = format!(
+        "/openmrs/ws/fhir2/R4/Observation?subject:Patient={p}&code={temperature}%2C{pulse}&_summary=data&_sort=-date&_count=1"
+    );
+    let b = c.get(&url).await;
+    assert_eq!(b.status, StatusCode::OK, "{:?}", b.body);
+    assert_eq!(b.body["resourceType"], "Bundle");
+    assert_eq!(b.body["total"], 2);
+    assert!(
+        b.body["link"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["relation"] == "next")
+    );
+    let next = c.get(&format!("{url}&_getpagesoffset=1")).await;
+    let mut seen: Vec<Value> = vec![
+        b.body["entry"][0]["resource"].clone(),
+        next.body["entry"][0]["resource"].clone(),
+    ];
+    seen.sort_by_key(|o| o["code"]["coding"][0]["code"].as_str().unwrap().to_string());
+    let t = seen
+        .iter()
+        .find(|o| o["code"]["coding"][0]["code"] == temperature.as_str())
+        .unwrap();
+    assert_eq!(t["valueQuantity"]["value"], 39.2);
+    assert_eq!(t["valueQuantity"]["unit"], "°C");
+    assert_eq!(t["encounter"]["reference"], format!("Encounter/{enc}"));
+    assert_eq!(
+        t["interpretation"][0]["coding"][0]["code"], "H",
+        "39.2 °C is above the normal range"
+    );
+    let normal = t["referenceRange"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["type"]["coding"][0]["code"] == "normal")
+        .unwrap();
+    assert_eq!(normal["high"]["value"], 37.5);
+    let pulse_obs = seen
+        .iter()
+        .find(|o| o["code"]["coding"][0]["code"] == pulse.as_str())
+        .unwrap();
+    assert_eq!(pulse_obs["interpretation"][0]["coding"][0]["code"], "N");
+
+    let e = c
+        .get(&format!("/openmrs/ws/fhir2/R4/Encounter?subject={p}"))
+        .await;
+    assert_eq!(e.body["total"], 1);
+    assert_eq!(
+        e.body["entry"][0]["resource"]["partOf"]["reference"],
+        format!("Encounter/{}", visit["uuid"].as_str().unwrap())
+    );
+    let missing = c.get("/openmrs/ws/fhir2/R4/Observation/no-such-obs").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}

@@ -10,6 +10,7 @@
 //! observation voids it and records the new value as a new observation that points back to
 //! it (`previousVersion`), as OpenMRS does, so the history of a value is kept.
 
+pub mod fhir;
 pub mod rest;
 pub mod store;
 

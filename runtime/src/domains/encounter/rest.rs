@@ -633,6 +633,17 @@ pub async fn create(
             audit: audit.clone(),
             voiding: Voiding::default(),
         };
+        let mut e = e;
+        if e.visit.is_none() {
+            // As OpenMRS's existing-visit assignment does: the patient's open visit that
+            // holds the encounter's time, if there is one.
+            let visits = crate::domains::visit::store::visits_of(&st.store, &patient)
+                .map_err(ApiError::internal)?;
+            e.visit = visits
+                .iter()
+                .find(|v| v.is_active() && v.contains(&e.datetime))
+                .map(|v| v.uuid.clone());
+        }
         let mut inv = Invalid::default();
         let visit = load_visit(&st, &e)?;
         super::validate(&st, &e, visit.as_ref(), &mut inv);
