@@ -43,9 +43,15 @@ pub fn opt_datetime(body: &Map<String, Value>, field: &str) -> ApiResult<Option<
     }
 }
 
-/// Refuses properties a resource does not accept, as OpenMRS does.
+/// Refuses properties a resource does not accept, as OpenMRS does. The read-only
+/// properties of a representation (`display`, `links`, `resourceVersion`) are let through:
+/// the O3 form engine sends back the objects it read.
 pub fn only_known(body: &Map<String, Value>, resource: &str, known: &[&str]) -> ApiResult<()> {
-    match body.keys().find(|k| !known.contains(&k.as_str())) {
+    const READ_ONLY: &[&str] = &["display", "links", "resourceVersion"];
+    match body
+        .keys()
+        .find(|k| !known.contains(&k.as_str()) && !READ_ONLY.contains(&k.as_str()))
+    {
         Some(k) => Err(ApiError::BadRequest(format!(
             "Some properties are not allowed to be set: {k} (on {resource})"
         ))),

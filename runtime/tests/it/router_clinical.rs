@@ -189,7 +189,7 @@ async fn an_encounter_with_nested_obs_is_validated_saved_read_edited_and_voided(
         "obs": [
             {"concept": temperature, "value": 38.6},
             {"concept": {"uuid": malaria_rdt, "display": ""}, "value": positive, "formFieldNamespace": "rfe-forms", "formFieldPath": "rfe-forms-tdr"},
-            {"concept": CHIEF_COMPLAINT, "value": "Fièvre depuis trois jours"},
+            {"concept": CHIEF_COMPLAINT, "value": "Fièvre depuis trois jours", "display": "sent back as read"},
             {"concept": HIV_DIAGNOSIS_DATE, "value": "2024-03-05"},
             {"concept": cbc, "groupMembers": [{"concept": haemoglobin, "value": "9.5"}]}
         ]
