@@ -4,7 +4,7 @@
 //!   comes from the environment (`ensure_admin`).
 //! - `GET /session` with HTTP Basic logs in and sets an HttpOnly `JSESSIONID` cookie; later
 //!   requests use the cookie. Basic credentials on other requests are accepted too (curl and
-//!   scripts), each creating a session.
+//!   scripts) and authenticate that request alone, without creating a session.
 //! - After `security.allowedFailedLoginsBeforeLockout` consecutive failures (default 7) an
 //!   account is locked for `security.unlockAccountWaitingTime` minutes (default 5); every
 //!   attempt while locked fails and restarts the wait, as OpenMRS does.
