@@ -310,10 +310,23 @@ impl Paging {
             .skip(self.start)
             .take(self.limit)
             .collect();
+        let more = self.start + self.limit < total;
+        self.answer(results, more, self.total_count.then_some(total), request)
+    }
+
+    /// Builds `{results, links?, totalCount?}` from one page already cut: whether more
+    /// matches follow it, and the total when it was counted.
+    pub fn answer(
+        &self,
+        results: Vec<Value>,
+        more: bool,
+        total: Option<usize>,
+        request: &RequestUrl,
+    ) -> Value {
         let mut out = Map::new();
         out.insert("results".into(), Value::Array(results));
         let mut links = Vec::new();
-        if self.start + self.limit < total {
+        if more {
             links.push(
                 json!({"rel": "next", "uri": request.with_start(Some(self.start + self.limit))}),
             );
@@ -327,7 +340,7 @@ impl Paging {
         if !links.is_empty() {
             out.insert("links".into(), Value::Array(links));
         }
-        if self.total_count {
+        if let Some(total) = total {
             out.insert("totalCount".into(), Value::from(total));
         }
         Value::Object(out)
@@ -342,7 +355,7 @@ pub struct RequestUrl {
 }
 
 impl RequestUrl {
-    pub fn with_start(&self, start: Option<usize>) -> String {
+    fn with_start(&self, start: Option<usize>) -> String {
         let mut s = format!("{}{}?", self.base, self.path);
         for (k, v) in self.query.iter().filter(|(k, _)| k != "startIndex") {
             s.push_str(&encode(k));

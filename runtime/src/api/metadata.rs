@@ -1,8 +1,8 @@
 //! Read-only metadata and the lists the O3 screens ask for: identifier and attribute
 //! types, relationship, visit and encounter types, queues, the address template, the
 //! primary identifier type mapping, the back-end module list, and empty-but-valid lists
-//! for data this distribution does not record yet (visits, observations, relationships,
-//! queue entries, cohort memberships).
+//! for data this distribution does not record yet (relationships, queue entries, cohort
+//! memberships).
 
 use super::{Caller, QueryPairs, ok, param, render_list};
 use crate::AppState;

@@ -170,57 +170,86 @@ pub struct Page {
     pub total: Option<usize>,
 }
 
-/// Reads the entries of `index` under `prefix` (newest first when keys end in
-/// `datetime|uuid`), skipping those whose flags intersect `exclude`, and keeps the window.
-/// Only keys are read.
+/// Walks the keys of `index` under `prefix` whose flags do not intersect `exclude`, in
+/// key order or backwards (newest first when keys end in `datetime|uuid`), until `visit`
+/// answers false. Only keys are read.
+pub fn walk(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    exclude: u8,
+    newest_first: bool,
+    mut visit: impl FnMut(&str) -> bool,
+) -> StoreResult<()> {
+    let lower = format!("{prefix}|");
+    let upper = format!("{prefix}}}"); // '}' sorts right after '|'
+    let range = index.range(lower.as_str()..upper.as_str())?;
+    let rows: Box<dyn Iterator<Item = _>> = if newest_first {
+        Box::new(range.rev())
+    } else {
+        Box::new(range)
+    };
+    for row in rows {
+        let (k, flags) = row?;
+        if flags.value() & exclude == 0 && !visit(k.value()) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The last part of an index key: the record's uuid.
+fn uuid_of(key: &str) -> &str {
+    key.rsplit('|').next().unwrap_or_default()
+}
+
+/// The window of `walk`'s keys that `keep` accepts, as a page.
 pub fn scan(
-    table: &impl ReadableTable<&'static str, u8>,
+    index: &impl ReadableTable<&'static str, u8>,
     prefix: &str,
     exclude: u8,
     newest_first: bool,
     window: Window,
     mut keep: impl FnMut(&str) -> bool,
 ) -> StoreResult<Page> {
-    let lower = format!("{prefix}|");
-    let upper = format!("{prefix}}}"); // '}' sorts right after '|'
-    let range = table.range(lower.as_str()..upper.as_str())?;
     let mut page = Page::default();
     let mut matched = 0usize;
-    let mut visit = |k: &str, flags: u8| -> bool {
-        if flags & exclude != 0 || !keep(k) {
+    walk(index, prefix, exclude, newest_first, |k| {
+        if !keep(k) {
             return true;
         }
-        if matched >= window.start && page.uuids.len() < window.limit {
-            page.uuids
-                .push(k.rsplit('|').next().unwrap_or_default().to_string());
-        } else if matched >= window.start + window.limit {
-            page.more = true;
-            if !window.count_all {
-                return false;
+        if matched >= window.start {
+            if page.uuids.len() < window.limit {
+                page.uuids.push(uuid_of(k).to_string());
+            } else {
+                page.more = true;
+                if !window.count_all {
+                    return false;
+                }
             }
         }
         matched += 1;
         true
-    };
-    if newest_first {
-        for row in range.rev() {
-            let (k, v) = row?;
-            if !visit(k.value(), v.value()) {
-                break;
-            }
-        }
-    } else {
-        for row in range {
-            let (k, v) = row?;
-            if !visit(k.value(), v.value()) {
-                break;
-            }
-        }
-    }
+    })?;
     if window.count_all {
         page.total = Some(matched);
     }
     Ok(page)
+}
+
+impl Page {
+    /// The window of a list of uuids already in order.
+    pub fn cut(all: Vec<String>, window: Window) -> Page {
+        let total = all.len();
+        Page {
+            more: window.start.saturating_add(window.limit) < total,
+            total: window.count_all.then_some(total),
+            uuids: all
+                .into_iter()
+                .skip(window.start)
+                .take(window.limit)
+                .collect(),
+        }
+    }
 }
 
 pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {

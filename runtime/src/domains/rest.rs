@@ -2,8 +2,12 @@
 //! nesting of content objects, and paged answers built from an index page.
 
 use super::{Audit, Page, Window, wire_datetime};
+use crate::AppState;
+use crate::api::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Paging, Rep, RequestUrl, Resource, nested};
+use crate::repr::{Ctx, Paging, Rep, Resource, nested, render};
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 /// A reference in a request body: a uuid string, or an object with a `uuid`.
@@ -85,27 +89,48 @@ pub fn window(paging: &Paging) -> Window {
     }
 }
 
-/// `{results, links?, totalCount?}` from one page read from an index.
-pub fn page_json(values: Vec<Value>, page: &Page, paging: &Paging, request: &RequestUrl) -> Value {
-    let mut out = Map::new();
-    out.insert("results".into(), Value::Array(values));
-    let mut links = Vec::new();
-    if page.more {
-        links.push(
-            json!({"rel": "next", "uri": request.with_start(Some(paging.start + paging.limit))}),
-        );
-    }
-    if paging.start > 0 {
-        let prev = paging.start.saturating_sub(paging.limit);
-        links.push(json!({"rel": "prev", "uri": request.with_start((prev > 0).then_some(prev))}));
-    }
-    if !links.is_empty() {
-        out.insert("links".into(), Value::Array(links));
-    }
-    if let Some(total) = page.total {
-        out.insert("totalCount".into(), Value::from(total));
-    }
-    Value::Object(out)
+/// The representation a request asks for (`default` when absent).
+pub fn rep_of(query: &[(String, String)]) -> ApiResult<Rep> {
+    Ok(Rep::parse(crate::api::param(query, "v"))?.unwrap_or(Rep::Default))
+}
+
+/// One resource in `rep`, answered with `status`.
+pub fn answer(
+    state: &AppState,
+    caller: &Caller,
+    r: &dyn Resource,
+    rep: &Rep,
+    status: StatusCode,
+) -> ApiResult<Response> {
+    let catalog = state.catalog.load();
+    Ok(crate::api::json(
+        status,
+        render(r, rep, &caller.ctx(state, &catalog))?,
+    ))
+}
+
+/// One page read from an index, each item in the request's representation, with the
+/// paging links and `totalCount`.
+pub fn page_answer<R: Resource>(
+    state: &AppState,
+    caller: &Caller,
+    query: &[(String, String)],
+    path: &str,
+    paging: &Paging,
+    page: &Page,
+    items: impl IntoIterator<Item = R>,
+) -> ApiResult<Response> {
+    let rep = rep_of(query)?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(state, &catalog);
+    let values = items
+        .into_iter()
+        .map(|r| render(&r, &rep, &ctx))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let request = caller.request_url(state, path, query);
+    Ok(crate::api::ok(
+        paging.answer(values, page.more, page.total, &request),
+    ))
 }
 
 /// A boolean query parameter (`true`/`false`, any case).

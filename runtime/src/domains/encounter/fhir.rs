@@ -208,20 +208,7 @@ pub async fn observations(
             "Observation searches need a patient (subject:Patient)".into(),
         ));
     };
-    // `code=a,b` or `code=system|a`: the part after the bar, each a uuid or SOURCE:CODE.
-    let concepts: Vec<String> = query
-        .iter()
-        .filter(|(k, _)| k == "code")
-        .flat_map(|(_, v)| v.split(','))
-        .map(|c| c.rsplit('|').next().unwrap_or(c).trim())
-        .filter(|c| !c.is_empty())
-        .map(|c| {
-            catalog
-                .concept(c)
-                .map(|x| x.uuid.clone())
-                .unwrap_or_else(|| c.to_string())
-        })
-        .collect();
+    let concepts = super::concepts_param(&catalog, &query, &["code"]);
     let w = window(&query);
     let q = ObsQuery {
         patient: Some(patient),

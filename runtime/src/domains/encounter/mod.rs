@@ -19,7 +19,7 @@ use super::{Audit, CLOCK_SKEW, Voiding, datetime_key, parse_datetime};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult, Invalid};
 use crate::store::StoreResult;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -28,6 +28,10 @@ pub struct EncounterProviderRecord {
     pub uuid: String,
     pub provider: String,
     pub encounter_role: String,
+    /// The user acting as this provider, found when the encounter was written, so that
+    /// rendering reads one cached user instead of looking through every account.
+    #[serde(default)]
+    pub user: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -465,6 +469,35 @@ pub fn void_visit_encounters(
     Ok(())
 }
 
-pub fn now() -> DateTime<Utc> {
-    Utc::now()
+/// An encounter type named by uuid or name, as its uuid (unknown names pass through, for
+/// validation to refuse).
+pub fn encounter_type_uuid(catalog: &crate::catalog::Catalog, reference: &str) -> String {
+    catalog
+        .content
+        .encounter_types
+        .iter()
+        .find(|x| x.uuid == reference || x.name == reference)
+        .map_or_else(|| reference.to_string(), |x| x.uuid.clone())
+}
+
+/// The concepts a query names under `names`: repeated (`concept=a&concept=b`) or
+/// comma-separated, each a uuid or `SOURCE:CODE`, or a FHIR token `system|code`; as uuids
+/// (unknown ones pass through and match nothing).
+pub fn concepts_param(
+    catalog: &crate::catalog::Catalog,
+    query: &[(String, String)],
+    names: &[&str],
+) -> Vec<String> {
+    query
+        .iter()
+        .filter(|(k, _)| names.contains(&k.as_str()))
+        .flat_map(|(_, v)| v.split(','))
+        .map(|c| c.rsplit('|').next().unwrap_or(c).trim())
+        .filter(|c| !c.is_empty())
+        .map(|c| {
+            catalog
+                .concept(c)
+                .map_or_else(|| c.to_string(), |x| x.uuid.clone())
+        })
+        .collect()
 }

@@ -11,9 +11,10 @@ use crate::api::concept::ConceptRes;
 use crate::api::location::LocationRes;
 use crate::api::metadata::{EncounterTypeRes, NamedRes};
 use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, json, ok, param};
+use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
 use crate::domains::rest::{
-    audit_info, flag, nest, only_known, opt_datetime, opt_ref, page_json, ref_uuid, window,
+    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, page_answer, ref_uuid,
+    rep_of, window,
 };
 use crate::domains::visit::rest::VisitRes;
 use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
@@ -205,6 +206,16 @@ impl Resource for FormRefRes<'_> {
 
 pub struct EncounterProviderRes<'a>(pub &'a str, pub &'a EncounterProviderRecord);
 
+impl EncounterProviderRes<'_> {
+    fn provider(&self, ctx: &Ctx) -> Option<ProviderRes> {
+        let user = ctx.store.user_shared(self.1.user.as_deref()?).ok()??;
+        Some(ProviderRes {
+            uuid: self.1.provider.clone(),
+            user,
+        })
+    }
+}
+
 impl Resource for EncounterProviderRes<'_> {
     fn alias(&self) -> &'static str {
         "encounterprovider"
@@ -219,7 +230,8 @@ impl Resource for EncounterProviderRes<'_> {
         format!("encounter/{}/encounterprovider/{}", self.0, self.1.uuid)
     }
     fn display(&self, ctx: &Ctx) -> String {
-        let provider = ProviderRes::find(ctx, &self.1.provider)
+        let provider = self
+            .provider(ctx)
             .map(|p| p.display(ctx))
             .unwrap_or_default();
         let role = role(ctx, &self.1.encounter_role)
@@ -247,7 +259,7 @@ impl Resource for EncounterProviderRes<'_> {
     }
     fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
         Some(match name {
-            "provider" => nest(ProviderRes::find(ctx, &self.1.provider), rep, ctx),
+            "provider" => nest(self.provider(ctx), rep, ctx),
             "encounterRole" => nest(role(ctx, &self.1.encounter_role), rep, ctx),
             "voided" => json!(false),
             _ => return None,
@@ -351,7 +363,7 @@ fn value_display(o: &ObsRecord, ctx: &Ctx) -> String {
     }
 }
 
-/// `37.5`, and `72.0` as `72.0` as Java prints a double.
+/// A number as Java prints a double: `37.5`, and a whole `72` as `72.0`.
 fn format_number(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 1e15 {
         format!("{n:.1}")
@@ -518,13 +530,19 @@ const ENCOUNTER_FIELDS: &[&str] = &[
     "diagnoses",
 ];
 
-fn rep_of(query: &[(String, String)]) -> ApiResult<Rep> {
-    Ok(Rep::parse(param(query, "v"))?.unwrap_or(Rep::Default))
-}
-
-fn providers(body: &Map<String, Value>) -> ApiResult<Option<Vec<EncounterProviderRecord>>> {
+fn providers(
+    state: &AppState,
+    body: &Map<String, Value>,
+) -> ApiResult<Option<Vec<EncounterProviderRecord>>> {
     let Some(list) = body.get("encounterProviders") else {
         return Ok(None);
+    };
+    let users = state.store.users().map_err(ApiError::internal)?;
+    let user_of = |provider: &str| {
+        users
+            .iter()
+            .find(|u| crate::api::session::provider_uuid(u) == provider)
+            .map(|u| u.uuid.clone())
     };
     let Value::Array(list) = list else {
         return Err(ApiError::BadRequest(
@@ -542,6 +560,7 @@ fn providers(body: &Map<String, Value>) -> ApiResult<Option<Vec<EncounterProvide
                 .unwrap_or_else(|| UNKNOWN_ENCOUNTER_ROLE.into());
             Ok(EncounterProviderRecord {
                 uuid: uuid::Uuid::new_v4().to_string(),
+                user: user_of(&provider),
                 provider,
                 encounter_role: role,
             })
@@ -608,15 +627,7 @@ pub async fn create(
         }
         let catalog = st.catalog.load();
         let encounter_type = opt_ref(&body, "encounterType")?
-            .map(|t| {
-                catalog
-                    .content
-                    .encounter_types
-                    .iter()
-                    .find(|x| x.uuid == t || x.name == t)
-                    .map(|x| x.uuid.clone())
-                    .unwrap_or(t)
-            })
+            .map(|t| super::encounter_type_uuid(&catalog, &t))
             .unwrap_or_default();
         let e = EncounterRecord {
             v: 1,
@@ -629,7 +640,7 @@ pub async fn create(
             location: opt_ref(&body, "location")?,
             form: opt_ref(&body, "form")?,
             visit: opt_ref(&body, "visit")?,
-            providers: providers(&body)?.unwrap_or_default(),
+            providers: providers(&st, &body)?.unwrap_or_default(),
             audit: audit.clone(),
             voiding: Voiding::default(),
         };
@@ -685,11 +696,13 @@ pub async fn create(
         Ok(e)
     })
     .await?;
-    let catalog = state.catalog.load();
-    Ok(json(
+    answer(
+        &state,
+        &caller,
+        &EncounterRes(&e),
+        &rep,
         StatusCode::CREATED,
-        render(&EncounterRes(&e), &rep, &caller.ctx(&state, &catalog))?,
-    ))
+    )
 }
 
 /// `POST encounter/{uuid}`: changes the encounter's fields; in `obs`, an entry with the
@@ -735,7 +748,7 @@ pub async fn update(
         if body.contains_key("visit") {
             e.visit = opt_ref(&body, "visit")?;
         }
-        if let Some(p) = providers(&body)? {
+        if let Some(p) = providers(&st, &body)? {
             // Providers already on the encounter keep their entry.
             let mut merged = Vec::new();
             for n in p {
@@ -844,11 +857,7 @@ pub async fn update(
         Ok(e)
     })
     .await?;
-    let catalog = state.catalog.load();
-    Ok(json(
-        StatusCode::OK,
-        render(&EncounterRes(&e), &rep, &caller.ctx(&state, &catalog))?,
-    ))
+    answer(&state, &caller, &EncounterRes(&e), &rep, StatusCode::OK)
 }
 
 pub async fn read(
@@ -861,12 +870,13 @@ pub async fn read(
     let e = store::encounter(&state.store, &uuid)
         .map_err(ApiError::internal)?
         .ok_or(ApiError::NotFound)?;
-    let catalog = state.catalog.load();
-    Ok(ok(render(
+    answer(
+        &state,
+        &caller,
         &EncounterRes(&e),
         &rep_of(&query)?,
-        &caller.ctx(&state, &catalog),
-    )?))
+        StatusCode::OK,
+    )
 }
 
 /// `DELETE encounter/{uuid}`: voids it and its observations (`reason`).
@@ -939,15 +949,8 @@ pub async fn search(
     let q = EncounterQuery {
         patient: param(&query, "patient").map(str::to_string),
         visit: param(&query, "visit").map(str::to_string),
-        encounter_type: param(&query, "encounterType").map(|t| {
-            catalog
-                .content
-                .encounter_types
-                .iter()
-                .find(|x| x.uuid == t || x.name == t)
-                .map(|x| x.uuid.clone())
-                .unwrap_or_else(|| t.to_string())
-        }),
+        encounter_type: param(&query, "encounterType")
+            .map(|t| super::encounter_type_uuid(&catalog, t)),
         form: param(&query, "form").map(str::to_string),
         from: date("fromdate")?,
         to: date("todate")?.map(|t| {
@@ -964,21 +967,18 @@ pub async fn search(
             "Search encounters by patient or visit".into(),
         ));
     }
-    let rep = rep_of(&query)?;
     let paging = Paging::from_query(&query)?;
     let (list, page) =
         store::list(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
-    let ctx = caller.ctx(&state, &catalog);
-    let values = list
-        .iter()
-        .map(|e| render(&EncounterRes(e), &rep, &ctx))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(ok(page_json(
-        values,
-        &page,
+    page_answer(
+        &state,
+        &caller,
+        &query,
+        "/encounter",
         &paging,
-        &caller.request_url(&state, "/encounter", &query),
-    )))
+        &page,
+        list.iter().map(EncounterRes),
+    )
 }
 
 // Observations.
@@ -1059,11 +1059,7 @@ pub async fn obs_create(
         Ok(obs.swap_remove(0))
     })
     .await?;
-    let catalog = state.catalog.load();
-    Ok(json(
-        StatusCode::CREATED,
-        render(&ObsRes(&o), &rep, &caller.ctx(&state, &catalog))?,
-    ))
+    answer(&state, &caller, &ObsRes(&o), &rep, StatusCode::CREATED)
 }
 
 pub async fn obs_read(
@@ -1076,12 +1072,13 @@ pub async fn obs_read(
     let o = store::obs(&state.store, &uuid)
         .map_err(ApiError::internal)?
         .ok_or(ApiError::NotFound)?;
-    let catalog = state.catalog.load();
-    Ok(ok(render(
+    answer(
+        &state,
+        &caller,
         &ObsRes(&o),
         &rep_of(&query)?,
-        &caller.ctx(&state, &catalog),
-    )?))
+        StatusCode::OK,
+    )
 }
 
 pub async fn obs_delete(
@@ -1119,33 +1116,13 @@ pub async fn obs_delete(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// The concepts a request names: `concept=a&concept=b` or `concept=a,b`, as uuids or
-/// `SOURCE:CODE`.
-pub fn concepts_param(state: &AppState, query: &[(String, String)], name: &str) -> Vec<String> {
-    let catalog = state.catalog.load();
-    query
-        .iter()
-        .filter(|(k, _)| k == name)
-        .flat_map(|(_, v)| v.split(','))
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|c| {
-            catalog
-                .concept(c)
-                .map(|c| c.uuid.clone())
-                .unwrap_or_else(|| c.to_string())
-        })
-        .collect()
-}
-
 pub async fn obs_search(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
-    let mut concepts = concepts_param(&state, &query, "concept");
-    concepts.extend(concepts_param(&state, &query, "concepts"));
+    let concepts = super::concepts_param(&state.catalog.load(), &query, &["concept", "concepts"]);
     let q = ObsQuery {
         patient: param(&query, "patient")
             .or(param(&query, "person"))
@@ -1159,22 +1136,18 @@ pub async fn obs_search(
             "Search observations by patient or encounter".into(),
         ));
     }
-    let rep = rep_of(&query)?;
     let paging = Paging::from_query(&query)?;
     let (list, page) =
         store::list_obs(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let values = list
-        .iter()
-        .map(|o| render(&ObsRes(o), &rep, &ctx))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(ok(page_json(
-        values,
-        &page,
+    page_answer(
+        &state,
+        &caller,
+        &query,
+        "/obs",
         &paging,
-        &caller.request_url(&state, "/obs", &query),
-    )))
+        &page,
+        list.iter().map(ObsRes),
+    )
 }
 
 // Encounter roles and providers.

@@ -208,17 +208,12 @@ pub fn of_visit(store: &Store, visit: &str) -> StoreResult<Vec<EncounterRecord>>
 /// The datetimes (key form) of a visit's encounters that are not voided; keys only.
 pub fn times_in_visit(store: &Store, visit: &str) -> StoreResult<Vec<String>> {
     let txn = store.db().begin_read()?;
-    let t = txn.open_table(ENC_BY_VISIT)?;
-    let lower = format!("{visit}|");
-    let upper = format!("{visit}}}");
-    let mut out = Vec::new();
-    for row in t.range(lower.as_str()..upper.as_str())? {
-        let (k, f) = row?;
-        if f.value() & VOIDED == 0 {
-            out.push(k.value().split('|').nth(1).unwrap_or_default().to_string());
-        }
-    }
-    Ok(out)
+    let mut times = Vec::new();
+    domains::walk(&txn.open_table(ENC_BY_VISIT)?, visit, VOIDED, false, |k| {
+        times.push(k.split('|').nth(1).unwrap_or_default().to_string());
+        true
+    })?;
+    Ok(times)
 }
 
 /// What an encounter listing asks for.
@@ -365,42 +360,20 @@ pub fn list_obs(
             )?
         }
         (None, Some(p)) if !q.concepts.is_empty() => {
-            // Several concepts: gather each one's keys (keys only), newest first overall.
+            // Several concepts: each one's keys, merged newest first, then cut.
             let index = txn.open_table(OBS_BY_CONCEPT)?;
             let mut keys: Vec<(String, String)> = Vec::new();
             for c in &q.concepts {
-                let prefix = key(&[p, c]);
-                let lower = format!("{prefix}|");
-                let upper = format!("{prefix}}}");
-                for row in index.range(lower.as_str()..upper.as_str())? {
-                    let (k, f) = row?;
-                    if f.value() & exclude == 0 {
-                        let mut parts = k.value().rsplitn(2, '|');
-                        let uuid = parts.next().unwrap_or_default().to_string();
-                        let at = parts
-                            .next()
-                            .unwrap_or_default()
-                            .rsplit('|')
-                            .next()
-                            .unwrap_or_default()
-                            .to_string();
-                        keys.push((at, uuid));
-                    }
-                }
+                domains::walk(&index, &key(&[p, c]), exclude, false, |k| {
+                    let mut parts = k.rsplit('|');
+                    let uuid = parts.next().unwrap_or_default().to_string();
+                    let at = parts.next().unwrap_or_default().to_string();
+                    keys.push((at, uuid));
+                    true
+                })?;
             }
             keys.sort_by(|a, b| b.cmp(a));
-            let total = keys.len();
-            let uuids: Vec<String> = keys
-                .into_iter()
-                .skip(window.start)
-                .take(window.limit)
-                .map(|(_, u)| u)
-                .collect();
-            Page {
-                more: window.start.saturating_add(window.limit) < total,
-                total: window.count_all.then_some(total),
-                uuids,
-            }
+            Page::cut(keys.into_iter().map(|(_, uuid)| uuid).collect(), window)
         }
         (None, Some(p)) => domains::scan(
             &txn.open_table(OBS_BY_PATIENT)?,

@@ -16,13 +16,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VisitAttributeRecord {
-    pub uuid: String,
-    pub attribute_type: String,
-    pub value: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VisitRecord {
     pub v: u32,
     pub uuid: String,
@@ -33,7 +26,6 @@ pub struct VisitRecord {
     /// Key form (`domains::datetime_key`).
     pub start: String,
     pub stop: Option<String>,
-    pub attributes: Vec<VisitAttributeRecord>,
     pub audit: Audit,
     pub voiding: Voiding,
 }

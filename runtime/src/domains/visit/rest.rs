@@ -1,17 +1,18 @@
 //! `visit` (create, read, update, void, search), `visittype/{uuid}` and
 //! `visitattributetype` over REST, in OpenMRS's representations.
 
+use super::VisitRecord;
 use super::store::{self, VisitQuery};
-use super::{VisitAttributeRecord, VisitRecord};
 use crate::AppState;
 use crate::api::concept::ConceptRes;
 use crate::api::location::LocationRes;
 use crate::api::metadata::NamedRes;
 use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, json, ok, param};
+use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
 use crate::domains::encounter::rest::EncounterRes;
 use crate::domains::rest::{
-    audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_json, window,
+    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_answer,
+    rep_of, window,
 };
 use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
 use crate::error::{ApiError, ApiResult};
@@ -133,58 +134,10 @@ impl Resource for VisitRes<'_> {
                 let res: Vec<EncounterRes> = list.iter().map(EncounterRes).collect();
                 nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
-            "attributes" => {
-                let res: Vec<VisitAttributeRes> = v
-                    .attributes
-                    .iter()
-                    .map(|a| VisitAttributeRes(&v.uuid, a))
-                    .collect();
-                nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
-            }
+            // The content defines no visit attribute types, so a visit has none.
+            "attributes" => json!([]),
             "voided" => json!(v.voiding.voided),
             "auditInfo" => audit_info(&v.audit, ctx),
-            _ => return None,
-        })
-    }
-}
-
-/// A visit attribute. The content defines no visit attribute types yet, so none can be
-/// stored; the representation exists for when it does.
-pub struct VisitAttributeRes<'a>(pub &'a str, pub &'a VisitAttributeRecord);
-
-impl Resource for VisitAttributeRes<'_> {
-    fn alias(&self) -> &'static str {
-        "attribute"
-    }
-    fn version(&self) -> &'static str {
-        "1.9"
-    }
-    fn uuid(&self) -> String {
-        self.1.uuid.clone()
-    }
-    fn path(&self) -> String {
-        format!("visit/{}/attribute/{}", self.0, self.1.uuid)
-    }
-    fn display(&self, _: &Ctx) -> String {
-        self.1.value.clone()
-    }
-    fn default_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("attributeType", Rep::Ref),
-            ("value", Rep::Default),
-            ("voided", Rep::Default),
-        ]
-    }
-    fn full_props(&self) -> Props {
-        self.default_props()
-    }
-    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
-        Some(match name {
-            "attributeType" => json!({"uuid": self.1.attribute_type}),
-            "value" => json!(self.1.value),
-            "voided" => json!(false),
             _ => return None,
         })
     }
@@ -201,22 +154,6 @@ const VISIT_FIELDS: &[&str] = &[
     "voided",
     "uuid",
 ];
-
-fn rep_of(query: &[(String, String)], default: Rep) -> ApiResult<Rep> {
-    Ok(Rep::parse(param(query, "v"))?.unwrap_or(default))
-}
-
-fn render_one(
-    state: &AppState,
-    caller: &Caller,
-    v: &VisitRecord,
-    rep: &Rep,
-    status: StatusCode,
-) -> ApiResult<Response> {
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(state, &catalog);
-    Ok(json(status, render(&VisitRes(v), rep, &ctx)?))
-}
 
 /// Applies a body's fields to a visit (creation or update).
 fn apply(v: &mut VisitRecord, body: &Map<String, Value>) -> ApiResult<()> {
@@ -302,12 +239,11 @@ pub async fn create(
         indication: None,
         start: datetime_key(now),
         stop: None,
-        attributes: vec![],
         audit: Audit::new(&user, now),
         voiding: Voiding::default(),
     };
     apply(&mut v, &body)?;
-    let rep = rep_of(&query, Rep::Default)?;
+    let rep = rep_of(&query)?;
     let st = state.clone();
     let v = blocking(move || {
         if store::get(&st.store, &v.uuid)
@@ -324,7 +260,7 @@ pub async fn create(
         Ok(v)
     })
     .await?;
-    render_one(&state, &caller, &v, &rep, StatusCode::CREATED)
+    answer(&state, &caller, &VisitRes(&v), &rep, StatusCode::CREATED)
 }
 
 pub async fn update(
@@ -342,7 +278,7 @@ pub async fn update(
         ));
     }
     let user = caller.user_uuid();
-    let rep = rep_of(&query, Rep::Default)?;
+    let rep = rep_of(&query)?;
     let st = state.clone();
     let v = blocking(move || {
         let _one_writer = st.store.write_lock();
@@ -360,7 +296,7 @@ pub async fn update(
         Ok(v)
     })
     .await?;
-    render_one(&state, &caller, &v, &rep, StatusCode::OK)
+    answer(&state, &caller, &VisitRes(&v), &rep, StatusCode::OK)
 }
 
 pub async fn read(
@@ -373,11 +309,11 @@ pub async fn read(
     let v = store::get(&state.store, &uuid)
         .map_err(ApiError::internal)?
         .ok_or(ApiError::NotFound)?;
-    render_one(
+    answer(
         &state,
         &caller,
-        &v,
-        &rep_of(&query, Rep::Default)?,
+        &VisitRes(&v),
+        &rep_of(&query)?,
         StatusCode::OK,
     )
 }
@@ -452,22 +388,18 @@ pub async fn search(
         location: param(&query, "location").map(str::to_string),
         visit_type: param(&query, "visitType").map(str::to_string),
     };
-    let rep = rep_of(&query, Rep::Default)?;
     let paging = Paging::from_query(&query)?;
     let (visits, page) =
         store::list(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let values = visits
-        .iter()
-        .map(|v| render(&VisitRes(v), &rep, &ctx))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(ok(page_json(
-        values,
-        &page,
+    page_answer(
+        &state,
+        &caller,
+        &query,
+        "/visit",
         &paging,
-        &caller.request_url(&state, "/visit", &query),
-    )))
+        &page,
+        visits.iter().map(VisitRes),
+    )
 }
 
 pub async fn visit_type(
@@ -486,7 +418,7 @@ pub async fn visit_type(
         .ok_or(ApiError::NotFound)?;
     Ok(ok(render(
         &NamedRes("visittype", t),
-        &rep_of(&query, Rep::Default)?,
+        &rep_of(&query)?,
         &caller.ctx(&state, &catalog),
     )?))
 }
