@@ -2,11 +2,13 @@
 # Assembles and builds the OpenMRS 3 front end from npm, with pinned versions, into a folder
 # (default frontend/spa), then adds the distribution's config.json and logo.png.
 # The same steps run in frontend/Dockerfile; this script is for tests and for people
-# without Docker. Needs Node.js 20 or newer and npm. No telemetry.
+# without Docker. Needs Node.js 22 or newer and npm (tools/node.sh provides them). No telemetry.
 # Usage: bash frontend/build.sh [target-folder]
 set -euo pipefail
 cd "$(dirname "$0")"
 target=${1:-spa}
+# shellcheck source=../tools/node.sh
+source ../tools/node.sh
 export IBM_TELEMETRY_DISABLED=true
 
 # The CLI and everything it builds with come from the lockfile.

@@ -22,6 +22,7 @@ pub mod ops;
 pub mod overlay;
 pub mod repr;
 pub mod search;
+pub mod spa_pack;
 pub mod store;
 
 use arc_swap::ArcSwap;
@@ -35,6 +36,9 @@ pub use api::app;
 
 /// The bundle compiled into this binary by `build.rs`.
 pub static EMBEDDED_BUNDLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bundle.bin"));
+
+/// The O3 application packed by `build.rs` from `EMR_SPA_DIR`; empty when built without it.
+pub static EMBEDDED_SPA: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/spa.bin"));
 
 /// Settings from the environment (see the README for each variable).
 #[derive(Debug, Clone)]
@@ -55,6 +59,11 @@ pub struct Config {
     pub session_idle: Duration,
     /// `EMR_MAX_BODY_BYTES`, default 1 MiB.
     pub max_body_bytes: usize,
+    /// `EMR_SPA_DEFAULT_LOCALE`, default `fr`: the embedded front end's language until the
+    /// server says otherwise.
+    pub spa_default_locale: String,
+    /// The packed front end to serve under `spa/` (`EMBEDDED_SPA`; empty: none).
+    pub spa: &'static [u8],
 }
 
 impl Config {
@@ -91,6 +100,8 @@ impl Config {
             content_dir: var("EMR_CONTENT_DIR").map(PathBuf::from),
             session_idle: Duration::from_secs(minutes * 60),
             max_body_bytes,
+            spa_default_locale: var("EMR_SPA_DEFAULT_LOCALE").unwrap_or_else(|| "fr".into()),
+            spa: EMBEDDED_SPA,
         })
     }
 
@@ -105,6 +116,8 @@ impl Config {
             content_dir: None,
             session_idle: Duration::from_secs(1800),
             max_body_bytes: 1024 * 1024,
+            spa_default_locale: "fr".into(),
+            spa: &[],
         }
     }
 }
@@ -122,6 +135,8 @@ pub struct AppState {
     pub reload_lock: tokio::sync::Mutex<()>,
     /// Serialises password verifications of HTTP Basic credentials (see `api::basic_login`).
     pub basic_verification: tokio::sync::Mutex<()>,
+    /// The embedded O3 application, ready to serve.
+    pub spa: api::spa::Spa,
 }
 
 impl AppState {
@@ -181,6 +196,8 @@ pub enum StartError {
     Setup(#[from] auth::SetupError),
     #[error("cannot create the data directory {0}: {1}")]
     DataDir(PathBuf, std::io::Error),
+    #[error("the embedded front end is unusable: {0}")]
+    Spa(String),
 }
 
 /// What start-up did, for the start-up log line.
@@ -200,6 +217,7 @@ pub fn start(
 ) -> Result<(Arc<AppState>, StartReport), StartError> {
     let began = Instant::now();
     let catalog = Catalog::from_bytes(&bundle)?;
+    let spa = api::spa::Spa::load(&config).map_err(StartError::Spa)?;
     let dropped_settings = overlay::apply_new_bundle(&store, &catalog)?;
     let admin_created = auth::ensure_admin(
         &store,
@@ -218,6 +236,7 @@ pub fn start(
         sealed_bundle: bundle,
         reload_lock: tokio::sync::Mutex::new(()),
         basic_verification: tokio::sync::Mutex::new(()),
+        spa,
     };
     Ok((
         Arc::new(state),

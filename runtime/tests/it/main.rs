@@ -14,3 +14,4 @@ mod router_o3;
 mod router_patient;
 mod router_session;
 mod router_setting;
+mod router_spa;
