@@ -12,6 +12,9 @@ Source columns: code, class, datatype, name_en, name_fr, short_fr, units, low_no
 hi_normal, low_absolute, hi_absolute, allow_decimal, answers, members, mappings.
 `answers` and `members` list codes of the project's DRC-EMR dictionary separated by `;`
 (they become Q-AND-A and CONCEPT-SET mappings); `mappings` is `MAP-TYPE|SOURCE:CODE`.
+A concept with a `SAME-AS|CIEL:<n>` mapping is a standard concept: it takes CIEL's uuid
+form (`<n>` padded with `A` to 36 characters, e.g. 5088AAAA…), which the OpenMRS 3 modules
+and other OpenMRS tools expect by default; its names stay the project's own.
 """
 
 import argparse
@@ -57,8 +60,19 @@ COLLECTIONS = [
 ]
 
 
-def concept_uuid(code):
-    return str(uuid.uuid5(NAMESPACE, f"{SOURCE}:{code}"))
+def ciel_code(row):
+    for m in filter(None, row["mappings"].split(";")):
+        map_type, target = m.split("|")
+        if map_type == "SAME-AS" and target.startswith("CIEL:"):
+            return target.split(":", 1)[1]
+    return None
+
+
+def concept_uuid(row):
+    ciel = ciel_code(row)
+    if ciel:
+        return ciel.ljust(36, "A")
+    return str(uuid.uuid5(NAMESPACE, f"{SOURCE}:{row['code']}"))
 
 
 def concept_url(code):
@@ -117,7 +131,7 @@ def build_concept(row):
     return {
         "type": "Concept",
         "id": code,
-        "external_id": concept_uuid(code),
+        "external_id": concept_uuid(row),
         "concept_class": row["class"],
         "datatype": row["datatype"],
         "retired": False,

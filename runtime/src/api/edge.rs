@@ -105,10 +105,14 @@ where
 }
 
 /// Repeated slashes in the path count as one, as OpenMRS's servlet container treats them
-/// (the O3 chart asks for `/openmrs//ws/rest/v1/visit`); returns whether the path changed.
-pub fn collapse_slashes(req: &mut Request) -> bool {
+/// (the O3 chart asks for `/openmrs//ws/rest/v1/visit`), and an API path's trailing slash
+/// is dropped, as its servlet mapping drops it (the vitals ask for
+/// `conceptreferencerange/?patient=…`); under `spa/` a trailing slash means something.
+/// Returns whether the path changed.
+pub fn normalise_path(req: &mut Request) -> bool {
     let uri = req.uri();
-    if !uri.path().contains("//") {
+    let trailing = uri.path().ends_with('/') && uri.path().contains("/ws/");
+    if !uri.path().contains("//") && !trailing {
         return false;
     }
     let mut path = String::with_capacity(uri.path().len());
@@ -117,6 +121,10 @@ pub fn collapse_slashes(req: &mut Request) -> bool {
             path.push(c);
         }
     }
+    if trailing {
+        path.pop();
+    }
+
     if let Some(q) = uri.query() {
         path.push('?');
         path.push_str(q);

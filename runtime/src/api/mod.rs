@@ -14,8 +14,10 @@ pub mod idgen;
 pub mod location;
 pub mod metadata;
 pub mod patient;
+pub mod reference_range;
 pub mod reload;
 pub mod session;
+pub mod spa;
 pub mod systemsetting;
 pub mod user;
 
@@ -34,7 +36,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{get, post};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -149,6 +151,10 @@ pub fn app(state: Arc<AppState>) -> Router {
             empty_list("Get Patient Cohorts"),
         )
         .route(&rest("/concept"), get(concept::search))
+        .route(
+            &rest("/conceptreferencerange"),
+            get(reference_range::search),
+        )
         .route(&rest("/concept/{reference}"), get(concept::read))
         .route(&rest("/idgen/identifiersource"), get(idgen::sources))
         .route(
@@ -165,7 +171,6 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(&rest("/initializer/reload"), post(reload::reload))
         .route(&rest("/backup"), get(backup::backup))
-        .route(&rest("/{*rest}"), any(unknown_resource))
         .route(&fhir("/Location"), get(fhir::locations))
         .route(&fhir("/Location/{id}"), get(fhir::location))
         .route(&fhir("/Patient/{id}"), get(fhir::patient))
@@ -191,36 +196,48 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(&top("/frontend/config.json"), get(health::frontend_config))
         .route(&top("/frontend/logo.png"), get(health::frontend_logo))
+        .route(&top("/spa"), get(spa::redirect_to_root))
+        .route(&top("/spa/"), get(spa::index))
+        .route(&top("/spa/{*path}"), get(spa::file))
+        .route("/", get(spa::site_root))
         .method_not_allowed_fallback(method_not_allowed);
     let routes: Router = routes.with_state(state);
-    // A path that matched nothing is tried once more with its repeated slashes collapsed:
-    // only such requests pay for it, and routing itself stays one flat table.
-    let retry = routes.clone().fallback(not_found);
+    // A path that matched nothing is tried once more normalised (repeated slashes, an API
+    // path's trailing slash): only such requests pay for it, and routing stays one flat table.
+    let rest_prefix: Arc<str> = rest("/").into();
+    let prefix = rest_prefix.clone();
+    let retry = routes
+        .clone()
+        .fallback(move |req: Request| unmatched(req, prefix.clone()));
     routes
         .fallback_service(tower::service_fn(move |mut req: Request| {
             let retry = retry.clone();
+            let prefix = rest_prefix.clone();
             async move {
-                if edge::collapse_slashes(&mut req) {
+                if edge::normalise_path(&mut req) {
                     tower::ServiceExt::oneshot(retry, req).await
                 } else {
-                    Ok(not_found().await.into_response())
+                    Ok(unmatched(req, prefix).await.into_response())
                 }
             }
         }))
         .layer(edge::EdgeLayer::new(&app_path))
 }
 
-async fn unknown_resource(axum::extract::Path(rest): axum::extract::Path<String>) -> ApiError {
-    let name = rest.trim_start_matches('/').split('/').next().unwrap_or("");
-    ApiError::UnknownResource(name.to_string())
+/// What no route serves: under the REST prefix, OpenMRS's unknown-resource error naming
+/// the resource; elsewhere, not found.
+async fn unmatched(req: Request, rest_prefix: Arc<str>) -> ApiError {
+    match req.uri().path().strip_prefix(&*rest_prefix) {
+        Some(rest) => {
+            let name = rest.trim_start_matches('/').split('/').next().unwrap_or("");
+            ApiError::UnknownResource(name.to_string())
+        }
+        None => ApiError::NotFound,
+    }
 }
 
 async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
-}
-
-async fn not_found() -> ApiError {
-    ApiError::NotFound
 }
 
 /// Who is calling, established once per request by `authenticate`.

@@ -626,3 +626,71 @@ async fn vitals_saved_without_a_visit_join_the_open_visit_and_read_back_through_
     let missing = c.get("/openmrs/ws/fhir2/R4/Observation/no-such-obs").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }
+
+/// The vitals read their concepts by CIEL uuid and their ranges from
+/// `conceptreferencerange/?patient=…&concept=…` (with the slash before `?`).
+#[tokio::test]
+async fn vital_signs_carry_ciel_identifiers_and_their_reference_ranges() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let patient = patient(&mut c, &st, "100777").await;
+    // The standard concept answers by its CIEL uuid and by its CIEL mapping, with the
+    // project's French name.
+    const TEMPERATURE: &str = "5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    assert_eq!(concept_uuid(&st, "CIEL:5088"), TEMPERATURE);
+    assert_eq!(concept_uuid(&st, "DRC-EMR:5001"), TEMPERATURE);
+    let r = c
+        .get(&format!(
+            "{REST}/concept/{TEMPERATURE}?v=custom:(uuid,display,mappings:(display))"
+        ))
+        .await;
+    assert_eq!(r.body["display"], "Température (°C)");
+    let mappings: Vec<&str> = r.body["mappings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["display"].as_str())
+        .collect();
+    assert!(mappings.contains(&"CIEL: 5088"), "{mappings:?}");
+
+    // Ranges for numeric concepts only; the set and an unknown reference are left out.
+    let r = c
+        .get(&format!(
+            "{REST}/conceptreferencerange/?patient={patient}&concept={TEMPERATURE},CIEL:5087,1114AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA,CIEL:999999&v=full"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let results = r.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0]["concept"], TEMPERATURE);
+    assert_eq!(results[0]["lowNormal"], 36.5);
+    assert_eq!(results[0]["hiNormal"], 37.5);
+    assert_eq!(results[0]["hiAbsolute"], 43.0);
+    assert_eq!(results[0]["units"], "°C");
+    assert_eq!(results[0]["allowDecimal"], true);
+    assert_eq!(
+        results[1]["concept"],
+        "5087AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    );
+    assert_eq!(results[1]["allowDecimal"], false);
+
+    // Both parameters are needed; an unknown patient is not found.
+    let r = c
+        .get(&format!(
+            "{REST}/conceptreferencerange?concept={TEMPERATURE}"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("patient")
+    );
+    let r = c
+        .get(&format!(
+            "{REST}/conceptreferencerange?patient=00000000-0000-0000-0000-000000000000&concept={TEMPERATURE}"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}

@@ -117,7 +117,8 @@ const OBS_FIELDS: &[&str] = &[
 ];
 
 /// Builds one observation (and, for a group, its members after it) from a request body.
-/// `path` names the field in error messages (`obs[2].groupMembers[0]`).
+/// `path` names the field in error messages (`obs[2].groupMembers[0]`); empty for an obs
+/// posted on its own, whose fields are named bare (`value`), as OpenMRS names them.
 #[allow(clippy::too_many_arguments)]
 pub fn parse_obs(
     state: &AppState,
@@ -133,7 +134,13 @@ pub fn parse_obs(
     use crate::domains::rest::{only_known, opt_datetime, opt_ref, opt_str};
     only_known(body, "obs", OBS_FIELDS)?;
     let catalog = state.catalog.load();
-    let field = |f: &str| format!("{path}.{f}");
+    let field = |f: &str| {
+        if path.is_empty() {
+            f.to_string()
+        } else {
+            format!("{path}.{f}")
+        }
+    };
     let concept_ref = opt_ref(body, "concept")?;
     let concept = concept_ref.as_deref().and_then(|c| catalog.concept(c));
     let uuid = opt_str(body, "uuid")?.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());

@@ -1037,7 +1037,7 @@ pub async fn obs_create(
         super::parse_obs(
             &st,
             &body,
-            "obs",
+            "",
             &person,
             encounter.as_ref(),
             None,
