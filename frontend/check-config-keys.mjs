@@ -1,63 +1,146 @@
-// Checks that every key config.json gives a built front-end module is one the module's
-// configuration schema defines, so a setting put under the wrong module (or one a version
-// no longer has) fails the build instead of being ignored in the browser.
+// Checks that every setting config.json gives a built front-end module is one the module's
+// configuration schema defines, at the path it is written (`concepts.visitDiagnosesConceptUuid`
+// is not `visitDiagnosesConceptUuid`), so a setting put under the wrong module or at the
+// wrong level, or one a version no longer has, fails the build instead of being ignored
+// in the browser.
 //
-// The schema is looked for in the module's built JavaScript: a key is known when it
-// appears as an object key whose value is a schema entry (`key:{_type…`, `key:{_default…`)
-// or a group of them (`key:{child:{_type…`, a few levels deep). That is a reading of
-// minified code, not of the schema object itself: it can accept a key that only looks
-// defined, and does not reject defined ones. Modules not in the build (`"enabled": false`)
-// and the framework's own (`@openmrs/esm-styleguide`) are not checked.
+// The schemas are read from the modules' built JavaScript with a JavaScript parser (acorn):
+// a schema is an object literal whose properties hold schema entries (objects with `_type`
+// or `_default`) or groups of them. A module's extensions may define schemas of their own;
+// every schema found in the module's bundle counts, so a key of an extension's schema is
+// accepted at the module's level too. Below an entry (an array or object of `_elements`)
+// the keys are data, not settings, and are not checked. Modules not in the build
+// (`"enabled": false`), the framework's own (`@openmrs/esm-styleguide`) and the shell's
+// `core` translation overrides are not checked.
 //
 // Usage: node check-config-keys.mjs <built spa folder> <config.json>
+// Also imported by the browser test, which uses `undefinedSettings` to tell the framework's
+// false "Unknown config key" messages (a module's extension rendered before the module
+// registered its schema) from real ones.
 import { readFileSync, readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as acorn from "acorn";
 
 // Keys every module accepts (the framework's implicit schema).
 const IMPLICIT = new Set(["Display conditions", "Translation overrides", "extensionSlots", "extensions"]);
+const UNCHECKED = new Set(["@openmrs/esm-styleguide", "core"]);
 
-const [spa, configFile] = process.argv.slice(2);
-const config = JSON.parse(readFileSync(configFile, "utf8"));
-
-/** The concatenated JavaScript of a built module, or null if it is not in the build. */
-function bundleText(module) {
+/** The built JavaScript files of a module, or null if it is not in the build. */
+function bundleFiles(spa, module) {
   const prefix = "openmrs-" + module.replace(/^@openmrs\//, "").replace(/\//g, "-") + "-";
   const folders = readdirSync(spa)
     .filter((name) => name.startsWith(prefix) && statSync(join(spa, name)).isDirectory())
     .sort();
   if (folders.length === 0) return null;
-  return folders
-    .flatMap((folder) =>
-      readdirSync(join(spa, folder))
-        .filter((f) => f.endsWith(".js"))
-        .sort()
-        .map((f) => readFileSync(join(spa, folder, f), "utf8")),
-    )
-    .join("\n");
+  return folders.flatMap((folder) =>
+    readdirSync(join(spa, folder))
+      .filter((f) => f.endsWith(".js"))
+      .sort()
+      .map((f) => join(spa, folder, f)),
+  );
 }
 
-const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const keyName = (p) => p.key && (p.key.type === "Identifier" ? p.key.name : p.key.value);
+const isEntry = (o) =>
+  o.type === "ObjectExpression" && o.properties.some((p) => ["_type", "_default"].includes(keyName(p)));
+const holdsEntries = (o, depth = 0) =>
+  o.type === "ObjectExpression" &&
+  depth < 7 &&
+  (isEntry(o) || o.properties.some((p) => p.value && holdsEntries(p.value, depth + 1)));
 
-function defined(text, key) {
-  const name = escape(key);
-  // `key:{` then, within three nested objects, a schema entry's marker.
-  const pattern = new RegExp(`[{,]\\s*"?${name}"?:\\{(?:[^{}]{0,200}?:\\{){0,3}\\s*_(?:type|default|elements)\\b`);
-  return pattern.test(text);
+/** Every setting path the schemas in these files define: "a", "a.b"; entries end in "!". */
+function pathsIn(files) {
+  const paths = new Set();
+  const collect = (object, prefix) => {
+    for (const p of object.properties) {
+      const key = keyName(p);
+      if (!key || !p.value || p.value.type !== "ObjectExpression") continue;
+      const path = prefix ? `${prefix}.${key}` : key;
+      if (isEntry(p.value)) {
+        paths.add(path);
+        paths.add(path + "!");
+      } else if (holdsEntries(p.value)) {
+        paths.add(path);
+        collect(p.value, path);
+      }
+    }
+  };
+  for (const file of files) {
+    const source = readFileSync(file, "utf8");
+    let ast;
+    try {
+      ast = acorn.parse(source, { ecmaVersion: "latest", sourceType: "script" });
+    } catch {
+      try {
+        ast = acorn.parse(source, { ecmaVersion: "latest", sourceType: "module" });
+      } catch {
+        continue;
+      }
+    }
+    // Outermost object literals with at least two settings: the schemas.
+    const walk = (node) => {
+      if (!node || typeof node.type !== "string") return;
+      if (
+        node.type === "ObjectExpression" &&
+        !isEntry(node) &&
+        node.properties.filter((p) => p.value && holdsEntries(p.value)).length >= 2
+      ) {
+        collect(node, "");
+        return;
+      }
+      for (const value of Object.values(node)) {
+        if (Array.isArray(value)) value.forEach((child) => child && typeof child.type === "string" && walk(child));
+        else if (value && typeof value.type === "string") walk(value);
+      }
+    };
+    walk(ast);
+  }
+  return paths;
 }
 
-let checked = 0;
-const problems = [];
-for (const [module, settings] of Object.entries(config)) {
-  const text = bundleText(module);
-  if (text === null || typeof settings !== "object" || settings === null) continue;
-  for (const key of Object.keys(settings)) {
-    if (IMPLICIT.has(key)) continue;
-    checked += 1;
-    if (!defined(text, key)) {
-      problems.push(`${configFile}: ${module}: '${key}' is not in the module's configuration schema`);
+const cache = new Map();
+/** The setting paths a built module's schemas define, or null if it is not in the build. */
+export function schemaPaths(spa, module) {
+  const key = `${spa}\0${module}`;
+  if (!cache.has(key)) {
+    const files = bundleFiles(spa, module);
+    cache.set(key, files === null ? null : pathsIn(files));
+  }
+  return cache.get(key);
+}
+
+/** The paths of `settings` (one module's configuration) that its schemas do not define. */
+export function undefinedSettings(paths, settings, prefix = "") {
+  const missing = [];
+  for (const [key, value] of Object.entries(settings)) {
+    if (!prefix && IMPLICIT.has(key)) continue;
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (!paths.has(path)) {
+      missing.push(path);
+    } else if (!paths.has(path + "!") && value && typeof value === "object" && !Array.isArray(value)) {
+      missing.push(...undefinedSettings(paths, value, path));
     }
   }
+  return missing;
 }
-for (const p of problems) process.stderr.write(p + "\n");
-process.stdout.write(`front-end configuration: ${checked} keys checked, ${problems.length} unknown\n`);
-process.exit(problems.length ? 1 : 0);
+
+// The command line.
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const [spa, configFile] = process.argv.slice(2);
+  const config = JSON.parse(readFileSync(configFile, "utf8"));
+  let checked = 0;
+  const problems = [];
+  for (const [module, settings] of Object.entries(config)) {
+    if (UNCHECKED.has(module) || typeof settings !== "object" || settings === null) continue;
+    const paths = schemaPaths(spa, module);
+    if (paths === null) continue;
+    checked += Object.keys(settings).filter((k) => !IMPLICIT.has(k)).length;
+    for (const path of undefinedSettings(paths, settings)) {
+      problems.push(`${configFile}: ${module}: '${path}' is not in the module's configuration schema`);
+    }
+  }
+  for (const p of problems) process.stderr.write(p + "\n");
+  process.stdout.write(`front-end configuration: ${checked} keys checked, ${problems.length} unknown\n`);
+  process.exit(problems.length ? 1 : 0);
+}

@@ -315,7 +315,12 @@ impl Checker<'_> {
     }
 }
 
+/// A module name, or `core`: the O3 shell's own pseudo-module, whose only setting is
+/// `Translation overrides` of the framework's strings.
 fn is_module_key(k: &str) -> bool {
+    if k == "core" {
+        return true;
+    }
     let Some(rest) = k.strip_prefix('@') else {
         return false;
     };
@@ -352,7 +357,8 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
                         format!("Top-level key '{k}' is not a module name"),
                     )
                     .help = Some(
-                        "top-level keys are module names such as @openmrs/esm-login-app".into(),
+                        "top-level keys are module names such as @openmrs/esm-login-app, or core"
+                            .into(),
                     );
                 }
             }
@@ -438,6 +444,7 @@ mod tests {
     fn module_keys_and_kinds() {
         assert!(is_module_key("@openmrs/esm-login-app"));
         assert!(!is_module_key("openmrs/esm-login-app") && !is_module_key("@OpenMRS/x"));
+        assert!(is_module_key("core") && !is_module_key("Core"));
         assert_eq!(kind_of("visitDiagnosesConceptUuid"), "concept");
         assert_eq!(kind_of("offlineVisitTypeUuid"), "visit type");
         assert_eq!(kind_of("personAttributeUuid"), "person attribute type");

@@ -1,14 +1,20 @@
 // The receptionist's flow in the real O3 front end, in Debian's Chromium (run by run.sh).
-// Each step saves a screenshot in artifacts/; the run fails on the first broken step and
-// when the back end answered an error the browser logged.
+// Each step waits for what a user sees at that point (the fields, the chosen location, the
+// chart's widgets, loaders gone), asserts it, and only then saves its screenshot in
+// artifacts/. The run fails on the first broken step, on any error the browser's console
+// shows (an unknown configuration key, a missing translation…), and on any back-end
+// answer of 400 or more.
 import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
+import { schemaPaths } from "../check-config-keys.mjs";
+import { mkdirSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 
 const base = process.env.E2E_BASE;
 const password = process.env.E2E_PASSWORD;
 const artifacts = join(dirname(fileURLToPath(import.meta.url)), "artifacts");
+// Only this run's screenshots.
+rmSync(artifacts, { recursive: true, force: true });
 mkdirSync(artifacts, { recursive: true });
 const basic = "Basic " + Buffer.from(`admin:${password}`).toString("base64");
 
@@ -47,9 +53,30 @@ page.on("response", (r) => {
     backendErrors.push(`${r.status()} ${r.request().method()} ${r.url()}`);
   }
 });
+// The framework (10.0.0) checks a module's settings against the module's schema when it
+// renders one of the module's extensions, even before the module has registered that
+// schema (its settings are applied once it has): "Unknown config key" then names a setting
+// that is defined. Such a message passes only if the built module's schema, read as the
+// build's check reads it, defines that exact path; any other console error fails the step.
+const spaDir = process.env.E2E_SPA_DIR;
+function knownSetting(message) {
+  const m = message.match(/^Unknown config key '(@[^/]+\/[^.]+)\.(.+)' provided\. Ignoring\.$/);
+  if (!m || !spaDir) return false;
+  const paths = schemaPaths(spaDir, m[1]);
+  return paths !== null && paths.has(m[2]);
+}
+const consoleErrors = [];
+const raceNotes = new Set();
 page.on("console", (m) => {
-  if (m.type() === "error") console.log(`  console error: ${m.text().slice(0, 300)}`);
+  if (m.type() !== "error") return;
+  const text = m.text();
+  if (knownSetting(text)) raceNotes.add(text);
+  else consoleErrors.push(`${text.slice(0, 300)}${m.location()?.url ? ` (${m.location().url})` : ""}`);
 });
+page.on("pageerror", (e) => consoleErrors.push(`uncaught: ${e.message.slice(0, 300)}`));
+
+// The widgets the chart's summary shows with the modules in frontend/spa-modules.json.
+const summaryWidgets = ["Signes vitaux", "Biométrie", "Enregistrer les signes vitaux"];
 
 let n = 0;
 let passed = 0;
@@ -58,6 +85,9 @@ async function step(name, fn) {
   const shot = join(artifacts, `${String(n).padStart(2, "0")}-${name}.png`);
   try {
     await fn();
+    await settled();
+    if (consoleErrors.length > 0) throw new Error(`the console showed errors:\n  ${consoleErrors.join("\n  ")}`);
+    if (backendErrors.length > 0) throw new Error(`the back end answered errors:\n  ${backendErrors.join("\n  ")}`);
     await page.screenshot({ path: shot });
     passed += 1;
     console.log(`ok ${n}: ${name}`);
@@ -71,10 +101,23 @@ async function step(name, fn) {
   }
 }
 const visible = (locator) => locator.first().waitFor({ state: "visible", timeout: 30000 });
+// No loader, skeleton or progress indicator left on the page: what the screenshot shows is
+// what the user sees once the screen has loaded.
+const settled = () =>
+  page.waitForFunction(
+    () => {
+      const busy = document.querySelectorAll('.cds--skeleton, [class*="skeleton"], .cds--loading, .cds--inline-loading, [aria-busy="true"]');
+      return [...busy].every((e) => e.offsetParent === null);
+    },
+    null,
+    { timeout: 30000 },
+  );
 
 await step("login-page-in-french", async () => {
   await page.goto(`${base}/openmrs/spa/login`);
   await visible(page.getByText("Nom d'utilisateur"));
+  await visible(page.getByRole("img", { name: "DSE RDC" }));
+  await visible(page.getByRole("button", { name: /Continuer/ }));
   if ((await page.evaluate(() => document.documentElement.lang)) !== "fr") throw new Error("the page is not in French");
 });
 
@@ -84,13 +127,18 @@ await step("log-in", async () => {
   await page.locator("input#password").fill(password);
   await page.getByRole("button", { name: "Connexion" }).click();
   await page.waitForURL(/\/login\/location/, { timeout: 30000 });
+  // The location picker lists the content's login locations.
+  await visible(page.getByText("Bondeko - Accueil"));
+  await visible(page.getByRole("button", { name: "Valider" }));
 });
 
 await step("choose-location", async () => {
-  await visible(page.getByText("Bondeko - Accueil"));
   await page.getByText("Bondeko - Accueil").click();
   await page.getByRole("button", { name: "Valider" }).click();
   await page.waitForURL(/\/home/, { timeout: 30000 });
+  // The home page, with the chosen location in the header.
+  await visible(page.getByRole("button", { name: /Rechercher un patient/i }));
+  await visible(page.locator("header").getByText("Bondeko - Accueil"));
 });
 
 await step("search-without-accents", async () => {
@@ -100,7 +148,7 @@ await step("search-without-accents", async () => {
 });
 
 let chartUrl;
-await step("register-a-patient", async () => {
+await step("registration-form", async () => {
   await page.goto(`${base}/openmrs/spa/patient-registration`);
   await visible(page.locator("input#givenName"));
   await page.locator("input#givenName").fill("Grâce");
@@ -112,17 +160,32 @@ await step("register-a-patient", async () => {
   // The province is required by the address template; the hierarchy suggests it.
   await page.getByLabel("Province").fill("Kinshasa");
   await page.keyboard.press("Escape");
+  // The form as filled, before it is sent.
+  for (const [field, value] of [["input#givenName", "Grâce"], ["input#familyName", "Kapinga"]]) {
+    const got = await page.locator(field).inputValue();
+    if (got !== value) throw new Error(`${field} holds "${got}", not "${value}"`);
+  }
+  if ((await page.getByLabel("Âge estimé en années").inputValue()) !== "34") throw new Error("the estimated age was not kept");
+  await visible(page.getByRole("button", { name: /Enregistrer le patient/ }));
+});
+
+await step("register-a-patient", async () => {
   await page.getByRole("button", { name: /Enregistrer le patient/ }).click();
   await page.waitForURL(/\/patient\/[0-9a-f-]{36}\/chart/, { timeout: 30000 });
   chartUrl = page.url();
-});
-
-await step("chart-banner", async () => {
+  // The chart opens on the new patient, with the identifier the server generated.
   await visible(page.getByText("Grâce Kapinga"));
   const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
   const patient = await api("GET", `patient/${uuid}`);
   const generated = patient.identifiers[0].display.split(" = ")[1];
   await visible(page.getByText(generated));
+});
+
+await step("chart-summary", async () => {
+  // The chart's navigation and the summary's widgets, each loaded.
+  await visible(page.getByRole("link", { name: "Résumé patient" }));
+  await visible(page.getByRole("link", { name: "Visites" }));
+  for (const widget of summaryWidgets) await visible(page.getByText(widget, { exact: true }));
 });
 
 await step("switch-to-english", async () => {
@@ -145,9 +208,5 @@ await step("log-out", async () => {
 });
 
 await browser.close();
-if (backendErrors.length > 0) {
-  console.log("the back end answered errors the browser logged:\n  " + backendErrors.join("\n  "));
-  console.log(`e2e: ${passed} passed, 1 failed`);
-  process.exit(1);
-}
+for (const note of raceNotes) console.log(`  note: defined in the module's schema, reported before it loaded: ${note}`);
 console.log(`e2e: ${passed} passed, 0 failed`);

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# End-to-end test of the real O3 front end in a real browser:
-# builds the SPA from npm (pinned), fills its placeholders as the front-end container does,
-# serves it with the front-end and gateway nginx configurations (Debian's nginx) in front
-# of a real runtime, and drives Debian's Chromium with playwright-core through the flow:
-# French login page, login, location, search, registration with a generated identifier,
-# the chart banner, English, logout. Screenshots go to frontend/e2e/artifacts/.
-# Usage: bash frontend/e2e/run.sh [path/to/runtime]
+# End-to-end test of the real O3 front end in a real browser, driving Debian's Chromium
+# with playwright-core (flow.mjs) through login, location, search, registration, the chart,
+# the language switch and logout. Screenshots go to frontend/e2e/artifacts/.
+#
+# Two ways to run the distribution, as it is deployed:
+# - default: the README's first command, `bash run.sh` (one binary serving the API and
+#   the embedded front end), started exactly as a newcomer starts it, on a free port;
+# - E2E_VIA=gateway: the compose layout without Docker: the given runtime binary, the
+#   front end served by frontend/nginx.conf.template with its placeholders filled as its
+#   container fills them, and gateway/default.conf.template in front, in Debian's nginx.
+# Usage: bash frontend/e2e/run.sh                          (one binary)
+#        E2E_VIA=gateway bash frontend/e2e/run.sh [runtime]  (gateway; needs frontend/spa)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root"
 
-bin=${1:-target/debug/runtime}
-[ -x "$bin" ] || cargo build -q -p runtime
 command -v chromium >/dev/null || { echo "chromium is missing: apt-get install chromium" >&2; exit 1; }
 export IBM_TELEMETRY_DISABLED=true PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+# shellcheck source=../../tools/node.sh
+source "$root/tools/node.sh"
 [ -d "$here/node_modules/playwright-core" ] || (cd "$here" && npm ci --no-audit --no-fund)
 
 work=$(mktemp -d)
@@ -23,26 +28,26 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# The front end, built and started as its container does (SPA_DEFAULT_LOCALE unset: French).
-spa="${E2E_SPA:-$root/frontend/spa}"
-if [ ! -f "$spa/index.html" ] || [ -n "$(find frontend/config frontend/spa-modules.json frontend/package-lock.json -newer "$spa/index.html" 2>/dev/null)" ]; then
-  bash frontend/build.sh "$spa" >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
-fi
-cp -r "$spa" "$work/spa"
-SPA_CONFIG_URLS=/openmrs/frontend/config.json sh frontend/startup.sh "$work/spa"
-
-backend_port=$(free_port); frontend_port=$(free_port); gateway_port=$(free_port)
 export E2E_PASSWORD="E2e-$RANDOM-password"
-EMR_DATA_DIR="$work/data" EMR_LISTEN="127.0.0.1:$backend_port" EMR_ADMIN_PASSWORD="$E2E_PASSWORD" EMR_LOG=warn "$bin" &
-pids+=($!)
 
-# Both nginx configurations, rendered as their images render them, in one nginx.
-export NGINX_PORT="$frontend_port" SPA_ROOT="$work/spa"
-envsubst '${NGINX_PORT} ${SPA_ROOT}' < frontend/nginx.conf.template > "$work/frontend.conf"
-export NGINX_PORT="$gateway_port" BACKEND_URL="http://127.0.0.1:$backend_port" FRONTEND_URL="http://127.0.0.1:$frontend_port" FRAME_ANCESTORS="'self'"
-envsubst '${NGINX_PORT} ${BACKEND_URL} ${FRONTEND_URL} ${FRAME_ANCESTORS}' < gateway/default.conf.template > "$work/gateway.conf"
-cat > "$work/nginx.conf" <<CONF
+if [ "${E2E_VIA:-one-binary}" = gateway ]; then
+  bin=${1:-target/debug/runtime}
+  [ -x "$bin" ] || cargo build -q -p runtime
+  spa="${E2E_SPA:-$root/frontend/spa}"
+  [ -f "$spa/index.html" ] || { echo "no built front end in $spa: run bash run.sh or bash frontend/build.sh first" >&2; exit 1; }
+  cp -r "$spa" "$work/spa"
+  SPA_CONFIG_URLS=/openmrs/frontend/config.json sh frontend/startup.sh "$work/spa"
+
+  backend_port=$(free_port); frontend_port=$(free_port); gateway_port=$(free_port)
+  EMR_DATA_DIR="$work/data" EMR_LISTEN="127.0.0.1:$backend_port" EMR_ADMIN_PASSWORD="$E2E_PASSWORD" EMR_LOG=warn "$bin" &
+  pids+=($!)
+
+  # Both nginx configurations, rendered as their images render them, in one nginx.
+  export NGINX_PORT="$frontend_port" SPA_ROOT="$work/spa"
+  envsubst '${NGINX_PORT} ${SPA_ROOT}' < frontend/nginx.conf.template > "$work/frontend.conf"
+  export NGINX_PORT="$gateway_port" BACKEND_URL="http://127.0.0.1:$backend_port" FRONTEND_URL="http://127.0.0.1:$frontend_port" FRAME_ANCESTORS="'self'"
+  envsubst '${NGINX_PORT} ${BACKEND_URL} ${FRONTEND_URL} ${FRAME_ANCESTORS}' < gateway/default.conf.template > "$work/gateway.conf"
+  cat > "$work/nginx.conf" <<CONF
 daemon off;
 pid $work/nginx.pid;
 error_log $work/nginx-error.log warn;
@@ -59,12 +64,24 @@ http {
     include $work/gateway.conf;
 }
 CONF
-nginx -c "$work/nginx.conf" -p "$work" &
-pids+=($!)
+  nginx -c "$work/nginx.conf" -p "$work" &
+  pids+=($!)
+  export E2E_BASE="http://127.0.0.1:$gateway_port" E2E_SPA_DIR="$spa"
+  wait_seconds=30
+else
+  # The README's first command, as written there, with a port and data folder of its own.
+  port=$(free_port)
+  EMR_ADMIN_PASSWORD="$E2E_PASSWORD" EMR_LISTEN="127.0.0.1:$port" EMR_DATA_DIR="$work/data" EMR_LOG=warn \
+    bash run.sh > >(sed 's/^/  run.sh: /') 2>&1 &
+  pids+=($!)
+  export E2E_BASE="http://127.0.0.1:$port" E2E_SPA_DIR="$root/frontend/spa"
+  # run.sh builds what is out of date first: the first time on a fresh machine, minutes.
+  wait_seconds=3600
+fi
 
-export E2E_BASE="http://127.0.0.1:$gateway_port"
-for _ in $(seq 300); do
+for _ in $(seq $((wait_seconds * 10))); do
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$E2E_BASE/openmrs/login.htm" || true)" = 200 ] && break
+  kill -0 "${pids[0]}" 2>/dev/null || { echo "the distribution stopped before answering" >&2; exit 1; }
   sleep 0.1
 done
 

@@ -140,21 +140,22 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// A setting's value: the API-made one, else the content's.
+    /// A setting's value: the API-made one, else the content's, else OpenMRS's built-in
+    /// default (`api::systemsetting::BUILT_IN`).
     pub fn setting(&self, property: &str) -> Option<String> {
-        match self.store.setting_shared(property) {
-            Ok(Some(s)) => Some(s.value.clone()),
-            Ok(None) => self
-                .catalog
+        let from_content = || {
+            self.catalog
                 .load()
                 .global_property(property)
-                .map(|g| g.value.clone()),
+                .map(|g| g.value.clone())
+                .or_else(|| api::systemsetting::built_in_default(property).map(str::to_string))
+        };
+        match self.store.setting_shared(property) {
+            Ok(Some(s)) => Some(s.value.clone()),
+            Ok(None) => from_content(),
             Err(e) => {
                 tracing::error!(%e, property, "cannot read a setting; using the content's value");
-                self.catalog
-                    .load()
-                    .global_property(property)
-                    .map(|g| g.value.clone())
+                from_content()
             }
         }
     }

@@ -1,5 +1,6 @@
 //! `systemsetting`: the content's global properties overlaid with values set through the
-//! API (which are stored, with the fingerprint of the content value they replaced).
+//! API (which are stored, with the fingerprint of the content value they replaced), over the
+//! defaults of OpenMRS's built-in settings that the O3 modules read (`BUILT_IN`).
 
 use super::{Caller, JsonBody, QueryPairs, blocking, ok, param};
 use crate::AppState;
@@ -19,6 +20,45 @@ pub struct Setting {
     pub property: String,
     pub value: String,
     pub description: Option<String>,
+}
+
+/// Settings OpenMRS core and its modules define with a default at start-up, which the O3
+/// modules read (`visits.enabled` hides the visit screens when missing): (property, default,
+/// description). The content may set any of them; its value then wins.
+pub const BUILT_IN: &[(&str, &str, &str)] = &[
+    (
+        "visits.enabled",
+        "true",
+        "Whether visits are recorded (true or false)",
+    ),
+    (
+        "visits.allowOverlappingVisits",
+        "true",
+        "Whether a patient may have visits whose times overlap (true or false)",
+    ),
+    (
+        "visits.assignmentHandler",
+        "org.openmrs.api.handler.ExistingVisitAssignmentHandler",
+        "How an encounter saved without a visit finds one: the patient's open visit",
+    ),
+    (
+        "concept.true",
+        "1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "The concept that means yes or true",
+    ),
+    (
+        "concept.false",
+        "1066AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "The concept that means no or false",
+    ),
+];
+
+/// A built-in setting's default, when the content does not define it.
+pub fn built_in_default(property: &str) -> Option<&'static str> {
+    BUILT_IN
+        .iter()
+        .find(|(p, _, _)| *p == property)
+        .map(|(_, value, _)| *value)
 }
 
 fn uuid_of(property: &str) -> String {
@@ -104,25 +144,34 @@ impl Resource for Setting {
     }
 }
 
-/// Every setting (content and API-made), sorted by property.
+/// Every setting (built-in defaults, content and API-made), sorted by property.
 pub fn effective(state: &AppState) -> ApiResult<Vec<Setting>> {
     let catalog = state.catalog.load();
-    let mut map: std::collections::BTreeMap<String, Setting> = catalog
-        .content
-        .global_properties
+    let mut map: std::collections::BTreeMap<String, Setting> = BUILT_IN
         .iter()
-        .map(|g| {
+        .map(|(property, value, description)| {
             (
-                g.property.clone(),
+                property.to_string(),
                 Setting {
-                    uuid: g.uuid.clone(),
-                    property: g.property.clone(),
-                    value: g.value.clone(),
-                    description: g.description.clone(),
+                    uuid: uuid_of(property),
+                    property: property.to_string(),
+                    value: value.to_string(),
+                    description: Some(description.to_string()),
                 },
             )
         })
         .collect();
+    map.extend(catalog.content.global_properties.iter().map(|g| {
+        (
+            g.property.clone(),
+            Setting {
+                uuid: g.uuid.clone(),
+                property: g.property.clone(),
+                value: g.value.clone(),
+                description: g.description.clone(),
+            },
+        )
+    }));
     for s in state.store.settings().map_err(ApiError::internal)? {
         let entry = map.entry(s.property.clone()).or_insert_with(|| Setting {
             uuid: uuid_of(&s.property),

@@ -121,3 +121,48 @@ async fn lockout_follows_the_setting_changed_through_the_api() {
         false
     );
 }
+
+/// OpenMRS's built-in settings the O3 modules read answer their defaults when the content
+/// does not set them (the chart hides visits when `visits.enabled` is missing); the
+/// content's value and then the API's win, and the server's own rules follow them.
+#[tokio::test]
+async fn built_in_settings_answer_their_defaults() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let value = |r: &Response| r.body["value"].as_str().unwrap_or("(none)").to_string();
+    let r = c
+        .get("/openmrs/ws/rest/v1/systemsetting/visits.enabled?v=custom:(value)")
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(value(&r), "true");
+    // The content sets this one to false.
+    let r = c
+        .get("/openmrs/ws/rest/v1/systemsetting/visits.allowOverlappingVisits")
+        .await;
+    assert_eq!(value(&r), "false");
+    assert!(!st.bool_setting("visits.allowOverlappingVisits", true));
+    let r = c.get("/openmrs/ws/rest/v1/systemsetting?q=visits.").await;
+    let properties: Vec<&str> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["display"].as_str().unwrap())
+        .collect();
+    assert!(
+        properties.contains(&"Visits - Enabled = true"),
+        "{properties:?}"
+    );
+    // A built-in setting changed through the API takes the new value.
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/systemsetting/visits.enabled",
+            r#"{"value":"false"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert!(!st.bool_setting("visits.enabled", true));
+    assert_eq!(
+        st.setting("concept.true").as_deref(),
+        Some("1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+    );
+}
