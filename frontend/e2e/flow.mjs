@@ -188,8 +188,20 @@ await step("chart-summary", async () => {
   for (const widget of summaryWidgets) await visible(page.getByText(widget, { exact: true }));
 });
 
+// Clinical care (issue 10): a visit, vital signs in it, the visit ended.
+await step("start-a-visit", async () => {
+  await page.getByRole("button", { name: /Actions/ }).first().click();
+  await page.getByRole("menuitem", { name: "Ajouter une visite" }).click();
+  await visible(page.getByText("Consultation externe"));
+  await page.getByText("Consultation externe", { exact: true }).click();
+  await page.getByRole("button", { name: /^Démarrer la visite$/ }).click();
+  // The banner marks the visit as the current one.
+  await visible(page.getByText("Visite en cours"));
+});
+
 await step("switch-to-english", async () => {
   await page.getByRole("button", { name: "Mon compte" }).click();
+  await visible(page.getByRole("button", { name: "Se déconnecter" }));
   // The first "Modifier" belongs to the language line.
   await page.getByRole("button", { name: "Modifier" }).first().click();
   const dialog = page.getByRole("dialog");

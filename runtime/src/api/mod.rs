@@ -8,6 +8,7 @@ pub mod addresshierarchy;
 pub mod backup;
 pub mod concept;
 pub mod edge;
+pub mod emrapi;
 pub mod fhir;
 pub mod health;
 pub mod idgen;
@@ -26,6 +27,7 @@ use crate::auth::{self, Grants};
 use crate::catalog::Catalog;
 use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
+use crate::domains::programme::rest as programme;
 use crate::domains::visit::rest as visit;
 use crate::error::{ApiError, ApiResult, json_headers};
 use crate::repr::{Ctx, RequestUrl};
@@ -115,6 +117,18 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(visit::read).post(visit::update).delete(visit::delete),
         )
         .route(&rest("/visittype/{uuid}"), get(visit::visit_type))
+        .route(&rest("/program"), get(programme::programs))
+        .route(&rest("/program/{uuid}"), get(programme::program))
+        .route(
+            &rest("/programenrollment"),
+            get(programme::search).post(programme::create),
+        )
+        .route(
+            &rest("/programenrollment/{uuid}"),
+            get(programme::read)
+                .post(programme::update)
+                .delete(programme::delete),
+        )
         .route(&rest("/visitattributetype"), get(visit::attribute_types))
         .route(
             &rest("/visitattributetype/{uuid}"),
@@ -150,6 +164,7 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/cohortm/cohortmember"),
             empty_list("Get Patient Cohorts"),
         )
+        .route(&rest("/emrapi/configuration"), get(emrapi::configuration))
         .route(&rest("/concept"), get(concept::search))
         .route(
             &rest("/conceptreferencerange"),

@@ -1,5 +1,6 @@
-//! The clinical record, one module per aggregate: `visit` (visits and their attributes) and
-//! `encounter` (encounters with their observations). Each owns its record types, its redb
+//! The clinical record, one module per aggregate: `visit` (visits and their attributes),
+//! `encounter` (encounters with their observations) and `programme` (programme enrolments
+//! with their workflow states). Each owns its record types, its redb
 //! tables and secondary indexes, its validation and its REST representations; they share
 //! what is here: who-and-when records, the index scans that page newest first, and the
 //! registry of record tables that backups and restores walk.
@@ -12,6 +13,7 @@
 //! a restore rebuilds the indexes from them.
 
 pub mod encounter;
+pub mod programme;
 pub mod rest;
 pub mod visit;
 
@@ -142,6 +144,7 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     visit::store::RECORDS,
     encounter::store::ENCOUNTER_RECORDS,
     encounter::store::OBS_RECORDS,
+    programme::store::RECORDS,
 ];
 
 /// An index table: key → flags.

@@ -12,6 +12,7 @@ mod router_clinical;
 mod router_concept;
 mod router_o3;
 mod router_patient;
+mod router_programme;
 mod router_session;
 mod router_setting;
 mod router_spa;

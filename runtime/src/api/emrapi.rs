@@ -1,0 +1,199 @@
+//! `emrapi/configuration`: the EMR API module's configuration, which O3's visit form (the
+//! default visit type), visit notes (their encounter type and clinician role) and location
+//! pickers (the tags that mark visit and login locations) read.
+//!
+//! The EMR API module maps each of these to metadata through metadata-mapping terms
+//! (`org.openmrs.module.emrapi: emr.atFacilityVisitType`…). Here the content does it with
+//! settings of the same names: `emr.atFacilityVisitType` holds a visit type's uuid, and so
+//! on. A property whose setting is unset, or names nothing of the right kind, is `null`; so
+//! is every property the distribution does not use (admission and transfer, dispositions).
+
+use super::concept::ConceptRes;
+use super::location::TagRes;
+use super::metadata::{EncounterTypeRes, NamedRes};
+use super::patient::{AttributeTypeRes, IdentifierTypeRes};
+use super::{Caller, QueryPairs, ok, param};
+use crate::AppState;
+use crate::error::ApiResult;
+use crate::repr::{Ctx, Props, Rep, Resource, nested, render};
+use axum::extract::State;
+use axum::response::Response;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What kind of metadata a property's setting names.
+#[derive(Clone, Copy)]
+enum Kind {
+    VisitType,
+    EncounterType,
+    EncounterRole,
+    LocationTag,
+    Concept,
+    PersonAttributeType,
+    IdentifierType,
+    /// Not used by the distribution: always null.
+    Unused,
+}
+
+/// Declares the properties with their kinds, and the default representation (every
+/// property as a reference) from the same list.
+macro_rules! properties {
+    ($(($name:literal, $kind:ident)),* $(,)?) => {
+        /// The properties EMR API 2.x's configuration resource has, with their kinds.
+        const PROPERTIES: &[(&str, Kind)] = &[$(($name, Kind::$kind)),*];
+        const DEFAULT_PROPS: Props = &[$(($name, Rep::Ref)),*];
+    };
+}
+
+properties!(
+    ("admissionDecisionConcept", Concept),
+    ("admissionEncounterType", EncounterType),
+    ("admissionForm", Unused),
+    ("atFacilityVisitType", VisitType),
+    ("bedAssignmentEncounterType", EncounterType),
+    ("cancelADTRequestEncounterType", EncounterType),
+    ("checkInClerkEncounterRole", EncounterRole),
+    ("checkInEncounterType", EncounterType),
+    ("clinicianEncounterRole", EncounterRole),
+    ("conceptSourcesForDiagnosisSearch", Unused),
+    ("consultEncounterType", EncounterType),
+    ("consultFreeTextCommentsConcept", Concept),
+    ("denyAdmissionConcept", Concept),
+    ("diagnosisMetadata", Unused),
+    ("diagnosisSets", Unused),
+    ("dischargeForm", Unused),
+    ("dispositionDescriptor", Unused),
+    ("dispositions", Unused),
+    ("emrApiConceptSource", Unused),
+    ("exitFromInpatientEncounterType", EncounterType),
+    ("extraPatientIdentifierTypes", Unused),
+    ("fullPrivilegeLevel", Unused),
+    ("highPrivilegeLevel", Unused),
+    ("identifierTypesToSearch", Unused),
+    ("inpatientNoteEncounterType", EncounterType),
+    ("lastViewedPatientSizeLimit", Unused),
+    ("metadataSourceName", Unused),
+    ("motherChildRelationshipType", Unused),
+    ("narrowerThanConceptMapType", Unused),
+    ("nonDiagnosisConceptSets", Unused),
+    ("orderingProviderEncounterRole", EncounterRole),
+    ("patientDiedConcept", Concept),
+    ("personImageDirectory", Unused),
+    ("primaryIdentifierType", IdentifierType),
+    ("sameAsConceptMapType", Unused),
+    ("suppressedDiagnosisConcepts", Unused),
+    ("supportsAdmissionLocationTag", LocationTag),
+    ("supportsLoginLocationTag", LocationTag),
+    ("supportsTransferLocationTag", LocationTag),
+    ("supportsVisitsLocationTag", LocationTag),
+    ("telephoneAttributeType", PersonAttributeType),
+    ("testPatientPersonAttributeType", PersonAttributeType),
+    ("transferForm", Unused),
+    ("transferRequestEncounterType", EncounterType),
+    ("transferWithinHospitalEncounterType", EncounterType),
+    ("unknownCauseOfDeathConcept", Concept),
+    ("unknownLocation", Unused),
+    ("unknownPatientPersonAttributeType", PersonAttributeType),
+    ("unknownProvider", Unused),
+    (
+        "visitAssignmentHandlerAdjustEncounterTimeOfDayIfNecessary",
+        Unused
+    ),
+    ("visitExpireHours", Unused),
+    ("visitNoteEncounterType", EncounterType),
+);
+
+/// The configuration, resolved against the content and the settings of this request.
+struct ConfigurationRes<'s> {
+    state: &'s AppState,
+}
+
+impl Resource for ConfigurationRes<'_> {
+    fn alias(&self) -> &'static str {
+        "configuration"
+    }
+    fn version(&self) -> &'static str {
+        "2.0"
+    }
+    fn uuid(&self) -> String {
+        String::new()
+    }
+    fn display(&self, _: &Ctx) -> String {
+        String::new()
+    }
+    fn path(&self) -> String {
+        "emrapi/configuration".into()
+    }
+    fn default_props(&self) -> Props {
+        DEFAULT_PROPS
+    }
+    fn full_props(&self) -> Props {
+        DEFAULT_PROPS
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let kind = PROPERTIES.iter().find(|(p, _)| *p == name)?.1;
+        let Some(uuid) = self
+            .state
+            .setting(&format!("emr.{name}"))
+            .filter(|u| !u.trim().is_empty())
+        else {
+            return Some(Value::Null);
+        };
+        let uuid = uuid.trim();
+        let content = &ctx.catalog.content;
+        let value = match kind {
+            Kind::VisitType => content
+                .visit_types
+                .iter()
+                .find(|t| t.uuid == uuid)
+                .map(|t| nested(Some(&NamedRes("visittype", t)), rep, ctx)),
+            Kind::EncounterRole => content
+                .encounter_roles
+                .iter()
+                .find(|t| t.uuid == uuid)
+                .map(|t| nested(Some(&NamedRes("encounterrole", t)), rep, ctx)),
+            Kind::EncounterType => content
+                .encounter_types
+                .iter()
+                .find(|t| t.uuid == uuid)
+                .map(|t| nested(Some(&EncounterTypeRes(t)), rep, ctx)),
+            Kind::LocationTag => ctx
+                .catalog
+                .location_tag(uuid)
+                .map(|t| nested(Some(&TagRes(t)), rep, ctx)),
+            Kind::Concept => ctx
+                .catalog
+                .concept(uuid)
+                .map(|c| nested(Some(&ConceptRes(c)), rep, ctx)),
+            Kind::PersonAttributeType => ctx
+                .catalog
+                .person_attribute_type(uuid)
+                .map(|t| nested(Some(&AttributeTypeRes(t)), rep, ctx)),
+            Kind::IdentifierType => ctx
+                .catalog
+                .identifier_type(uuid)
+                .map(|t| nested(Some(&IdentifierTypeRes(t)), rep, ctx)),
+            Kind::Unused => None,
+        };
+        Some(value.unwrap_or(Value::Null))
+    }
+}
+
+/// `GET emrapi/configuration` — any logged-in caller (the module asks for no privilege).
+pub async fn configuration(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&[])?;
+    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let mut body = render(&ConfigurationRes { state: &state }, &rep, &ctx)?;
+    // A configuration is not a resource with an identity.
+    if let Value::Object(o) = &mut body {
+        o.remove("uuid");
+        o.remove("display");
+    }
+    Ok(ok(body))
+}

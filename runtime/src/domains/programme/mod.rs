@@ -1,0 +1,187 @@
+//! Programme enrolments: a patient enrolled in one of the content's programmes (HIV care,
+//! tuberculosis…) from a date, until completed, with the workflow states the patient went
+//! through. Validated as OpenMRS's `PatientProgramValidator` does: a programme of the
+//! content that is not retired, an enrolment date not in the future, a completion date not
+//! before it, no second enrolment of the patient in the same programme over the same
+//! period, an outcome among the programme's outcome answers, and states that belong to the
+//! programme's workflows, start inside the enrolment and do not overlap within a workflow.
+
+pub mod rest;
+pub mod store;
+
+use super::{Audit, CLOCK_SKEW, Voiding, parse_key};
+use crate::AppState;
+use crate::error::Invalid;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnrolmentRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub patient: String,
+    pub program: String,
+    pub location: Option<String>,
+    /// Key form (`domains::datetime_key`).
+    pub enrolled: String,
+    pub completed: Option<String>,
+    /// A concept uuid: an answer of the programme's outcomes concept.
+    pub outcome: Option<String>,
+    pub states: Vec<StateRecord>,
+    pub audit: Audit,
+    pub voiding: Voiding,
+}
+
+/// A workflow state the patient was in, from `start` until `end` (open when `None`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateRecord {
+    pub uuid: String,
+    pub state: String,
+    pub start: String,
+    pub end: Option<String>,
+    pub audit: Audit,
+    pub voided: bool,
+}
+
+impl EnrolmentRecord {
+    pub fn is_active(&self) -> bool {
+        self.completed.is_none() && !self.voiding.voided
+    }
+
+    fn overlaps(&self, other: &EnrolmentRecord) -> bool {
+        let end = |e: &EnrolmentRecord| e.completed.clone().unwrap_or_else(|| "9999".into());
+        self.enrolled <= end(other) && other.enrolled <= end(self)
+    }
+}
+
+/// The workflow a state of the content belongs to, if the state exists.
+pub fn workflow_of(state: &AppState, state_uuid: &str) -> Option<String> {
+    state
+        .catalog
+        .load()
+        .content
+        .program_workflow_states
+        .iter()
+        .find(|s| s.uuid == state_uuid)
+        .map(|s| s.workflow.clone())
+}
+
+/// Checks an enrolment about to be saved; `others` are the patient's other enrolments, and
+/// `is_new` says it is a new one (a retired programme takes no new enrolments).
+pub fn validate(
+    state: &AppState,
+    e: &EnrolmentRecord,
+    others: &[EnrolmentRecord],
+    is_new: bool,
+    now: DateTime<Utc>,
+) -> Invalid {
+    let mut inv = Invalid::default();
+    let catalog = state.catalog.load();
+    let content = &catalog.content;
+    let program = content.programs.iter().find(|p| p.uuid == e.program);
+    match program {
+        None => inv.field("program", "error.invalid", "Program does not exist"),
+        Some(p) if p.retired && is_new => {
+            inv.field("program", "error.retired", "The program is retired")
+        }
+        Some(_) => {}
+    }
+    let future = |t: &str| parse_key(t).is_some_and(|t| t > now + CLOCK_SKEW);
+    if future(&e.enrolled) {
+        inv.field(
+            "dateEnrolled",
+            "error.date.future",
+            "The enrolment date may not be in the future",
+        );
+    }
+    if let Some(done) = &e.completed {
+        if done < &e.enrolled {
+            inv.field(
+                "dateCompleted",
+                "PatientProgram.error.dateCompletedBeforeDateEnrolled",
+                "The completion date must be after the enrolment date",
+            );
+        }
+        if future(done) {
+            inv.field(
+                "dateCompleted",
+                "error.date.future",
+                "The completion date may not be in the future",
+            );
+        }
+    }
+    if !e.voiding.voided
+        && others.iter().any(|o| {
+            o.uuid != e.uuid && !o.voiding.voided && o.program == e.program && o.overlaps(e)
+        })
+    {
+        inv.global("The patient is already enrolled in this program over that period");
+    }
+    if let (Some(outcome), Some(p)) = (&e.outcome, program) {
+        let allowed = p
+            .outcomes_concept
+            .as_deref()
+            .and_then(|c| catalog.concept(c))
+            .is_some_and(|c| c.answers.iter().any(|a| a == outcome));
+        if !allowed {
+            inv.field(
+                "outcome",
+                "error.invalid",
+                "The outcome must be one of the program's outcome answers",
+            );
+        }
+    }
+    let workflows: Vec<&str> = content
+        .program_workflows
+        .iter()
+        .filter(|w| w.program == e.program)
+        .map(|w| w.uuid.as_str())
+        .collect();
+    let live: Vec<(usize, &StateRecord)> = e
+        .states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.voided)
+        .collect();
+    for (i, s) in &live {
+        let field = format!("states[{i}].state");
+        match workflow_of(state, &s.state) {
+            Some(w) if workflows.contains(&w.as_str()) => {}
+            Some(_) => inv.field(
+                &field,
+                "error.invalid",
+                "The state belongs to another program's workflow",
+            ),
+            None => inv.field(&field, "error.invalid", "State does not exist"),
+        }
+        if s.start < e.enrolled {
+            inv.field(
+                &format!("states[{i}].startDate"),
+                "error.invalid",
+                "A state may not start before the enrolment",
+            );
+        }
+        if s.end.as_ref().is_some_and(|end| end < &s.start) {
+            inv.field(
+                &format!("states[{i}].endDate"),
+                "error.invalid",
+                "A state must end after it starts",
+            );
+        }
+    }
+    for (i, a) in &live {
+        for (j, b) in &live {
+            if i < j && workflow_of(state, &a.state) == workflow_of(state, &b.state) {
+                let end = |s: &StateRecord| s.end.clone().unwrap_or_else(|| "9999".into());
+                if a.start < end(b) && b.start < end(a) {
+                    inv.field(
+                        &format!("states[{j}].startDate"),
+                        "PatientState.error.overlap",
+                        "Two states of one workflow may not overlap",
+                    );
+                }
+            }
+        }
+    }
+    inv
+}

@@ -1,0 +1,118 @@
+//! The enrolment table and its index by patient (`patient|enrolled|uuid`, flagged voided and
+//! completed), which the chart's programme list and the overlap rule read.
+
+use super::EnrolmentRecord;
+use crate::domains::{self, ENDED, Index, Page, RecordTable, VOIDED, Window, key};
+use crate::store::{Store, StoreResult};
+use redb::{ReadableDatabase, TableDefinition, WriteTransaction};
+
+const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("programenrollments");
+const BY_PATIENT: Index = TableDefinition::new("programenrollments_by_patient");
+
+pub const RECORDS: RecordTable = RecordTable {
+    name: "programenrollments",
+    table: TABLE,
+    create,
+    reindex,
+};
+
+fn create(txn: &WriteTransaction) -> StoreResult<()> {
+    txn.open_table(TABLE)?;
+    txn.open_table(BY_PATIENT)?;
+    Ok(())
+}
+
+fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
+    let e: EnrolmentRecord = domains::decode("programenrollments", bytes)?;
+    write_index(txn, None, &e)
+}
+
+fn flags(e: &EnrolmentRecord) -> u8 {
+    let mut f = 0;
+    if e.voiding.voided {
+        f |= VOIDED;
+    }
+    if e.completed.is_some() {
+        f |= ENDED;
+    }
+    f
+}
+
+fn write_index(
+    txn: &WriteTransaction,
+    old: Option<&EnrolmentRecord>,
+    new: &EnrolmentRecord,
+) -> StoreResult<()> {
+    let mut by_patient = txn.open_table(BY_PATIENT)?;
+    if let Some(old) = old {
+        by_patient.remove(key(&[&old.patient, &old.enrolled, &old.uuid]).as_str())?;
+    }
+    by_patient.insert(
+        key(&[&new.patient, &new.enrolled, &new.uuid]).as_str(),
+        flags(new),
+    )?;
+    Ok(())
+}
+
+/// Writes an enrolment durably.
+pub fn put(store: &Store, old: Option<&EnrolmentRecord>, new: &EnrolmentRecord) -> StoreResult<()> {
+    let txn = store.db().begin_write()?;
+    txn.open_table(TABLE)?
+        .insert(new.uuid.as_str(), domains::encode(new).as_slice())?;
+    write_index(&txn, old, new)?;
+    txn.commit()?;
+    Ok(())
+}
+
+pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<EnrolmentRecord>> {
+    let txn = store.db().begin_read()?;
+    let t = txn.open_table(TABLE)?;
+    t.get(uuid)?
+        .map(|v| domains::decode("programenrollments", v.value()))
+        .transpose()
+}
+
+/// One page of a patient's enrolments, newest enrolment first; completed ones unless
+/// `active_only`, voided ones only with `include_voided`.
+pub fn of_patient(
+    store: &Store,
+    patient: &str,
+    active_only: bool,
+    include_voided: bool,
+    window: Window,
+) -> StoreResult<(Vec<EnrolmentRecord>, Page)> {
+    let txn = store.db().begin_read()?;
+    let records = txn.open_table(TABLE)?;
+    let mut exclude = 0;
+    if !include_voided {
+        exclude |= VOIDED;
+    }
+    if active_only {
+        exclude |= ENDED;
+    }
+    let page = domains::scan(
+        &txn.open_table(BY_PATIENT)?,
+        patient,
+        exclude,
+        true,
+        window,
+        |_| true,
+    )?;
+    let mut out = Vec::with_capacity(page.uuids.len());
+    for uuid in &page.uuids {
+        if let Some(bytes) = records.get(uuid.as_str())? {
+            out.push(domains::decode("programenrollments", bytes.value())?);
+        }
+    }
+    Ok((out, page))
+}
+
+/// Every enrolment of a patient, voided ones left out (for the overlap rule).
+pub fn all_of_patient(store: &Store, patient: &str) -> StoreResult<Vec<EnrolmentRecord>> {
+    let all = Window {
+        start: 0,
+        limit: usize::MAX,
+        count_all: false,
+    };
+    Ok(of_patient(store, patient, false, false, all)?.0)
+}

@@ -1,0 +1,250 @@
+//! Programmes and enrolments over REST: the content's programmes with their workflows, and
+//! enrolments with their states, validation, voiding, and survival through backup and
+//! restore.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use runtime::store::Store;
+use serde_json::{Value, json};
+
+const REST: &str = "/openmrs/ws/rest/v1";
+const HIV: &str = "55b7349b-d2b5-40d5-a813-7bc1044ca6b0";
+const TB: &str = "8f55ca95-1feb-4acd-be76-6d20c8c8debe";
+// Two states of the HIV programme's workflow (initial ones), and its outcome concept.
+const HIV_STATE_A: &str = "d53d6b86-d1fd-4c86-be22-3754c24d2f58";
+const HIV_STATE_B: &str = "ae72e18b-a235-4960-82a1-796881f35f3e";
+
+async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
+    let r = c
+        .post(
+            &format!("{REST}/patient"),
+            &patient_body(st, "Ruth", "Mulumba", id),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    r.body["uuid"].as_str().unwrap().to_string()
+}
+
+fn displays(v: &Value) -> Vec<String> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["display"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn programmes_list_their_workflows_and_states() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let r = c.get(&format!("{REST}/program?v=default")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let hiv = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["uuid"] == HIV)
+        .expect("the HIV programme");
+    assert_eq!(hiv["name"], "Programme VIH");
+    let states = hiv["allWorkflows"][0]["states"].as_array().unwrap();
+    assert!(
+        states
+            .iter()
+            .any(|s| s["uuid"] == HIV_STATE_A && s["initial"] == true)
+    );
+    let r = c.get(&format!("{REST}/program/{TB}")).await;
+    assert_eq!(r.body["uuid"], TB);
+    assert_eq!(
+        c.get(&format!("{REST}/program/nope")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn an_enrolment_records_states_and_completion_durably() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "300001").await;
+    let bondeko = location_uuid(&st, "Centre de santé Bondeko");
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment"),
+            &json!({"patient": p, "program": HIV, "dateEnrolled": "2026-03-01T08:00:00.000+0000",
+                    "location": bondeko, "states": [{"state": HIV_STATE_A, "startDate": "2026-03-01T08:00:00.000+0000"}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let uuid = r.body["uuid"].as_str().unwrap().to_string();
+    assert_eq!(r.body["display"], r.body["program"]["display"]);
+    assert_eq!(r.body["dateEnrolled"], "2026-03-01T08:00:00.000+0000");
+    assert_eq!(r.body["dateCompleted"], Value::Null);
+    assert_eq!(r.body["states"][0]["state"]["uuid"], HIV_STATE_A);
+
+    // A new state of the same workflow closes the open one at its start.
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment/{uuid}"),
+            &json!({"states": [{"state": HIV_STATE_B, "startDate": "2026-05-10T09:00:00.000+0000"}]}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let states = r.body["states"].as_array().unwrap();
+    assert_eq!(states.len(), 2);
+    assert_eq!(states[0]["endDate"], "2026-05-10T09:00:00.000+0000");
+    assert_eq!(states[1]["endDate"], Value::Null);
+
+    // The chart's query, with the representation the visit form asks for.
+    let r = c
+        .get(&format!("{REST}/programenrollment?patient={p}&v=custom:(uuid,display,program,dateEnrolled,dateCompleted,location:(uuid,display))"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["results"][0]["uuid"], uuid.as_str());
+    assert_eq!(r.body["results"][0]["location"]["uuid"], bondeko.as_str());
+
+    // A second enrolment in the same programme over the same period is refused; another
+    // programme is fine.
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment"),
+            &json!({"patient": p, "program": HIV, "dateEnrolled": "2026-06-01T08:00:00.000+0000"})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body["error"]["globalErrors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already enrolled")
+    );
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment"),
+            &json!({"patient": p, "program": TB, "dateEnrolled": "2026-06-01T08:00:00.000+0000"})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let tb = r.body["uuid"].as_str().unwrap().to_string();
+
+    // Completion before enrolment, a state of another programme and an unknown outcome
+    // are refused, naming the field.
+    for (body, field) in [
+        (
+            json!({"dateCompleted": "2026-01-01T00:00:00.000+0000"}),
+            "dateCompleted",
+        ),
+        (json!({"outcome": HIV_STATE_A}), "outcome"),
+    ] {
+        let r = c
+            .post(
+                &format!("{REST}/programenrollment/{uuid}"),
+                &body.to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {:?}", r.body);
+        assert!(
+            r.body["error"]["fieldErrors"].get(field).is_some(),
+            "{:?}",
+            r.body
+        );
+    }
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment/{tb}"),
+            &json!({"states": [{"state": HIV_STATE_A, "startDate": "2026-06-02T08:00:00.000+0000"}]}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body["error"]["fieldErrors"]
+            .get("states[0].state")
+            .is_some(),
+        "{:?}",
+        r.body
+    );
+
+    // Completing it keeps it in the list; voiding takes it out, keeping who and why.
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment/{uuid}"),
+            &json!({"dateCompleted": "2026-09-01T08:00:00.000+0000"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/programenrollment/{tb}?reason=erreur"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = c
+        .get(&format!("{REST}/programenrollment?patient={p}"))
+        .await;
+    assert_eq!(displays(&r.body).len(), 1);
+    let r = c
+        .get(&format!("{REST}/programenrollment/{tb}?v=full"))
+        .await;
+    assert_eq!(r.body["voided"], true);
+
+    // A backup holds the enrolments; a restore rebuilds their index.
+    let mut snapshot = Vec::new();
+    st.store.snapshot(&mut snapshot).unwrap();
+    let restored = Store::in_memory().unwrap();
+    restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
+    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let mut c2 = Client::admin(st2).await;
+    let r = c2
+        .get(&format!("{REST}/programenrollment?patient={p}&v=full"))
+        .await;
+    assert_eq!(r.body["results"][0]["uuid"], uuid.as_str());
+    assert_eq!(r.body["results"][0]["states"].as_array().unwrap().len(), 2);
+    assert!(r.body["results"][0]["auditInfo"]["creator"]["uuid"].is_string());
+}
+
+#[tokio::test]
+async fn enrolment_needs_a_patient_a_programme_and_a_date() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "300002").await;
+    for (body, field) in [
+        (
+            json!({"program": HIV, "dateEnrolled": "2026-03-01"}),
+            "patient",
+        ),
+        (
+            json!({"patient": p, "dateEnrolled": "2026-03-01"}),
+            "program",
+        ),
+        (json!({"patient": p, "program": HIV}), "dateEnrolled"),
+        (
+            json!({"patient": p, "program": "nope", "dateEnrolled": "2026-03-01"}),
+            "program",
+        ),
+        (
+            json!({"patient": p, "program": HIV, "dateEnrolled": "2999-03-01"}),
+            "dateEnrolled",
+        ),
+    ] {
+        let r = c
+            .post(&format!("{REST}/programenrollment"), &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {:?}", r.body);
+        assert!(
+            r.body["error"]["fieldErrors"].get(field).is_some(),
+            "{body}: {:?}",
+            r.body
+        );
+    }
+    let r = c.get(&format!("{REST}/programenrollment")).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let anonymous = Client::new(st.clone())
+        .get(&format!("{REST}/programenrollment?patient={p}"))
+        .await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+}
