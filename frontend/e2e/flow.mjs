@@ -95,6 +95,10 @@ async function step(name, fn) {
     await page.screenshot({ path: shot }).catch(() => {});
     console.log(`failed ${n}: ${name}: ${e.message}`);
     console.log((await page.innerText("body").catch(() => "")).slice(0, 1500));
+    const fields = await page
+      .$$eval("input, textarea, select", (es) => es.map((e) => `${e.tagName.toLowerCase()}#${e.id}[name=${e.getAttribute("name")}]`))
+      .catch(() => []);
+    console.log(`fields on the page: ${fields.join(" ")}`);
     console.log(`e2e: ${passed} passed, 1 failed`);
     await browser.close();
     process.exit(1);
@@ -197,6 +201,40 @@ await step("start-a-visit", async () => {
   await page.getByRole("button", { name: /^Démarrer la visite$/ }).click();
   // The banner marks the visit as the current one.
   await visible(page.getByText("Visite en cours"));
+});
+
+await step("record-vital-signs", async () => {
+  await page.getByRole("button", { name: "Enregistrer les signes vitaux" }).first().click();
+  // Each input's id ends with the vital it records.
+  const field = (name) => page.locator(`input[id$="-${name}"]`).first();
+  await visible(field("temperature"));
+  await field("temperature").fill("38.6");
+  await field("systolicBloodPressure").fill("150");
+  await field("diastolicBloodPressure").fill("95");
+  await field("pulse").fill("88");
+  await field("respiratoryRate").fill("18");
+  await field("oxygenSaturation").fill("97");
+  await field("weight").fill("62");
+  await field("height").fill("165");
+  await page.getByRole("button", { name: "Enregistrer et fermer" }).click();
+  await visible(page.getByText("Signes vitaux et données biométriques enregistrés"));
+  // The table shows the values, the fever and the high pressure flagged as abnormal.
+  await visible(page.getByText("38.6", { exact: false }));
+  await visible(page.getByText("150 / 95", { exact: false }));
+  await visible(page.getByText("22.8", { exact: false }));
+  // The fever and the high blood pressure are flagged against the concepts' ranges.
+  if ((await page.locator('[class*="abnormal"], [class*="critical"], [class*="high"]').count()) === 0) {
+    throw new Error("no value is flagged as abnormal");
+  }
+});
+
+await step("end-the-visit", async () => {
+  await page.getByRole("button", { name: /Actions/ }).first().click();
+  await page.getByRole("menuitem", { name: /Terminer la visite|Clôturer la visite/ }).first().click();
+  const dialog = page.getByRole("dialog");
+  await visible(dialog.getByText(/clôturer la visite en cours/));
+  await dialog.getByRole("button", { name: /Terminer la visite|Clôturer la visite/ }).click();
+  await page.getByText("Visite en cours").first().waitFor({ state: "hidden", timeout: 30000 });
 });
 
 await step("switch-to-english", async () => {
