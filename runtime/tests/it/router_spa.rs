@@ -136,7 +136,7 @@ async fn the_configuration_and_logo_come_from_the_bundle() {
     assert_eq!(status, StatusCode::OK);
     let config: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(
-        config["@openmrs/esm-styleguide"]["implementationName"],
+        config["core"]["Translation overrides"]["fr"]["Clinic"],
         "DSE RDC"
     );
     let (status, headers, body) = fetch(&state, "/openmrs/spa/logo.png", &[]).await;
