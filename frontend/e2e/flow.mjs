@@ -78,6 +78,21 @@ page.on("pageerror", (e) => consoleErrors.push(`uncaught: ${e.message.slice(0, 3
 // The widgets the chart's summary shows with the modules in frontend/spa-modules.json.
 const summaryWidgets = ["Signes vitaux", "Biométrie", "Enregistrer les signes vitaux"];
 
+// English a French screen must not show: strings the pinned modules have been seen to leave
+// untranslated, and the English of the chart's main labels. The French walk fails on any.
+const ENGLISH = [
+  "Logout", "Log out", "Normal ranges", "View normal ranges", "Patient summary", "Record vitals",
+  "Start a visit", "Start visit", "End visit", "Active visit", "Vitals and biometrics", "beats/min",
+  "breaths/min", "Search patient", "Save and close", "Discard", "Visit type", "Biometrics",
+  "You must end the current visit", "This patient already has an active visit",
+];
+let french = true;
+async function noEnglish() {
+  const text = await page.innerText("body");
+  const found = ENGLISH.filter((e) => new RegExp(`(^|[^\\p{L}])${e.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}($|[^\\p{L}])`, "u").test(text));
+  if (found.length > 0) throw new Error(`English on a French screen: ${found.join(", ")}`);
+}
+
 let n = 0;
 let passed = 0;
 async function step(name, fn) {
@@ -86,6 +101,7 @@ async function step(name, fn) {
   try {
     await fn();
     await settled();
+    if (french) await noEnglish();
     if (consoleErrors.length > 0) throw new Error(`the console showed errors:\n  ${consoleErrors.join("\n  ")}`);
     if (backendErrors.length > 0) throw new Error(`the back end answered errors:\n  ${backendErrors.join("\n  ")}`);
     await page.screenshot({ path: shot });
@@ -237,6 +253,7 @@ await step("end-the-visit", async () => {
   await page.getByText("Visite en cours").first().waitFor({ state: "hidden", timeout: 30000 });
 });
 
+french = false;
 await step("switch-to-english", async () => {
   await page.getByRole("button", { name: "Mon compte" }).click();
   await visible(page.getByRole("button", { name: "Se déconnecter" }));

@@ -466,7 +466,8 @@ pub async fn read(
 }
 
 /// `GET concept?q=` (word prefixes of any name, accent-insensitive), `?code=&source=`,
-/// `?name=` (exact fully specified name) — privilege: Get Concepts.
+/// `?name=` (exact fully specified name), `?references=a,SOURCE:CODE` (uuids or mappings)
+/// — privilege: Get Concepts.
 pub async fn search(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -477,50 +478,63 @@ pub async fn search(
     let paging = Paging::from_query(&query)?;
     let catalog = state.catalog.load();
     let content = &catalog.content;
-    let found: Vec<&Concept> =
-        if let (Some(code), Some(source)) = (param(&query, "code"), param(&query, "source")) {
-            catalog
-                .concept(&format!("{source}:{code}"))
-                .into_iter()
-                .collect()
-        } else if let Some(name) = param(&query, "name") {
-            content
-                .indexes
-                .concept_by_name
-                .get(&name.to_lowercase())
-                .into_iter()
-                .flatten()
-                .map(|&i| &content.concepts[i as usize])
-                .collect()
-        } else if let Some(q) = param(&query, "q") {
-            let terms: Vec<String> = fold(q).split_whitespace().map(str::to_string).collect();
-            if terms.is_empty() {
-                Vec::new()
-            } else {
-                content
-                    .concepts
-                    .iter()
-                    .filter(|c| !c.retired)
-                    .filter(|c| {
-                        c.names.iter().any(|n| {
-                            let words: Vec<String> = fold(&n.name)
-                                .split(|ch: char| !ch.is_alphanumeric())
-                                .filter(|w| !w.is_empty())
-                                .map(str::to_string)
-                                .collect();
-                            terms
-                                .iter()
-                                .all(|t| words.iter().any(|w| w.starts_with(t.as_str())))
-                        })
-                    })
-                    .collect()
+    let found: Vec<&Concept> = if let Some(references) = param(&query, "references") {
+        // The form engine's lookup: uuids or SOURCE:CODE mappings, comma-separated; each
+        // concept once, in the order asked.
+        let mut out: Vec<&Concept> = Vec::new();
+        for c in references
+            .split(',')
+            .map(str::trim)
+            .filter_map(|r| catalog.concept(r))
+        {
+            if !out.iter().any(|o| o.uuid == c.uuid) {
+                out.push(c);
             }
+        }
+        out
+    } else if let (Some(code), Some(source)) = (param(&query, "code"), param(&query, "source")) {
+        catalog
+            .concept(&format!("{source}:{code}"))
+            .into_iter()
+            .collect()
+    } else if let Some(name) = param(&query, "name") {
+        content
+            .indexes
+            .concept_by_name
+            .get(&name.to_lowercase())
+            .into_iter()
+            .flatten()
+            .map(|&i| &content.concepts[i as usize])
+            .collect()
+    } else if let Some(q) = param(&query, "q") {
+        let terms: Vec<String> = fold(q).split_whitespace().map(str::to_string).collect();
+        if terms.is_empty() {
+            Vec::new()
         } else {
-            return Err(ApiError::BadRequest(
-            "The search with the given parameters is not valid: use q, name, or code and source"
+            content
+                .concepts
+                .iter()
+                .filter(|c| !c.retired)
+                .filter(|c| {
+                    c.names.iter().any(|n| {
+                        let words: Vec<String> = fold(&n.name)
+                            .split(|ch: char| !ch.is_alphanumeric())
+                            .filter(|w| !w.is_empty())
+                            .map(str::to_string)
+                            .collect();
+                        terms
+                            .iter()
+                            .all(|t| words.iter().any(|w| w.starts_with(t.as_str())))
+                    })
+                })
+                .collect()
+        }
+    } else {
+        return Err(ApiError::BadRequest(
+            "The search with the given parameters is not valid: use q, name, references, or code and source"
                 .into(),
         ));
-        };
+    };
     let ctx = caller.ctx(&state, &catalog);
     let items = found
         .into_iter()

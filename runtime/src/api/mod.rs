@@ -10,6 +10,7 @@ pub mod concept;
 pub mod edge;
 pub mod emrapi;
 pub mod fhir;
+pub mod form;
 pub mod health;
 pub mod idgen;
 pub mod location;
@@ -165,6 +166,10 @@ pub fn app(state: Arc<AppState>) -> Router {
             empty_list("Get Patient Cohorts"),
         )
         .route(&rest("/emrapi/configuration"), get(emrapi::configuration))
+        .route(&rest("/form"), get(form::search))
+        .route(&rest("/form/{uuid}"), get(form::read))
+        .route(&rest("/clobdata/{uuid}"), get(form::clob))
+        .route(&rest("/o3/forms/{key}"), get(form::compiled))
         .route(&rest("/concept"), get(concept::search))
         .route(
             &rest("/conceptreferencerange"),
