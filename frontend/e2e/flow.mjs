@@ -84,7 +84,7 @@ const ENGLISH = [
   "Logout", "Log out", "Normal ranges", "View normal ranges", "Patient summary", "Record vitals",
   "Start a visit", "Start visit", "End visit", "Active visit", "Vitals and biometrics", "beats/min",
   "breaths/min", "Search patient", "Save and close", "Discard", "Visit type", "Biometrics",
-  "You must end the current visit", "This patient already has an active visit",
+  "You must end the current visit", "This patient already has an active visit", "Form submitted",
 ];
 let french = true;
 async function noEnglish() {
@@ -242,6 +242,21 @@ await step("record-vital-signs", async () => {
   if ((await page.locator('[class*="abnormal"], [class*="critical"], [class*="high"]').count()) === 0) {
     throw new Error("no value is flagged as abnormal");
   }
+});
+
+await step("clinical-forms-list", async () => {
+  await page.getByRole("button", { name: "Formulaires cliniques" }).first().click();
+  for (const form of ["Signes vitaux", "Consultation externe", "Inscription dans les soins VIH"]) {
+    await visible(page.getByText(form, { exact: true }));
+  }
+});
+
+await step("fill-the-consultation-form", async () => {
+  await page.getByText("Consultation externe", { exact: true }).first().click();
+  await visible(page.getByText("Motif de consultation"));
+  await page.getByLabel("Motif de consultation").fill("Fièvre depuis trois jours");
+  await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
+  await visible(page.getByText("Formulaire enregistré"));
 });
 
 await step("end-the-visit", async () => {

@@ -161,7 +161,8 @@ impl Resource for ConceptRes<'_> {
                     .collect();
                 nested_list(ds.iter().map(|d| d as &dyn Resource), rep, ctx)
             }
-            "mappings" => {
+            // `conceptMappings` is the bean property the form engine names.
+            "mappings" | "conceptMappings" => {
                 let ms: Vec<MappingRes> = c.mappings.iter().map(|m| MappingRes(uuid, m)).collect();
                 nested_list(ms.iter().map(|m| m as &dyn Resource), rep, ctx)
             }
@@ -544,4 +545,35 @@ pub async fn search(
         items,
         &caller.request_url(&state, "/concept", &query),
     )))
+}
+
+/// `POST conceptreferences` with `{"references": ["uuid", "SOURCE:CODE", …]}`: each
+/// reference that names a concept, mapped to the concept in the request's representation
+/// (the form engine's batch lookup; REST module 2.4's `ConceptReferenceController`) —
+/// privilege: Get Concepts.
+pub async fn references(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+    super::JsonBody(body): super::JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Get Concepts"])?;
+    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
+    let Some(serde_json::Value::Array(references)) = body.get("references") else {
+        return Err(ApiError::BadRequest(
+            "The body must be {\"references\": [uuids or SOURCE:CODE]}".into(),
+        ));
+    };
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let mut out = serde_json::Map::new();
+    for reference in references {
+        let Some(reference) = reference.as_str() else {
+            return Err(ApiError::BadRequest("references must be strings".into()));
+        };
+        if let Some(c) = catalog.concept(reference.trim()) {
+            out.insert(reference.to_string(), render(&ConceptRes(c), &rep, &ctx)?);
+        }
+    }
+    Ok(ok(serde_json::Value::Object(out)))
 }

@@ -171,6 +171,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&rest("/clobdata/{uuid}"), get(form::clob))
         .route(&rest("/o3/forms/{key}"), get(form::compiled))
         .route(&rest("/concept"), get(concept::search))
+        .route(&rest("/conceptreferences"), post(concept::references))
         .route(
             &rest("/conceptreferencerange"),
             get(reference_range::search),

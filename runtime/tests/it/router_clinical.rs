@@ -623,6 +623,14 @@ async fn vitals_saved_without_a_visit_join_the_open_visit_and_read_back_through_
         e.body["entry"][0]["resource"]["partOf"]["reference"],
         format!("Encounter/{}", visit["uuid"].as_str().unwrap())
     );
+    // The form engine asks for the previous encounter of its form's type only.
+    let by_type = |t: &str| {
+        format!(
+            "/openmrs/ws/fhir2/R4/Encounter?patient={p}&_sort=-date&_count=1&type={t}&_summary=data"
+        )
+    };
+    assert_eq!(c.get(&by_type(VITALS_TYPE)).await.body["total"], 1);
+    assert_eq!(c.get(&by_type(CONSULTATION_TYPE)).await.body["total"], 0);
     let missing = c.get("/openmrs/ws/fhir2/R4/Observation/no-such-obs").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }

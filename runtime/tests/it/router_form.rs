@@ -115,3 +115,39 @@ async fn concepts_are_found_by_references() {
         ]
     );
 }
+
+/// The form engine's batch lookup: `POST conceptreferences` answers an object keyed by each
+/// reference it could resolve, in the representation asked (with `conceptMappings`).
+#[tokio::test]
+async fn the_form_engine_looks_concepts_up_in_one_post() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let rep = "custom:(uuid,display,conceptClass:(uuid,display),answers:(uuid,display),conceptMappings:(conceptReferenceTerm:(conceptSource:(name),code)))";
+    let r = c
+        .post(
+            &format!("{REST}/conceptreferences?v={rep}"),
+            r#"{"references": ["CIEL:5088", "DRC-EMR:5005", "no-such-concept"]}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let found = r.body.as_object().unwrap();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(
+        found["CIEL:5088"]["uuid"],
+        "5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    );
+    let codes: Vec<&str> = found["DRC-EMR:5005"]["conceptMappings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["conceptReferenceTerm"]["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"5242"), "{codes:?}");
+    let r = c
+        .post(
+            &format!("{REST}/conceptreferences"),
+            r#"{"references": "CIEL:5088"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}

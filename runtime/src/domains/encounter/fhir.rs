@@ -278,12 +278,15 @@ pub async fn encounters(
         ));
     };
     let w = window(&query);
+    let catalog = state.catalog.load();
+    // `type` narrows to one encounter type (the form engine asks for the patient's previous
+    // encounter of the form's type).
     let q = EncounterQuery {
         patient: Some(patient),
+        encounter_type: param(&query, "type").map(|t| super::encounter_type_uuid(&catalog, t)),
         ..EncounterQuery::default()
     };
     let (list, page) = store::list(&state.store, &q, w).map_err(ApiError::internal)?;
-    let catalog = state.catalog.load();
     let resources: Vec<Value> = list.iter().map(|e| encounter_json(e, &catalog)).collect();
     let total = page.total.unwrap_or(resources.len());
     Ok(fhir(
