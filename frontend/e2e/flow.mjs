@@ -255,8 +255,19 @@ await step("fill-the-consultation-form", async () => {
   await page.getByText("Consultation externe", { exact: true }).first().click();
   await visible(page.getByText("Motif de consultation"));
   await page.getByLabel("Motif de consultation").fill("Fièvre depuis trois jours");
+  // A coded answer inside the examination's obs group, and free text.
+  await page.getByText("Bon", { exact: true }).first().click();
+  await page.getByLabel("Plan de prise en charge").fill("Test de diagnostic rapide du paludisme");
   await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
   await visible(page.getByText("Formulaire enregistré"));
+  // What the server recorded: the text, and the group holding the coded answer.
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const found = await api("GET", `encounter?patient=${uuid}&encounterType=91edcf31-cf56-43c3-a7d8-b8097fbd0035&v=custom:(uuid,obs:(display,groupMembers:(display)))`);
+  const obs = found.results[0]?.obs ?? [];
+  const displays = obs.map((o) => o.display).join(" | ");
+  if (!displays.includes("Fièvre depuis trois jours")) throw new Error(`the chief complaint was not saved: ${displays}`);
+  const group = obs.find((o) => (o.groupMembers ?? []).length > 0);
+  if (!group || !group.groupMembers.some((m) => /Bon/.test(m.display))) throw new Error(`the examination group was not saved: ${JSON.stringify(obs)}`);
 });
 
 await step("end-the-visit", async () => {
