@@ -84,7 +84,7 @@ const ENGLISH = [
   "Logout", "Log out", "Normal ranges", "View normal ranges", "Patient summary", "Record vitals",
   "Start a visit", "Start visit", "End visit", "Active visit", "Vitals and biometrics", "beats/min",
   "breaths/min", "Search patient", "Save and close", "Discard", "Visit type", "Biometrics",
-  "You must end the current visit", "This patient already has an active visit", "Form submitted",
+  "You must end the current visit", "This patient already has an active visit", "Form submitted", "Completed forms",
 ];
 let french = true;
 async function noEnglish() {
@@ -262,7 +262,8 @@ await step("fill-the-consultation-form", async () => {
   await visible(page.getByText("Formulaire enregistré"));
   // What the server recorded: the text, and the group holding the coded answer.
   const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
-  const found = await api("GET", `encounter?patient=${uuid}&encounterType=91edcf31-cf56-43c3-a7d8-b8097fbd0035&v=custom:(uuid,obs:(display,groupMembers:(display)))`);
+  const found = await api("GET", `encounter?patient=${uuid}&encounterType=91edcf31-cf56-43c3-a7d8-b8097fbd0035&v=custom:(uuid,form:(display),obs:(display,groupMembers:(display)))`);
+  if (found.results[0]?.form?.display !== "Consultation externe") throw new Error(`the encounter does not name its form: ${JSON.stringify(found.results[0]?.form)}`);
   const obs = found.results[0]?.obs ?? [];
   const displays = obs.map((o) => o.display).join(" | ");
   if (!displays.includes("Fièvre depuis trois jours")) throw new Error(`the chief complaint was not saved: ${displays}`);
@@ -277,6 +278,17 @@ await step("end-the-visit", async () => {
   await visible(dialog.getByText(/clôturer la visite en cours/));
   await dialog.getByRole("button", { name: /Terminer la visite|Clôturer la visite/ }).click();
   await page.getByText("Visite en cours").first().waitFor({ state: "hidden", timeout: 30000 });
+});
+
+await step("visits-history", async () => {
+  await page.getByRole("link", { name: "Visites" }).click();
+  // The ended visit, of the type chosen; its encounters, opened: the vital signs and the
+  // consultation form.
+  await visible(page.getByRole("tab", { name: "Formulaires remplis" }));
+  await visible(page.getByRole("cell", { name: "Consultation externe" }));
+  await page.getByRole("tab", { name: "Toutes les consultations" }).click();
+  await visible(page.getByRole("cell", { name: "Signes vitaux" }).first());
+  await visible(page.getByRole("cell", { name: "Consultation", exact: true }).first());
 });
 
 french = false;

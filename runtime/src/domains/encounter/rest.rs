@@ -115,7 +115,10 @@ impl Resource for EncounterRes<'_> {
                 ctx,
             ),
             "form" => nest(
-                e.form.as_deref().and_then(|f| form(ctx, f)).map(FormRefRes),
+                e.form
+                    .as_deref()
+                    .and_then(|f| form(ctx, f))
+                    .map(crate::api::form::FormRes),
                 rep,
                 ctx,
             ),
@@ -153,52 +156,6 @@ impl Resource for EncounterRes<'_> {
                 nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
             "auditInfo" => audit_info(&e.audit, ctx),
-            _ => return None,
-        })
-    }
-}
-
-/// A form as an encounter names it (the `form` resource itself lives with the forms).
-pub struct FormRefRes<'a>(pub &'a model::Form);
-
-impl Resource for FormRefRes<'_> {
-    fn alias(&self) -> &'static str {
-        "form"
-    }
-    fn version(&self) -> &'static str {
-        "1.9"
-    }
-    fn uuid(&self) -> String {
-        self.0.uuid.clone()
-    }
-    fn display(&self, _: &Ctx) -> String {
-        self.0.name.clone()
-    }
-    fn flag(&self) -> Option<(&'static str, bool)> {
-        Some(("retired", self.0.retired))
-    }
-    fn default_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("name", Rep::Default),
-            ("description", Rep::Default),
-            ("version", Rep::Default),
-            ("published", Rep::Default),
-            ("retired", Rep::Default),
-        ]
-    }
-    fn full_props(&self) -> Props {
-        self.default_props()
-    }
-    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
-        let f = self.0;
-        Some(match name {
-            "name" => json!(f.name),
-            "description" => json!(f.description),
-            "version" => json!(f.version),
-            "published" => json!(f.published),
-            "retired" => json!(f.retired),
             _ => return None,
         })
     }
