@@ -291,6 +291,22 @@ await step("visits-history", async () => {
   await visible(page.getByRole("cell", { name: "Consultation", exact: true }).first());
 });
 
+await step("delete-an-encounter", async () => {
+  // The row opens on its observations and actions.
+  const row = page.getByRole("row", { name: /Signes vitaux/ }).first();
+  await row.getByRole("button").first().click();
+  await page.getByRole("button", { name: /Supprimer/ }).first().click();
+  const dialog = page.getByRole("dialog");
+  await visible(dialog.getByText(/supprimer cette consultation/));
+  await dialog.getByRole("button", { name: "Supprimer" }).click();
+  await visible(page.getByText("La consultation a été supprimée"));
+  await page.getByRole("row", { name: /Signes vitaux/ }).first().waitFor({ state: "detached", timeout: 30000 });
+  // Voided on the server, kept with why and by whom.
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const all = await api("GET", `encounter?patient=${uuid}&encounterType=023c2721-8ffa-4ce2-a1d4-7a2a3ec45f42&includeAll=true&v=custom:(uuid,voided)`);
+  if (!all.results.some((e) => e.voided === true)) throw new Error(`the vital-signs encounter was not voided: ${JSON.stringify(all)}`);
+});
+
 french = false;
 await step("switch-to-english", async () => {
   await page.getByRole("button", { name: "Mon compte" }).click();
