@@ -84,7 +84,7 @@ const ENGLISH = [
   "Logout", "Log out", "Normal ranges", "View normal ranges", "Patient summary", "Record vitals",
   "Start a visit", "Start visit", "End visit", "Active visit", "Vitals and biometrics", "beats/min",
   "breaths/min", "Search patient", "Save and close", "Discard", "Visit type", "Biometrics",
-  "You must end the current visit", "This patient already has an active visit", "Form submitted", "Completed forms",
+  "You must end the current visit", "This patient already has an active visit", "Form submitted", "Record updated", "Completed forms",
 ];
 let french = true;
 async function noEnglish() {
@@ -291,11 +291,32 @@ await step("visits-history", async () => {
   await visible(page.getByRole("cell", { name: "Consultation", exact: true }).first());
 });
 
+await step("edit-the-saved-form", async () => {
+  const row = page.getByRole("row", { name: /Consultation externe.*Consultation externe/ }).first();
+  await row.getByRole("button").first().click();
+  await page.locator("table").getByRole("button", { name: /^Modifier/ }).first().click();
+  const complaint = page.getByLabel("Motif de consultation");
+  await visible(complaint);
+  if ((await complaint.inputValue()) !== "Fièvre depuis trois jours") throw new Error("the form did not open on the saved values");
+  await complaint.fill("Fièvre et céphalées depuis trois jours");
+  await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
+  await visible(page.getByText("Dossier mis à jour"));
+  // The new value is current; the old one is kept, voided, as its previous version.
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const found = await api("GET", `obs?patient=${uuid}&includeAll=true&v=custom:(display,voided,previousVersion:(uuid))`);
+  const current = found.results.find((o) => !o.voided && o.display.includes("céphalées"));
+  const old = found.results.find((o) => o.voided && o.display.includes("Fièvre depuis trois jours"));
+  if (!current || !old || !current.previousVersion) throw new Error(`the edit was not recorded as a new version: ${JSON.stringify(found.results)}`);
+  await page.getByRole("button", { name: /Fermer|Close/ }).first().click().catch(() => {});
+});
+
 await step("delete-an-encounter", async () => {
-  // The row opens on its observations and actions.
+  // From a fresh page, so that only this row is open, on its observations and actions.
+  await page.reload();
+  await page.getByRole("tab", { name: "Toutes les consultations" }).click();
   const row = page.getByRole("row", { name: /Signes vitaux/ }).first();
   await row.getByRole("button").first().click();
-  await page.getByRole("button", { name: /Supprimer/ }).first().click();
+  await page.locator("table").getByRole("button", { name: /Supprimer/ }).first().click();
   const dialog = page.getByRole("dialog");
   await visible(dialog.getByText(/supprimer cette consultation/));
   await dialog.getByRole("button", { name: "Supprimer" }).click();

@@ -702,3 +702,66 @@ async fn vital_signs_carry_ciel_identifiers_and_their_reference_ranges() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+/// The form engine reads a saved encounter back in its own representation before editing
+/// it; every provider must come back as an object (a null one breaks the edit).
+#[tokio::test]
+async fn the_form_engine_reads_back_providers_and_roles() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200077").await;
+    let session = c.get(&format!("{REST}/session")).await;
+    let provider = session.body["currentProvider"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": CONSULTATION_TYPE, "location": location_uuid(&st, "Centre de santé Bondeko"),
+                    "encounterProviders": [{"provider": provider, "encounterRole": CLINICIAN_ROLE}],
+                    "obs": [{"concept": CHIEF_COMPLAINT, "value": "Toux", "formFieldNamespace": "rfe-forms", "formFieldPath": "rfe-forms-chiefComplaint"}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let uuid = r.body["uuid"].as_str().unwrap();
+    let rep = "custom:(uuid,encounterDatetime,encounterType:(uuid,name,description),location:(uuid,name),patient:(uuid,display),encounterProviders:(uuid,provider:(uuid,name),encounterRole:(uuid,name)),orders:(uuid,display,concept:(uuid,display),voided),diagnoses:(uuid,certainty,condition,formFieldPath,formFieldNamespace,display,rank,voided,diagnosis:(coded:(uuid,display))),obs:(uuid,obsDatetime,comment,voided,groupMembers,formFieldNamespace,formFieldPath,concept:(uuid,name:(uuid,name)),value:(uuid,name:(uuid,name),names:(uuid,conceptNameType,name))))";
+    let r = c.get(&format!("{REST}/encounter/{uuid}?v={rep}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let ep = &r.body["encounterProviders"][0];
+    assert_eq!(ep["provider"]["uuid"], provider.as_str(), "{ep}");
+    assert_eq!(ep["provider"]["name"], "Super User");
+    assert_eq!(ep["encounterRole"]["uuid"], CLINICIAN_ROLE);
+    assert_eq!(r.body["obs"][0]["value"], "Toux");
+
+    // The edit sends the encounter back as read: the same patient passes, another does not.
+    let obs_uuid = r.body["obs"][0]["uuid"].as_str().unwrap().to_string();
+    let mut edit = r.body.clone();
+    edit["obs"] = json!([{"uuid": obs_uuid, "value": "Toux et fièvre", "formFieldNamespace": "rfe-forms", "formFieldPath": "rfe-forms-chiefComplaint"}]);
+    edit["location"] = json!(location_uuid(&st, "Centre de santé Bondeko"));
+    let e = edit.as_object_mut().unwrap();
+    e.remove("resourceVersion");
+    let r = c
+        .post(
+            &format!("{REST}/encounter/{uuid}?v={rep}"),
+            &edit.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let values: Vec<&Value> = r.body["obs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| &o["value"])
+        .collect();
+    assert_eq!(values, [&json!("Toux et fièvre")]);
+    let other = patient(&mut c, &st, "200078").await;
+    let r = c
+        .post(
+            &format!("{REST}/encounter/{uuid}"),
+            &json!({"patient": {"uuid": other}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}

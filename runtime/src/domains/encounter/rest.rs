@@ -287,6 +287,8 @@ impl Resource for ProviderRes {
                 json!({"uuid": self.user.person_uuid, "display": self.user.person_name, "links": [{"rel": "self", "uri": format!("{}/person/{}", ctx.base, self.user.person_uuid), "resourceAlias": "person"}]})
             }
             "identifier" => json!(self.user.system_id),
+            // The provider's name (OpenMRS's `Provider.name`, the person's when linked).
+            "name" => json!(self.user.person_name),
             "attributes" => json!([]),
             "retired" => json!(self.user.retired),
             _ => return None,
@@ -675,11 +677,7 @@ pub async fn update(
 ) -> ApiResult<Response> {
     caller.require(&["Edit Encounters"])?;
     only_known(&body, "encounter", ENCOUNTER_FIELDS)?;
-    if body.contains_key("patient") {
-        return Err(ApiError::BadRequest(
-            "The patient of an encounter cannot be changed".into(),
-        ));
-    }
+    let patient = opt_ref(&body, "patient")?;
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
     let st = state.clone();
@@ -689,6 +687,13 @@ pub async fn update(
         let old = store::encounter(&st.store, &uuid)
             .map_err(ApiError::internal)?
             .ok_or(ApiError::NotFound)?;
+        // The form engine sends back the encounter as it read it, patient included: the
+        // same patient is fine, another one is refused.
+        if patient.as_ref().is_some_and(|p| p != &old.patient) {
+            return Err(ApiError::BadRequest(
+                "The patient of an encounter cannot be changed".into(),
+            ));
+        }
         let mut e = old.clone();
         if let Some(t) = opt_ref(&body, "encounterType")? {
             e.encounter_type = t;
