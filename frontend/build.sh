@@ -7,8 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 target=${1:-spa}
-# shellcheck source=../tools/node.sh
-source ../tools/node.sh
+# Node.js 22 on PATH when run from the repository (the image build has it already and
+# copies only this folder).
+if [ -f ../tools/node.sh ]; then
+  # shellcheck source=../tools/node.sh
+  source ../tools/node.sh
+fi
 export IBM_TELEMETRY_DISABLED=true
 
 # The CLI and everything it builds with come from the lockfile.
