@@ -248,3 +248,66 @@ async fn enrolment_needs_a_patient_a_programme_and_a_date() {
         .await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
 }
+
+/// A workflow begins with an initial state, an enrolment cannot precede the patient's
+/// birth, and a terminal state completes the enrolment.
+#[tokio::test]
+async fn workflows_begin_initial_and_end_terminal() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "300003").await;
+    const TB_CONTINUATION: &str = "24927d8e-c48d-4dda-b369-9c600715d134";
+    const HIV_TRANSFERRED: &str = "5b14ab1e-c973-41fe-96f4-f4368750fb7c";
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment"),
+            &json!({"patient": p, "program": TB, "dateEnrolled": "2026-02-01",
+                    "states": [{"state": TB_CONTINUATION, "startDate": "2026-02-01"}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body["error"]["fieldErrors"]["states[0].state"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initial")
+    );
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment"),
+            &json!({"patient": p, "program": TB, "dateEnrolled": "1901-02-01"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body["error"]["fieldErrors"]["dateEnrolled"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("birth")
+    );
+
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment"),
+            &json!({"patient": p, "program": HIV, "dateEnrolled": "2026-02-01",
+                    "states": [{"state": HIV_STATE_A, "startDate": "2026-02-01"}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let uuid = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment/{uuid}"),
+            &json!({"states": [{"state": HIV_TRANSFERRED, "startDate": "2026-07-01T10:00:00.000+0000"}]}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["dateCompleted"], "2026-07-01T10:00:00.000+0000");
+    // Completed enrolments stay in the patient's list.
+    let r = c
+        .get(&format!("{REST}/programenrollment?patient={p}"))
+        .await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 1);
+}

@@ -3,8 +3,10 @@
 //! through. Validated as OpenMRS's `PatientProgramValidator` does: a programme of the
 //! content that is not retired, an enrolment date not in the future, a completion date not
 //! before it, no second enrolment of the patient in the same programme over the same
-//! period, an outcome among the programme's outcome answers, and states that belong to the
-//! programme's workflows, start inside the enrolment and do not overlap within a workflow.
+//! period, no enrolment before the patient's birth, an outcome among the programme's
+//! outcome answers, and states that belong to the programme's workflows, begin each
+//! workflow with one of its initial states, start inside the enrolment and do not overlap
+//! within a workflow. A terminal state completes the enrolment.
 
 pub mod rest;
 pub mod store;
@@ -56,6 +58,11 @@ impl EnrolmentRecord {
 
 /// The workflow a state of the content belongs to, if the state exists.
 pub fn workflow_of(state: &AppState, state_uuid: &str) -> Option<String> {
+    content_state(state, state_uuid).map(|s| s.workflow)
+}
+
+/// A state of the content's workflows.
+pub fn content_state(state: &AppState, state_uuid: &str) -> Option<model::ProgramWorkflowState> {
     state
         .catalog
         .load()
@@ -63,7 +70,7 @@ pub fn workflow_of(state: &AppState, state_uuid: &str) -> Option<String> {
         .program_workflow_states
         .iter()
         .find(|s| s.uuid == state_uuid)
-        .map(|s| s.workflow.clone())
+        .cloned()
 }
 
 /// Checks an enrolment about to be saved; `others` are the patient's other enrolments, and
@@ -92,6 +99,18 @@ pub fn validate(
             "dateEnrolled",
             "error.date.future",
             "The enrolment date may not be in the future",
+        );
+    }
+    if let Ok(Some(p)) = state.store.patient(&e.patient)
+        && let Some(born) = &p.birthdate
+        && e.enrolled
+            .get(..10)
+            .is_some_and(|day| day < born.get(..10).unwrap_or(""))
+    {
+        inv.field(
+            "dateEnrolled",
+            "error.invalid",
+            "The enrolment date may not be before the patient's birth",
         );
     }
     if let Some(done) = &e.completed {
@@ -166,6 +185,26 @@ pub fn validate(
                 &format!("states[{i}].endDate"),
                 "error.invalid",
                 "A state must end after it starts",
+            );
+        }
+    }
+    // Each workflow begins with one of its initial states.
+    let mut first_of_workflow: Vec<(String, usize, &StateRecord)> = Vec::new();
+    for (i, s) in &live {
+        if let Some(w) = workflow_of(state, &s.state) {
+            match first_of_workflow.iter_mut().find(|(fw, _, _)| fw == &w) {
+                Some(entry) if s.start < entry.2.start => *entry = (w, *i, s),
+                Some(_) => {}
+                None => first_of_workflow.push((w, *i, s)),
+            }
+        }
+    }
+    for (_, i, s) in &first_of_workflow {
+        if content_state(state, &s.state).is_some_and(|c| !c.initial) {
+            inv.field(
+                &format!("states[{i}].state"),
+                "error.invalid",
+                "A workflow must begin with one of its initial states",
             );
         }
     }

@@ -518,6 +518,12 @@ fn apply(
                         )
                     })?;
                     let start = opt_datetime(s, "startDate")?.unwrap_or_else(|| datetime_key(now));
+                    // A terminal state completes the enrolment, as in OpenMRS.
+                    if super::content_state(state, &target).is_some_and(|c| c.terminal)
+                        && e.completed.is_none()
+                    {
+                        e.completed = Some(start.clone());
+                    }
                     let workflow = super::workflow_of(state, &target);
                     for open in e.states.iter_mut().filter(|x| {
                         !x.voided
