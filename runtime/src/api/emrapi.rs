@@ -7,14 +7,17 @@
 //! settings of the same names: `emr.atFacilityVisitType` holds a visit type's uuid, and so
 //! on. A property whose setting is unset, or names nothing of the right kind, is `null`; so
 //! is every property the distribution does not use (admission and transfer, dispositions).
+//!
+//! `emrapi/locationThatSupportsVisits?location=` walks up from a location (a login room)
+//! to the first one carrying the visits tag: where the O3 visit form opens visits.
 
 use super::concept::ConceptRes;
-use super::location::TagRes;
+use super::location::{LocationRes, TagRes};
 use super::metadata::{EncounterTypeRes, NamedRes};
 use super::patient::{AttributeTypeRes, IdentifierTypeRes};
 use super::{Caller, QueryPairs, ok, param};
 use crate::AppState;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Props, Rep, Resource, nested, render};
 use axum::extract::State;
 use axum::response::Response;
@@ -196,4 +199,48 @@ pub async fn configuration(
         o.remove("display");
     }
     Ok(ok(body))
+}
+
+/// `GET emrapi/locationThatSupportsVisits?location=…` — privilege: Get Locations. The tag is
+/// the setting `emr.supportsVisitsLocationTag`, else the tag named `Visit Location`.
+pub async fn location_that_supports_visits(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Locations"])?;
+    let start = param(&query, "location")
+        .ok_or_else(|| ApiError::BadRequest("The location parameter is required".into()))?;
+    let catalog = state.catalog.load();
+    let tag = state
+        .setting("emr.supportsVisitsLocationTag")
+        .filter(|t| !t.trim().is_empty())
+        .or_else(|| {
+            catalog
+                .content
+                .location_tags
+                .iter()
+                .find(|t| t.name == "Visit Location")
+                .map(|t| t.uuid.clone())
+        })
+        .ok_or(ApiError::NotFound)?;
+    let mut current = catalog.location(start).ok_or(ApiError::NotFound)?;
+    // Bounded by the number of locations, so a cycle cannot loop.
+    for _ in 0..=catalog.content.locations.len() {
+        if current.tags.iter().any(|t| t == tag.trim()) {
+            let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
+            return Ok(ok(render(
+                &LocationRes(current),
+                &rep,
+                &caller.ctx(&state, &catalog),
+            )?));
+        }
+        match current.parent.as_deref().and_then(|p| catalog.location(p)) {
+            Some(parent) => current = parent,
+            None => break,
+        }
+    }
+    Err(ApiError::BadRequest(format!(
+        "No location supporting visits above {start}"
+    )))
 }

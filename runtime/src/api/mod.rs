@@ -166,6 +166,10 @@ pub fn app(state: Arc<AppState>) -> Router {
             empty_list("Get Patient Cohorts"),
         )
         .route(&rest("/emrapi/configuration"), get(emrapi::configuration))
+        .route(
+            &rest("/emrapi/locationThatSupportsVisits"),
+            get(emrapi::location_that_supports_visits),
+        )
         .route(&rest("/form"), get(form::search))
         .route(&rest("/form/{uuid}"), get(form::read))
         .route(&rest("/clobdata/{uuid}"), get(form::clob))

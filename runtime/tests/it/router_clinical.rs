@@ -631,6 +631,19 @@ async fn vitals_saved_without_a_visit_join_the_open_visit_and_read_back_through_
     };
     assert_eq!(c.get(&by_type(VITALS_TYPE)).await.body["total"], 1);
     assert_eq!(c.get(&by_type(CONSULTATION_TYPE)).await.body["total"], 0);
+    // And the latest value of a concept in encounters of one type.
+    let latest = |t: &str| {
+        format!(
+            "/openmrs/ws/fhir2/R4/Observation?patient={p}&code={temperature}&encounter.type={t}&_sort=-date&_count=1"
+        )
+    };
+    let r = c.get(&latest(VITALS_TYPE)).await;
+    assert_eq!(r.body["total"], 1, "{:?}", r.body);
+    assert_eq!(
+        r.body["entry"][0]["resource"]["valueQuantity"]["value"],
+        39.2
+    );
+    assert_eq!(c.get(&latest(CONSULTATION_TYPE)).await.body["total"], 0);
     let missing = c.get("/openmrs/ws/fhir2/R4/Observation/no-such-obs").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }

@@ -311,3 +311,46 @@ async fn workflows_begin_initial_and_end_terminal() {
         .await;
     assert_eq!(r.body["results"].as_array().unwrap().len(), 1);
 }
+
+/// The EMR API configuration the visit form and notes read, from the content's `emr.*`
+/// settings, and the visit location above a login room.
+#[tokio::test]
+async fn the_emr_api_configuration_and_visit_location_come_from_the_content() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let r = c
+        .get(&format!("{REST}/emrapi/configuration?v=custom:clinicianEncounterRole:ref,visitNoteEncounterType:ref,atFacilityVisitType:ref,supportsVisitsLocationTag:(uuid,display,name,links)"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        r.body["clinicianEncounterRole"]["uuid"],
+        "39394a04-5300-4e13-8008-aefffb53df48"
+    );
+    assert_eq!(r.body["visitNoteEncounterType"]["display"], "Consultation");
+    // Left unset so that the visit form offers the choice of visit type.
+    assert_eq!(r.body["atFacilityVisitType"], Value::Null);
+    assert_eq!(
+        r.body["supportsVisitsLocationTag"]["name"],
+        "Visit Location"
+    );
+    assert!(r.body.get("uuid").is_none());
+    // Every property in the default representation.
+    let r = c.get(&format!("{REST}/emrapi/configuration")).await;
+    assert!(r.body.as_object().unwrap().len() > 40);
+
+    let room = location_uuid(&st, "Bondeko - Accueil");
+    let r = c
+        .get(&format!(
+            "{REST}/emrapi/locationThatSupportsVisits?location={room}"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        r.body["uuid"],
+        location_uuid(&st, "Centre de santé Bondeko").as_str()
+    );
+    let r = c
+        .get(&format!("{REST}/emrapi/locationThatSupportsVisits"))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}

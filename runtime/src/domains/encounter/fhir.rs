@@ -210,10 +210,13 @@ pub async fn observations(
     };
     let concepts = super::concepts_param(&catalog, &query, &["code"]);
     let w = window(&query);
+    // `encounter.type` narrows to one encounter type (the form engine's latest value).
     let q = ObsQuery {
         patient: Some(patient),
         concepts,
         encounter: None,
+        encounter_type: param(&query, "encounter.type")
+            .map(|t| super::encounter_type_uuid(&catalog, t)),
         include_voided: false,
     };
     let (list, page) = store::list_obs(&state.store, &q, w).map_err(ApiError::internal)?;

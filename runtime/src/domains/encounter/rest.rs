@@ -1091,6 +1091,7 @@ pub async fn obs_search(
             .map(str::to_string),
         concepts,
         encounter: param(&query, "encounter").map(str::to_string),
+        encounter_type: None,
         include_voided: flag(&query, "includeAll").unwrap_or(false),
     };
     if q.patient.is_none() && q.encounter.is_none() {

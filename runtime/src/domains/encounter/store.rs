@@ -326,6 +326,8 @@ pub struct ObsQuery {
     /// Any of these concepts (with a patient).
     pub concepts: Vec<String>,
     pub encounter: Option<String>,
+    /// Only observations of encounters of this type (FHIR's `encounter.type`).
+    pub encounter_type: Option<String>,
     pub include_voided: bool,
 }
 
@@ -338,7 +340,25 @@ pub fn list_obs(
 ) -> StoreResult<(Vec<ObsRecord>, Page)> {
     let txn = store.db().begin_read()?;
     let records = txn.open_table(OBS)?;
+    let encounters = txn.open_table(ENCOUNTERS)?;
     let exclude = if q.include_voided { 0 } else { VOIDED };
+    // The encounter-type filter reads the obs and its encounter; without it keys suffice.
+    let of_type = |uuid: &str| -> bool {
+        let Some(wanted) = &q.encounter_type else {
+            return true;
+        };
+        let encounter = records
+            .get(uuid)
+            .ok()
+            .flatten()
+            .and_then(|b| domains::decode::<ObsRecord>("obs", b.value()).ok())
+            .and_then(|o| o.encounter);
+        encounter
+            .and_then(|e| encounters.get(e.as_str()).ok().flatten())
+            .and_then(|b| domains::decode::<EncounterRecord>("encounters", b.value()).ok())
+            .is_some_and(|e| &e.encounter_type == wanted)
+    };
+    let keep = |k: &str| of_type(k.rsplit('|').next().unwrap_or_default());
     let page = match (&q.encounter, &q.patient) {
         (Some(e), _) => domains::scan(
             &txn.open_table(OBS_BY_ENCOUNTER)?,
@@ -346,7 +366,7 @@ pub fn list_obs(
             exclude,
             false,
             window,
-            |_| true,
+            keep,
         )?,
         (None, Some(p)) if q.concepts.len() == 1 => {
             let prefix = key(&[p, &q.concepts[0]]);
@@ -356,7 +376,7 @@ pub fn list_obs(
                 exclude,
                 true,
                 window,
-                |_| true,
+                keep,
             )?
         }
         (None, Some(p)) if !q.concepts.is_empty() => {
@@ -368,7 +388,9 @@ pub fn list_obs(
                     let mut parts = k.rsplit('|');
                     let uuid = parts.next().unwrap_or_default().to_string();
                     let at = parts.next().unwrap_or_default().to_string();
-                    keys.push((at, uuid));
+                    if of_type(&uuid) {
+                        keys.push((at, uuid));
+                    }
                     true
                 })?;
             }
@@ -381,7 +403,7 @@ pub fn list_obs(
             exclude,
             true,
             window,
-            |_| true,
+            keep,
         )?,
         (None, None) => Page::default(),
     };
