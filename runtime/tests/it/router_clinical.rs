@@ -778,3 +778,29 @@ async fn the_form_engine_reads_back_providers_and_roles() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
+
+/// Orders and diagnoses inside an encounter are not recorded yet: refused, never dropped.
+#[tokio::test]
+async fn orders_and_diagnoses_in_an_encounter_are_refused_not_dropped() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200090").await;
+    for field in ["orders", "diagnoses"] {
+        let r = c
+            .post(
+                &format!("{REST}/encounter"),
+                &json!({"patient": p, "encounterType": CONSULTATION_TYPE, field: [{"certainty": "CONFIRMED"}]}).to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}: {:?}", r.body);
+        assert!(r.body["error"]["message"].as_str().unwrap().contains(field));
+    }
+    // Empty lists, as the form engine sends them, pass.
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": CONSULTATION_TYPE, "orders": [], "diagnoses": []}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+}

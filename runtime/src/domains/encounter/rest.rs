@@ -489,6 +489,24 @@ const ENCOUNTER_FIELDS: &[&str] = &[
     "diagnoses",
 ];
 
+/// Orders and diagnoses inside an encounter are not recorded yet: an empty list (what the
+/// form engine sends for forms without them) passes, anything else is refused rather than
+/// silently dropped.
+fn not_recorded_yet(body: &Map<String, Value>) -> ApiResult<()> {
+    for field in ["orders", "diagnoses"] {
+        match body.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) if items.is_empty() => {}
+            Some(_) => {
+                return Err(ApiError::BadRequest(format!(
+                    "{field} cannot be recorded with an encounter yet: send an empty list"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn providers(
     state: &AppState,
     body: &Map<String, Value>,
@@ -562,6 +580,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     caller.require(&["Add Encounters"])?;
     only_known(&body, "encounter", ENCOUNTER_FIELDS)?;
+    not_recorded_yet(&body)?;
     if !obs_bodies(&body)?.is_empty() {
         caller.require(&["Add Observations"])?;
     }
@@ -677,6 +696,7 @@ pub async fn update(
 ) -> ApiResult<Response> {
     caller.require(&["Edit Encounters"])?;
     only_known(&body, "encounter", ENCOUNTER_FIELDS)?;
+    not_recorded_yet(&body)?;
     let patient = opt_ref(&body, "patient")?;
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
