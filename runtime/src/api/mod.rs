@@ -26,6 +26,7 @@ pub mod user;
 use crate::AppState;
 use crate::auth::{self, Grants};
 use crate::catalog::Catalog;
+use crate::domains::diagnosis::rest as diagnosis;
 use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
 use crate::domains::programme::rest as programme;
@@ -118,6 +119,16 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(visit::read).post(visit::update).delete(visit::delete),
         )
         .route(&rest("/visittype/{uuid}"), get(visit::visit_type))
+        .route(
+            &rest("/patientdiagnoses"),
+            get(diagnosis::search).post(diagnosis::create),
+        )
+        .route(
+            &rest("/patientdiagnoses/{uuid}"),
+            get(diagnosis::read)
+                .post(diagnosis::update)
+                .delete(diagnosis::delete),
+        )
         .route(&rest("/program"), get(programme::programs))
         .route(&rest("/program/{uuid}"), get(programme::program))
         .route(

@@ -1,6 +1,6 @@
 //! The clinical record, one module per aggregate: `visit` (visits and their attributes),
-//! `encounter` (encounters with their observations) and `programme` (programme enrolments
-//! with their workflow states). Each owns its record types, its redb
+//! `encounter` (encounters with their observations), `diagnosis` (an encounter's
+//! diagnoses) and `programme` (programme enrolments with their workflow states). Each owns its record types, its redb
 //! tables and secondary indexes, its validation and its REST representations; they share
 //! what is here: who-and-when records, the index scans that page newest first, and the
 //! registry of record tables that backups and restores walk.
@@ -12,6 +12,7 @@
 //! reading the page's records. Index tables are derived: backups hold the records alone and
 //! a restore rebuilds the indexes from them.
 
+pub mod diagnosis;
 pub mod encounter;
 pub mod programme;
 pub mod rest;
@@ -145,6 +146,7 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     encounter::store::ENCOUNTER_RECORDS,
     encounter::store::OBS_RECORDS,
     programme::store::RECORDS,
+    diagnosis::store::RECORDS,
 ];
 
 /// An index table: key → flags.

@@ -10,6 +10,7 @@ mod lifecycle;
 mod process;
 mod router_clinical;
 mod router_concept;
+mod router_diagnosis;
 mod router_form;
 mod router_o3;
 mod router_patient;

@@ -137,7 +137,9 @@ impl Resource for EncounterRes<'_> {
                 nested_list(top.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
             // Orders and diagnoses are recorded by later domains; none exist yet.
-            "orders" | "diagnoses" => json!([]),
+            "diagnoses" => crate::domains::diagnosis::rest::of_encounter(&e.uuid, rep, ctx),
+            // Orders are not recorded yet (an encounter refuses them).
+            "orders" => json!([]),
             "voided" => json!(e.voiding.voided),
             "visit" => {
                 let v = e.visit.as_deref().and_then(|v| {
