@@ -44,10 +44,19 @@ function bundleFiles(spa, module) {
 const keyName = (p) => p.key && (p.key.type === "Identifier" ? p.key.name : p.key.value);
 const isEntry = (o) =>
   o.type === "ObjectExpression" && o.properties.some((p) => ["_type", "_default"].includes(keyName(p)));
-const holdsEntries = (o, depth = 0) =>
-  o.type === "ObjectExpression" &&
-  depth < 7 &&
-  (isEntry(o) || o.properties.some((p) => p.value && holdsEntries(p.value, depth + 1)));
+// Object literals bound to names in the file being read (`var r = {…}`): a schema may
+// hold another by name (`visitNoteConfig: r`). Minified names can repeat across scopes; a
+// name bound to a schema-like object wins.
+let bindings = new Map();
+const bound = (node) => (node && node.type === "Identifier" ? bindings.get(node.name) ?? node : node);
+const holdsEntries = (o, depth = 0) => {
+  o = bound(o);
+  return (
+    o.type === "ObjectExpression" &&
+    depth < 7 &&
+    (isEntry(o) || o.properties.some((p) => p.value && holdsEntries(p.value, depth + 1)))
+  );
+};
 
 /** Every setting path the schemas in these files define: "a", "a.b"; entries end in "!". */
 function pathsIn(files) {
@@ -55,14 +64,15 @@ function pathsIn(files) {
   const collect = (object, prefix) => {
     for (const p of object.properties) {
       const key = keyName(p);
-      if (!key || !p.value || p.value.type !== "ObjectExpression") continue;
+      const value = bound(p.value);
+      if (!key || !value || value.type !== "ObjectExpression") continue;
       const path = prefix ? `${prefix}.${key}` : key;
-      if (isEntry(p.value)) {
+      if (isEntry(value)) {
         paths.add(path);
         paths.add(path + "!");
-      } else if (holdsEntries(p.value)) {
+      } else if (holdsEntries(value)) {
         paths.add(path);
-        collect(p.value, path);
+        collect(value, path);
       }
     }
   };
@@ -78,6 +88,19 @@ function pathsIn(files) {
         continue;
       }
     }
+    bindings = new Map();
+    const bind = (node) => {
+      if (!node || typeof node.type !== "string") return;
+      if (node.type === "VariableDeclarator" && node.id?.type === "Identifier" && node.init?.type === "ObjectExpression") {
+        const known = bindings.get(node.id.name);
+        if (!known || (!holdsEntries(known) && holdsEntries(node.init))) bindings.set(node.id.name, node.init);
+      }
+      for (const value of Object.values(node)) {
+        if (Array.isArray(value)) value.forEach((child) => child && typeof child.type === "string" && bind(child));
+        else if (value && typeof value.type === "string") bind(value);
+      }
+    };
+    bind(ast);
     // Outermost object literals with at least two settings: the schemas.
     const walk = (node) => {
       if (!node || typeof node.type !== "string") return;

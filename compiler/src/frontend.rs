@@ -67,6 +67,10 @@ pub fn deep_merge(base: &mut Value, over: Value) {
 
 /// Kinds of entity a `…Uuid` setting can name, guessed from the setting's name.
 fn kind_of(key: &str) -> &'static str {
+    // The notes app's `formConceptUuid` names the visit note's form, despite its name.
+    if key == "formConceptUuid" {
+        return "form";
+    }
     let k = key.to_lowercase();
     for (needle, kind) in [
         ("concept", "concept"),
@@ -448,5 +452,6 @@ mod tests {
         assert_eq!(kind_of("visitDiagnosesConceptUuid"), "concept");
         assert_eq!(kind_of("offlineVisitTypeUuid"), "visit type");
         assert_eq!(kind_of("personAttributeUuid"), "person attribute type");
+        assert_eq!(kind_of("formConceptUuid"), "form");
     }
 }

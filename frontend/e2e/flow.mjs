@@ -51,6 +51,10 @@ page.on("response", (r) => {
   if (process.env.E2E_TRACE && r.url().includes("/openmrs/") && !r.url().includes("/openmrs/spa/")) console.log(`  ${r.status()} ${r.request().method()} ${r.url()}`);
   if (r.url().includes("/openmrs/") && !r.url().includes("/openmrs/spa/") && r.status() >= 400) {
     backendErrors.push(`${r.status()} ${r.request().method()} ${r.url()}`);
+    // What was sent and answered, to see why.
+    r.text()
+      .then((body) => console.log(`  ${r.status()} answer: ${body.slice(0, 500)}\n  request: ${(r.request().postData() ?? "").slice(0, 800)}`))
+      .catch(() => {});
   }
 });
 // The framework (10.0.0) checks a module's settings against the module's schema when it
@@ -305,6 +309,22 @@ await step("fill-the-hiv-enrolment-form", async () => {
   if (!obs.includes("Stade")) throw new Error(`the WHO stage was not saved: ${obs}`);
 });
 
+await step("write-a-visit-note", async () => {
+  await page.reload();
+  await page.getByRole("button", { name: "Note de visite" }).first().click();
+  await page.getByPlaceholder("Choisissez un diagnostic principal").fill("palud");
+  await page.getByText("Paludisme, sans précision", { exact: true }).first().click();
+  await page.getByPlaceholder("Ajouter des notes ici").fill("Fièvre, TDR du paludisme positif ; traitement par artéméther-luméfantrine.");
+  await page.getByRole("button", { name: "Enregistrer et fermer" }).click();
+  await visible(page.getByText("Note de la visite enregistrée"));
+  // The note's encounter and its primary diagnosis, on the server.
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const found = await api("GET", `patientdiagnoses?patient=${uuid}&v=custom:(display,rank,certainty)`);
+  if (!found.results.some((d) => d.display === "Paludisme, sans précision" && d.rank === 1)) {
+    throw new Error(`the diagnosis was not saved: ${JSON.stringify(found.results)}`);
+  }
+});
+
 await step("end-the-visit", async () => {
   await page.getByRole("button", { name: /Actions/ }).first().click();
   await page.getByRole("menuitem", { name: /Terminer la visite|Clôturer la visite/ }).first().click();
@@ -320,6 +340,8 @@ await step("visits-history", async () => {
   // consultation form.
   await visible(page.getByRole("tab", { name: "Formulaires remplis" }));
   await visible(page.getByRole("cell", { name: "Consultation externe" }));
+  // The visit's diagnosis, from the visit note.
+  await visible(page.getByText("Paludisme, sans précision").first());
   await page.getByRole("tab", { name: "Toutes les consultations" }).click();
   await visible(page.getByRole("cell", { name: "Signes vitaux" }).first());
   await visible(page.getByRole("cell", { name: "Consultation", exact: true }).first());

@@ -479,6 +479,8 @@ pub async fn search(
     let paging = Paging::from_query(&query)?;
     let catalog = state.catalog.load();
     let content = &catalog.content;
+    // `name=…&searchType=fuzzy` (the notes' diagnosis search) matches like `q`.
+    let fuzzy = param(&query, "searchType").is_some_and(|t| t.eq_ignore_ascii_case("fuzzy"));
     let found: Vec<&Concept> = if let Some(references) = param(&query, "references") {
         // The form engine's lookup: uuids or SOURCE:CODE mappings, comma-separated; each
         // concept once, in the order asked.
@@ -498,7 +500,7 @@ pub async fn search(
             .concept(&format!("{source}:{code}"))
             .into_iter()
             .collect()
-    } else if let Some(name) = param(&query, "name") {
+    } else if let Some(name) = param(&query, "name").filter(|_| !fuzzy) {
         content
             .indexes
             .concept_by_name
@@ -507,7 +509,7 @@ pub async fn search(
             .flatten()
             .map(|&i| &content.concepts[i as usize])
             .collect()
-    } else if let Some(q) = param(&query, "q") {
+    } else if let Some(q) = param(&query, "q").or(param(&query, "name")) {
         let terms: Vec<String> = fold(q).split_whitespace().map(str::to_string).collect();
         if terms.is_empty() {
             Vec::new()
@@ -535,6 +537,22 @@ pub async fn search(
             "The search with the given parameters is not valid: use q, name, references, or code and source"
                 .into(),
         ));
+    };
+    // `class=` (a concept class's uuid or name) narrows any search.
+    let class = param(&query, "class").map(|k| {
+        content
+            .concept_classes
+            .iter()
+            .find(|c| c.uuid == k || c.name.eq_ignore_ascii_case(k))
+            .map(|c| (c.uuid.clone(), c.name.clone()))
+            .unwrap_or_else(|| (k.to_string(), k.to_string()))
+    });
+    let found: Vec<&Concept> = match &class {
+        Some((uuid, name)) => found
+            .into_iter()
+            .filter(|c| &c.class == uuid || c.class.eq_ignore_ascii_case(name))
+            .collect(),
+        None => found,
     };
     let ctx = caller.ctx(&state, &catalog);
     let items = found

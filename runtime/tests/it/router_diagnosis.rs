@@ -165,3 +165,39 @@ async fn a_diagnosis_needs_its_encounter_concept_certainty_and_rank() {
         StatusCode::BAD_REQUEST
     );
 }
+
+/// The notes' diagnosis search: `name=…&searchType=fuzzy&class=<Diagnosis>` matches word
+/// prefixes without accents, among diagnoses only.
+#[tokio::test]
+async fn diagnoses_are_searched_by_name_within_their_class() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let url = |term: &str, class: &str| {
+        format!("{REST}/concept?name={term}&searchType=fuzzy&class={class}&v=custom:(uuid,display)")
+    };
+    let diagnosis_class = "8d4918b0-c2cc-11de-8d13-0010c6dffd0f";
+    let r = c.get(&url("palud", diagnosis_class)).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let displays: Vec<&str> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["display"].as_str().unwrap())
+        .collect();
+    assert!(
+        displays.contains(&"Paludisme, sans précision"),
+        "{displays:?}"
+    );
+    // A test concept of the same word is not a diagnosis.
+    let r = c.get(&url("hemoglobine", diagnosis_class)).await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 0);
+    let r = c.get(&url("hemoglobine", "Test")).await;
+    assert_eq!(
+        r.body["results"][0]["uuid"], "21AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "{:?}",
+        r.body
+    );
+    // Without searchType, name stays an exact fully specified name.
+    let r = c.get(&format!("{REST}/concept?name=palud")).await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 0);
+}
