@@ -137,3 +137,38 @@ pub fn page_answer<R: Resource>(
 pub fn flag(query: &[(String, String)], name: &str) -> Option<bool> {
     crate::api::param(query, name).map(|v| v.eq_ignore_ascii_case("true"))
 }
+
+/// `DELETE {resource}/{uuid}[?reason=]`: voids a record (once; voiding again changes
+/// nothing) under the clinical write lock, and answers 204. `get` reads it, `voiding`
+/// reaches its voiding, `put` writes the voided record given the old one.
+pub async fn void_answer<T: Clone + Send + 'static>(
+    state: std::sync::Arc<AppState>,
+    caller: &Caller,
+    uuid: String,
+    query: &[(String, String)],
+    get: fn(&crate::store::Store, &str) -> crate::store::StoreResult<Option<T>>,
+    voiding: fn(&mut T) -> &mut super::Voiding,
+    put: fn(&crate::store::Store, &T, &T) -> crate::store::StoreResult<()>,
+) -> ApiResult<Response> {
+    let user = caller.user_uuid();
+    let reason = crate::api::param(query, "reason")
+        .unwrap_or("web service call")
+        .to_string();
+    crate::api::blocking(move || {
+        let _one_writer = state.store.write_lock();
+        let old = get(&state.store, &uuid)
+            .map_err(ApiError::internal)?
+            .ok_or(ApiError::NotFound)?;
+        let mut record = old.clone();
+        let v = voiding(&mut record);
+        if v.voided {
+            return Ok(());
+        }
+        v.void(&user, chrono::Utc::now(), &reason);
+        put(&state.store, &old, &record).map_err(ApiError::internal)
+    })
+    .await?;
+    Ok(axum::response::IntoResponse::into_response(
+        StatusCode::NO_CONTENT,
+    ))
+}

@@ -17,7 +17,7 @@ use crate::error::{ApiError, ApiResult, Invalid};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -370,24 +370,16 @@ pub async fn delete(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Delete Encounters"])?;
-    let user = caller.user_uuid();
-    let reason = param(&query, "reason")
-        .unwrap_or("web service call")
-        .to_string();
-    let st = state.clone();
-    blocking(move || {
-        let _one_writer = st.store.write_lock();
-        let mut d = store::get(&st.store, &uuid)
-            .map_err(ApiError::internal)?
-            .ok_or(ApiError::NotFound)?;
-        if d.voiding.voided {
-            return Ok(());
-        }
-        d.voiding.void(&user, Utc::now(), &reason);
-        store::put(&st.store, &d).map_err(ApiError::internal)
-    })
-    .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    crate::domains::rest::void_answer(
+        state,
+        &caller,
+        uuid,
+        &query,
+        store::get,
+        |d| &mut d.voiding,
+        |store, _, d| store::put(store, d),
+    )
+    .await
 }
 
 /// `GET patientdiagnoses?patient=…` (or `patientUuid`; newest first) or `?encounter=…` —

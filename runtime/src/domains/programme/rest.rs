@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use chrono::Utc;
 use model::{Program, ProgramWorkflow, ProgramWorkflowState};
 use serde_json::{Map, Value, json};
@@ -702,25 +702,16 @@ pub async fn delete(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Delete Patient Programs"])?;
-    let user = caller.user_uuid();
-    let reason = param(&query, "reason")
-        .unwrap_or("web service call")
-        .to_string();
-    let st = state.clone();
-    blocking(move || {
-        let _one_writer = st.store.write_lock();
-        let old = store::get(&st.store, &uuid)
-            .map_err(ApiError::internal)?
-            .ok_or(ApiError::NotFound)?;
-        if old.voiding.voided {
-            return Ok(());
-        }
-        let mut e = old.clone();
-        e.voiding.void(&user, Utc::now(), &reason);
-        store::put(&st.store, Some(&old), &e).map_err(ApiError::internal)
-    })
-    .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    crate::domains::rest::void_answer(
+        state,
+        &caller,
+        uuid,
+        &query,
+        store::get,
+        |e| &mut e.voiding,
+        |store, old, e| store::put(store, Some(old), e),
+    )
+    .await
 }
 
 /// `GET programenrollment?patient=…[&includeAll=true]` (newest enrolment first) —
