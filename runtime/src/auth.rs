@@ -130,7 +130,15 @@ pub fn login(
         user.properties.insert("loginAttempts".into(), "0".into());
         user.properties
             .insert("lastLoginTimestamp".into(), now.to_string());
-        store.put_user(&user)?;
+        match store.put_user(&user) {
+            // A full disk must not lock everyone out: the login stands, its bookkeeping
+            // is lost. (A wrong password still fails with the store's error: attempts
+            // that cannot be counted are not allowed.)
+            Err(StoreError::Unwritable(f)) => {
+                tracing::warn!(user = %user.username, "login bookkeeping not saved: {}", f.detail);
+            }
+            other => other?,
+        }
         Ok(Some(user))
     } else {
         user.failed_logins += 1;

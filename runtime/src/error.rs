@@ -53,8 +53,22 @@ pub enum ApiError {
     /// The content is being reloaded and has errors; the body carries the diagnostics.
     #[error("content has errors")]
     ContentErrors(Value),
+    /// The store cannot write (a full disk, an I/O error): 507 or 503, nothing was saved.
+    #[error("the store cannot write")]
+    StoreUnavailable { disk_full: bool },
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> ApiError {
+        match e {
+            crate::store::StoreError::Unwritable(f) => ApiError::StoreUnavailable {
+                disk_full: f.disk_full,
+            },
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
 }
 
 impl ApiError {
@@ -80,6 +94,8 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::StoreUnavailable { disk_full: true } => StatusCode::INSUFFICIENT_STORAGE,
+            ApiError::StoreUnavailable { disk_full: false } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -155,6 +171,14 @@ impl ApiError {
                 "detail": "",
                 "diagnostics": diagnostics,
             }}),
+            ApiError::StoreUnavailable { disk_full } => envelope(
+                if *disk_full {
+                    "[The server's data volume is full: nothing was saved. Free space on it; the service writes again by itself]".into()
+                } else {
+                    "[The server cannot write to its store (an I/O error): nothing was saved. See the server log; the service retries by itself]".into()
+                },
+                "emr.store.unwritable",
+            ),
             ApiError::Internal(_) => envelope(
                 "[An internal error occurred; see the server log]".into(),
                 "org.openmrs.api.APIException",
@@ -169,7 +193,11 @@ impl IntoResponse for ApiError {
             tracing::error!(%cause, "internal error");
         }
         let status = self.status();
-        (status, json_headers(), self.body().to_string()).into_response()
+        let mut headers = json_headers();
+        if let ApiError::StoreUnavailable { .. } = self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+        }
+        (status, headers, self.body().to_string()).into_response()
     }
 }
 

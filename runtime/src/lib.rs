@@ -135,6 +135,8 @@ pub struct AppState {
     pub reload_lock: tokio::sync::Mutex<()>,
     /// Serialises password verifications of HTTP Basic credentials (see `api::basic_login`).
     pub basic_verification: tokio::sync::Mutex<()>,
+    /// Permits for backups running at once (`api::backup`).
+    pub backups: Arc<tokio::sync::Semaphore>,
     /// The embedded O3 application, ready to serve.
     pub spa: api::spa::Spa,
 }
@@ -237,6 +239,7 @@ pub fn start(
         sealed_bundle: bundle,
         reload_lock: tokio::sync::Mutex::new(()),
         basic_verification: tokio::sync::Mutex::new(()),
+        backups: Arc::new(tokio::sync::Semaphore::new(api::backup::CONCURRENT_BACKUPS)),
         spa,
     };
     Ok((

@@ -30,6 +30,11 @@ enum Command {
         /// The backup file (JSON lines).
         file: std::path::PathBuf,
     },
+    /// Read every record and index of the store (EMR_DATA_DIR/store.redb) and report what is
+    /// inconsistent; exit 1 if anything is. Stop the service first.
+    CheckStore,
+    /// Give back the space the store file no longer uses. Stop the service first.
+    CompactStore,
     /// Exit 0 when the local service answers health/started (the image's HEALTHCHECK).
     Healthcheck,
     /// Take a backup from the running back end now and on a schedule (EMR_BACKUP_* variables).
@@ -86,9 +91,33 @@ fn main() -> ExitCode {
                 }
             };
         }
+        Some(Command::CheckStore) => return check_store(&config),
+        Some(Command::CompactStore) => {
+            let path = config.data_dir.join("store.redb");
+            return match runtime::store::check::compact_store(&path) {
+                Ok((before, after)) => {
+                    tracing::info!(file = %path.display(), before, after, "store compacted");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    tracing::error!("{e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
         _ => {}
     }
     let restoring = matches!(cli.command, Some(Command::Restore { .. }));
+    if let Some(Command::Restore { file }) = &cli.command {
+        // The whole backup is checked before the data directory is touched.
+        let checked = std::fs::File::open(file)
+            .map_err(runtime::store::RestoreError::from)
+            .and_then(|f| runtime::store::verify_snapshot(std::io::BufReader::new(f)));
+        if let Err(e) = checked {
+            tracing::error!(file = %file.display(), "restore refused: {e}");
+            return ExitCode::from(1);
+        }
+    }
     if !restoring && let Err(e) = runtime::check_first_start(&config) {
         tracing::error!("cannot start: {e}");
         return ExitCode::from(1);
@@ -104,9 +133,22 @@ fn main() -> ExitCode {
         return restore(&store, &file);
     }
     let listen = config.listen;
-    let (state, report) = match start(config, EMBEDDED_BUNDLE.to_vec(), store) {
-        Ok(s) => s,
-        Err(e) => {
+    // Start-up reads the store (the patients for the search index); redb may panic on a
+    // page damaged outside it, which is reported as damage rather than a crash.
+    let store_path = config.data_dir.join("store.redb");
+    let started =
+        runtime::store::medium::catch_panic(|| start(config, EMBEDDED_BUNDLE.to_vec(), store));
+    let (state, report) = match started {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::error!("cannot start: {e}");
+            return ExitCode::from(1);
+        }
+        Err(panic) => {
+            let e = runtime::store::StoreError::Damaged {
+                path: store_path,
+                detail: panic,
+            };
             tracing::error!("cannot start: {e}");
             return ExitCode::from(1);
         }
@@ -150,6 +192,10 @@ fn main() -> ExitCode {
             state.clone(),
             std::time::Duration::from_secs(60),
         );
+        runtime::api::health::spawn_store_recovery(
+            state.clone(),
+            std::time::Duration::from_secs(5),
+        );
         let server = axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal());
         match server.await {
             Ok(()) => {
@@ -164,9 +210,36 @@ fn main() -> ExitCode {
     })
 }
 
+fn check_store(config: &Config) -> ExitCode {
+    let path = config.data_dir.join("store.redb");
+    match runtime::store::check::check_store(&path) {
+        Ok(report) => {
+            for p in &report.problems {
+                println!("{p}");
+            }
+            println!(
+                "{}: {} records and {} index entries read, {} problem(s)",
+                path.display(),
+                report.records,
+                report.index_entries,
+                report.problems.len()
+            );
+            if report.is_clean() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn restore(store: &runtime::store::Store, file: &std::path::Path) -> ExitCode {
     let input = match std::fs::File::open(file) {
-        Ok(f) => std::io::BufReader::new(f),
+        Ok(f) => f,
         Err(e) => {
             tracing::error!("cannot open {}: {e}", file.display());
             return ExitCode::from(1);

@@ -1,74 +1,75 @@
-//! `GET ws/rest/v1/backup`: a consistent online snapshot of the store, streamed as JSON
-//! lines while the service keeps serving (redb read transactions see one committed state
-//! and do not block writers). The last line counts the records, so a backup cut short is
-//! refused by `runtime restore`. Privilege: Take Backups.
+//! `GET ws/rest/v1/backup`: a consistent online snapshot of the store, as JSON lines, taken
+//! while the service keeps serving (a redb read transaction sees one committed state and
+//! does not block writers).
+//!
+//! The snapshot is first written to a temporary file beside the store (unlinked at once,
+//! so nothing is left behind), and only then streamed: the read transaction ends when the
+//! snapshot is written, not when the client has downloaded it. A slow or stalled client
+//! therefore cannot pin old pages and make the store file grow while writes go on. At most
+//! `CONCURRENT_BACKUPS` run at once (each holds a temporary file); more are answered 503
+//! with `Retry-After`. The last line counts the records and carries a checksum, so a backup
+//! cut short or altered is refused by `runtime restore`. Privilege: Take Backups.
 
 use super::Caller;
 use crate::AppState;
-use crate::error::{ApiResult, json_headers};
+use crate::error::{ApiError, ApiResult, json_headers};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use std::io::{Read, Seek, Write};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 pub const BACKUP_PRIVILEGE: &str = "Take Backups";
 
-/// A `Write` that hands 64 KiB chunks to the response body.
-struct ChannelWriter {
-    tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
-    buf: Vec<u8>,
-}
-
-impl ChannelWriter {
-    fn send(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let chunk = Bytes::from(std::mem::replace(
-            &mut self.buf,
-            Vec::with_capacity(64 * 1024),
-        ));
-        self.tx.blocking_send(Ok(chunk)).map_err(|_| {
-            std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away")
-        })
-    }
-}
-
-impl std::io::Write for ChannelWriter {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(data);
-        if self.buf.len() >= 64 * 1024 {
-            self.send()?;
-        }
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.send()
-    }
-}
+/// Backups running at once (snapshot or download).
+pub const CONCURRENT_BACKUPS: usize = 2;
 
 pub async fn backup(State(state): State<Arc<AppState>>, caller: Caller) -> ApiResult<Response> {
     caller.require(&[BACKUP_PRIVILEGE])?;
-    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
+    let Ok(permit) = state.backups.clone().try_acquire_owned() else {
+        let mut r = ApiError::BadRequest(format!(
+            "{CONCURRENT_BACKUPS} backups are already being taken; try again later"
+        ))
+        .into_response();
+        *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+        return Ok(r);
+    };
     let st = state.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut w = ChannelWriter {
-            tx: tx.clone(),
-            buf: Vec::with_capacity(64 * 1024),
+    let (file, records, size) = super::blocking(move || {
+        let mut file = scratch_file(&st.store.scratch_dir())?;
+        let records = {
+            let mut out = std::io::BufWriter::with_capacity(256 * 1024, &mut file);
+            let n = st.store.snapshot(&mut out).map_err(|e| match e {
+                crate::store::RestoreError::Store(e) => ApiError::from(e),
+                other => ApiError::internal(other),
+            })?;
+            out.flush().map_err(disk_error)?;
+            n
         };
-        match st.store.snapshot(&mut w) {
-            Ok(n) => tracing::info!(records = n, "backup streamed"),
-            Err(e) => {
-                // Ending the stream without its end line marks the backup as incomplete.
-                tracing::error!(%e, "backup failed");
-                let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
-            }
+        let size = file.stream_position().map_err(ApiError::internal)?;
+        file.rewind().map_err(ApiError::internal)?;
+        Ok((file, records, size))
+    })
+    .await?;
+    tracing::info!(records, bytes = size, "backup snapshot taken; streaming it");
+    let stream = futures_util::stream::unfold(Some((file, permit)), |held| async move {
+        let (mut file, permit) = held?;
+        let chunk = tokio::task::spawn_blocking(move || {
+            let mut buf = vec![0u8; 256 * 1024];
+            let n = file.read(&mut buf)?;
+            buf.truncate(n);
+            Ok::<_, std::io::Error>((file, buf))
+        })
+        .await;
+        match chunk {
+            Ok(Ok((_, buf))) if buf.is_empty() => None,
+            Ok(Ok((file, buf))) => Some((Ok(Bytes::from(buf)), Some((file, permit)))),
+            Ok(Err(e)) => Some((Err(e), None)),
+            Err(e) => Some((Err(std::io::Error::other(e)), None)),
         }
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
     });
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let mut headers = json_headers();
@@ -76,10 +77,32 @@ pub async fn backup(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/x-ndjson"),
     );
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
     if let Ok(v) = HeaderValue::from_str(&format!(
         "attachment; filename=\"emr-backup-{stamp}.ndjson\""
     )) {
         headers.insert(header::CONTENT_DISPOSITION, v);
     }
     Ok((StatusCode::OK, headers, Body::from_stream(stream)).into_response())
+}
+
+/// A new file in `dir`, removed from the directory at once: it lives as long as the
+/// download holds it, and a crash leaves nothing behind.
+fn scratch_file(dir: &std::path::Path) -> ApiResult<std::fs::File> {
+    let path = dir.join(format!(".backup-{}.partial", uuid::Uuid::new_v4()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(disk_error)?;
+    let _ = std::fs::remove_file(&path);
+    Ok(file)
+}
+
+/// A failure to write the temporary snapshot: a full volume is the store's 507.
+fn disk_error(e: std::io::Error) -> ApiError {
+    ApiError::from(crate::store::StoreError::Unwritable(
+        crate::store::WriteFailure::from_io(&e),
+    ))
 }

@@ -1,15 +1,32 @@
 //! `health/started`, `health/alive` and `login.htm`: the probes and the page the
 //! distribution's operating procedures poll. The server listens only once the bundle is
-//! loaded and the store opened, so answering at all means started.
+//! loaded and the store opened; `started` also reports a store that cannot write.
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-pub async fn started() -> Response {
+/// 200 when the service can serve and save; 503 while its store cannot write (a full
+/// disk), with the cause, so the image's health check and an operator see it. Reads keep
+/// working meanwhile, and `alive` stays 200.
+pub async fn started(
+    axum::extract::State(state): axum::extract::State<std::sync::Arc<crate::AppState>>,
+) -> Response {
+    let (status, body) = match state.store.write_failure() {
+        None => (StatusCode::OK, serde_json::json!({"status": "started"})),
+        Some(f) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({
+                "status": "store-unwritable",
+                "diskFull": f.disk_full,
+                "detail": f.detail,
+                "since": f.since,
+            }),
+        ),
+    };
     (
-        StatusCode::OK,
+        status,
         [(header::CONTENT_TYPE, "application/json")],
-        "{\"status\":\"started\"}",
+        body.to_string(),
     )
         .into_response()
 }
@@ -21,6 +38,22 @@ pub async fn alive() -> Response {
         "{\"status\":\"alive\"}",
     )
         .into_response()
+}
+
+/// While the store cannot write, tries every few seconds to recover it (`Store::try_recover`),
+/// so the service heals once space is freed even when no one writes.
+pub fn spawn_store_recovery(state: std::sync::Arc<crate::AppState>, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if state.store.write_failure().is_some() {
+                let st = state.clone();
+                let _ = tokio::task::spawn_blocking(move || st.store.try_recover()).await;
+            }
+        }
+    });
 }
 
 /// A small page for old bookmarks and for readiness polling; O3 logs in at `spa/login`.

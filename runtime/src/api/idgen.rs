@@ -249,7 +249,7 @@ pub async fn generate(
     let id_type = catalog.identifier_type(&source.identifier_type).cloned();
     let st = state.clone();
     let key = source.uuid.clone();
-    let n = blocking(move || st.store.next_counter(&key).map_err(ApiError::internal)).await?;
+    let n = blocking(move || st.store.next_counter(&key).map_err(ApiError::from)).await?;
     let identifier = identifiers::generate(&source.kind, n, id_type.as_ref())
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     Ok(ok(json!({"identifier": identifier})))

@@ -441,7 +441,7 @@ async fn basic_login(
         let found = state
             .store
             .user_by_username_shared(name)
-            .map_err(ApiError::internal)?;
+            .map_err(ApiError::from)?;
         Ok(found.filter(|u| {
             let key = credentials_key(name, pass, &u.password_hash);
             state.sessions.basic_verified(&key, &u.uuid) && u.locked_until.is_none() && !u.retired
@@ -459,7 +459,7 @@ async fn basic_login(
         tokio::task::spawn_blocking(move || auth::login(&st.store, st.lockout(), &n, &p))
             .await
             .map_err(ApiError::internal)?
-            .map_err(ApiError::internal)?;
+            .map_err(ApiError::from)?;
     Ok(verified.map(|u| {
         state
             .sessions
@@ -492,7 +492,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                     session = Some(s);
                 }
                 Ok(_) => state.sessions.remove(&id),
-                Err(e) => return Err(ApiError::internal(e)),
+                Err(e) => return Err(ApiError::from(e)),
             }
         }
         if user.is_none()

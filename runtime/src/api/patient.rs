@@ -1314,7 +1314,7 @@ pub async fn create(
         if st
             .store
             .patient_exists(&stored.uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
         {
             return Err(ApiError::BadRequest(format!(
                 "A patient with uuid {} already exists",
@@ -1328,7 +1328,7 @@ pub async fn create(
                 inv.global(format!("Identifier {id} already in use by another patient"));
                 Err(ApiError::Invalid(inv))
             }
-            Err(e) => Err(ApiError::internal(e)),
+            Err(e) => Err(ApiError::from(e)),
         }
     })
     .await?;

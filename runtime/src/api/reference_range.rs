@@ -98,7 +98,7 @@ pub async fn search(
     if state
         .store
         .patient(patient)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .is_none_or(|p| p.voided)
     {
         return Err(ApiError::NotFound);

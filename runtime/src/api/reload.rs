@@ -54,8 +54,7 @@ pub async fn reload(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
     let st = state.clone();
     let (catalog, reset) =
         tokio::task::spawn_blocking(move || -> ApiResult<(Catalog, Vec<String>)> {
-            let reset =
-                overlay::reset_to_content(&st.store, &catalog).map_err(ApiError::internal)?;
+            let reset = overlay::reset_to_content(&st.store, &catalog).map_err(ApiError::from)?;
             Ok((catalog, reset))
         })
         .await

@@ -172,7 +172,7 @@ pub fn effective(state: &AppState) -> ApiResult<Vec<Setting>> {
             },
         )
     }));
-    for s in state.store.settings().map_err(ApiError::internal)? {
+    for s in state.store.settings().map_err(ApiError::from)? {
         let entry = map.entry(s.property.clone()).or_insert_with(|| Setting {
             uuid: uuid_of(&s.property),
             property: s.property.clone(),
@@ -322,7 +322,7 @@ pub async fn update(
         base_fingerprint: setting_fingerprint(catalog.global_property(&current.property)),
     };
     let st = state.clone();
-    blocking(move || st.store.put_setting(&record).map_err(ApiError::internal)).await?;
+    blocking(move || st.store.put_setting(&record).map_err(ApiError::from)).await?;
     let updated = find(&state, &current.property)?;
     Ok(ok(render(&updated, &rep, &caller.ctx(&state, &catalog))?))
 }

@@ -84,7 +84,7 @@ pub async fn read(
     let user = state
         .store
         .user(&uuid)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     Ok(ok(render(
@@ -119,7 +119,7 @@ pub async fn update(
     let mut user = state
         .store
         .user(&uuid)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or(ApiError::NotFound)?;
     if let Some(props) = body.get("userProperties") {
         let Value::Object(props) = props else {
@@ -154,7 +154,7 @@ pub async fn update(
     }
     let st = state.clone();
     let saved = user.clone();
-    blocking(move || st.store.put_user(&saved).map_err(ApiError::internal)).await?;
+    blocking(move || st.store.put_user(&saved).map_err(ApiError::from)).await?;
     let catalog = state.catalog.load();
     Ok(ok(render(
         &UserRes(&user),

@@ -131,13 +131,18 @@ pub fn wire_datetime(key: &str) -> serde_json::Value {
 /// "in the future".
 pub const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
 
-/// A record table that backups dump and restores fill; `reindex` writes the index entries
-/// of one restored record.
+/// A record table that backups dump and restores fill; `reindex` decodes one record and
+/// writes its index entries, and `indexes` are the tables it writes them to (so
+/// `store::check` can rebuild them and compare).
 pub struct RecordTable {
     pub name: &'static str,
     pub table: TableDefinition<'static, &'static str, &'static [u8]>,
+    pub indexes: &'static [Index],
     pub create: fn(&WriteTransaction) -> StoreResult<()>,
     pub reindex: fn(&WriteTransaction, &[u8]) -> StoreResult<()>,
+    /// Whether a value decodes as this table's record (a restore checks every one before
+    /// writing anything).
+    pub decodes: fn(&[u8]) -> Result<(), String>,
 }
 
 /// Every clinical record table, in the order a restore fills them.
@@ -266,6 +271,13 @@ pub fn decode<T: for<'a> Deserialize<'a>>(table: &'static str, bytes: &[u8]) -> 
         table,
         detail: e.to_string(),
     })
+}
+
+/// Whether `bytes` decode as a `T` record, and why not.
+pub fn decodes<T: for<'a> Deserialize<'a>>(bytes: &[u8]) -> Result<(), String> {
+    serde_json::from_slice::<T>(bytes)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

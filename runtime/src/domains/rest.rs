@@ -157,7 +157,7 @@ pub async fn void_answer<T: Clone + Send + 'static>(
     crate::api::blocking(move || {
         let _one_writer = state.store.write_lock();
         let old = get(&state.store, &uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .ok_or(ApiError::NotFound)?;
         let mut record = old.clone();
         let v = voiding(&mut record);
@@ -165,7 +165,7 @@ pub async fn void_answer<T: Clone + Send + 'static>(
             return Ok(());
         }
         v.void(&user, chrono::Utc::now(), &reason);
-        put(&state.store, &old, &record).map_err(ApiError::internal)
+        put(&state.store, &old, &record).map_err(ApiError::from)
     })
     .await?;
     Ok(axum::response::IntoResponse::into_response(

@@ -84,13 +84,14 @@ impl Client {
         .await
     }
 
-    pub async fn send(
+    /// The response as the router gives it, its body not read (a client that stalls).
+    pub async fn raw(
         &mut self,
         method: &str,
         uri: &str,
         headers: &[(&str, &str)],
         body: Option<&str>,
-    ) -> Response {
+    ) -> axum::response::Response {
         let mut req = Request::builder()
             .method(method)
             .uri(uri)
@@ -107,7 +108,17 @@ impl Client {
                     .unwrap_or_else(Body::empty),
             )
             .unwrap();
-        let res = app(self.state.clone()).oneshot(req).await.unwrap();
+        app(self.state.clone()).oneshot(req).await.unwrap()
+    }
+
+    pub async fn send(
+        &mut self,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Response {
+        let res = self.raw(method, uri, headers, body).await;
         let status = res.status();
         let headers = res.headers().clone();
         for v in headers.get_all("set-cookie") {

@@ -3,7 +3,9 @@
 //! - `router_*`: the API through `app(state).oneshot(…)`, without a socket, over an
 //!   in-memory store and the embedded distribution bundle (or fixture bundles);
 //! - `lifecycle`: start-up rules (overlay of a new bundle, reload, restart);
-//! - `process`: the real binary over TCP: crash safety, SIGTERM, the operating procedure.
+//! - `process`: the real binary over TCP: crash safety, SIGTERM, the operating procedure;
+//! - `store_faults`: injected faults: a full disk, a stalled backup, altered backups,
+//!   damaged store files, `check-store`.
 
 mod common;
 mod lifecycle;
@@ -18,3 +20,4 @@ mod router_programme;
 mod router_session;
 mod router_setting;
 mod router_spa;
+mod store_faults;

@@ -520,3 +520,152 @@ fn sigterm_lets_a_request_in_flight_finish_and_keeps_its_write() {
     assert!(dechunk(&setting).contains(r#""value":"11""#), "{setting}");
     terminate(&mut child);
 }
+
+/// A closed store file with an administrator and `n` patients, written in this process.
+fn store_with_patients(path: &std::path::Path, n: usize) {
+    let store = runtime::store::Store::open(path).unwrap();
+    runtime::auth::ensure_admin(&store, "admin", Some(PASSWORD)).unwrap();
+    for i in 0..n {
+        let p: runtime::store::PatientRecord = serde_json::from_value(serde_json::json!({
+            "v": 1, "uuid": format!("p{i}"), "gender": "M", "birthdate": "1980-05-05",
+            "birthdate_estimated": false, "dead": false, "death_date": null,
+            "cause_of_death": null,
+            "names": [{"uuid": format!("n{i}"), "given_name": format!("Jean{i}"),
+                "middle_name": null, "family_name": "Mukendi", "family_name2": null,
+                "prefix": null, "degree": null, "preferred": true}],
+            "identifiers": [], "addresses": [], "attributes": [], "voided": false,
+            "date_created": "2026-11-23T08:00:00.000Z", "creator": "admin"
+        }))
+        .unwrap();
+        store.insert_patient(&p, &[]).unwrap();
+    }
+}
+
+/// Runs the binary to its end; one that is still running after a minute (a server that
+/// started when it should not have) is killed and fails the test.
+fn run(args: &[&str], data: &std::path::Path) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .args(args)
+        .env("EMR_DATA_DIR", data)
+        .env("EMR_LISTEN", "127.0.0.1:0")
+        .env("EMR_ADMIN_PASSWORD", PASSWORD)
+        .env("EMR_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "runtime {args:?} did not stop: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status, text)
+}
+
+#[test]
+fn a_damaged_store_file_stops_the_service_with_a_message_naming_it_and_the_restore_command() {
+    // A 0-byte store file is not a fresh start: refused, and left as it is.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    std::fs::write(&path, b"").unwrap();
+    let (status, text) = run(&[], dir.path());
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(text.contains("damaged") && text.contains("empty"), "{text}");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains("runtime restore"), "{text}");
+    assert!(!text.contains("admin_created=true"), "{text}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+
+    // A zeroed page the start-up reads: the service stops with the same message (exit 1,
+    // not a panic's 101), and `check-store` reports the damage.
+    std::fs::remove_file(&path).unwrap();
+    store_with_patients(&path, 300);
+    let (status, text) = run(&["check-store"], dir.path());
+    assert!(status.success(), "{text}");
+    assert!(text.contains("0 problem(s)"), "{text}");
+    let pristine = std::fs::read(&path).unwrap();
+    // Find, in this process, pages whose damage the start-up meets (redb panics on some in
+    // debug builds, returns an error on others; unused pages go unnoticed).
+    let damaged_at = |page: usize| {
+        let mut d = pristine.clone();
+        d[page * 4096..(page + 1) * 4096].fill(0);
+        d
+    };
+    let probe = dir.path().join("probe.redb");
+    let fatal: Vec<usize> = (1..pristine.len() / 4096)
+        .filter(|&page| {
+            std::fs::write(&probe, damaged_at(page)).unwrap();
+            runtime::store::medium::catch_panic(|| {
+                runtime::store::Store::open(&probe).and_then(|s| s.patients())
+            })
+            .map_or(true, |r| r.is_err())
+        })
+        .take(3)
+        .collect();
+    assert!(!fatal.is_empty(), "no zeroed page is met at start-up");
+    for page in fatal {
+        std::fs::write(&path, damaged_at(page)).unwrap();
+        let (status, text) = run(&[], dir.path());
+        assert_eq!(status.code(), Some(1), "page {page}: {text}");
+        assert!(text.contains("damaged"), "page {page}: {text}");
+        assert!(text.contains("runtime restore"), "page {page}: {text}");
+        let (status, text) = run(&["check-store"], dir.path());
+        assert_eq!(status.code(), Some(1), "page {page}: {text}");
+    }
+}
+
+#[test]
+fn restore_refuses_an_altered_backup_naming_the_line_and_writes_nothing() {
+    let source = tempfile::tempdir().unwrap();
+    store_with_patients(&source.path().join("store.redb"), 5);
+    let store = runtime::store::Store::open(&source.path().join("store.redb")).unwrap();
+    let mut backup = Vec::new();
+    store.snapshot(&mut backup).unwrap();
+    drop(store);
+    let backup = String::from_utf8(backup).unwrap();
+    let lines: Vec<&str> = backup.lines().collect();
+    let patient_line = lines.iter().position(|l| l.contains("Jean3")).unwrap();
+
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let file = work.path().join("backup.ndjson");
+    let mut altered: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    // A record replaced by a value that is not a patient: named by its line.
+    altered[patient_line] = r#"{"t":"patients","k":"p3","v":42}"#.into();
+    std::fs::write(&file, altered.join("\n") + "\n").unwrap();
+    let (status, text) = run(&["restore", file.to_str().unwrap()], &data);
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("line {}", patient_line + 1)),
+        "{text}"
+    );
+    assert!(
+        !data.exists(),
+        "a refused restore touched the data directory"
+    );
+
+    // An edited name decodes, but the checksum catches it.
+    altered[patient_line] = lines[patient_line].replace("Jean3", "Jeanne3");
+    std::fs::write(&file, altered.join("\n") + "\n").unwrap();
+    let (status, text) = run(&["restore", file.to_str().unwrap()], &data);
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(text.contains("checksum"), "{text}");
+    assert!(!data.exists());
+
+    // The intact backup restores, with every patient.
+    std::fs::write(&file, &backup).unwrap();
+    let (status, text) = run(&["restore", file.to_str().unwrap()], &data);
+    assert!(status.success(), "{text}");
+    let restored = runtime::store::Store::open(&data.join("store.redb")).unwrap();
+    assert_eq!(restored.patients().unwrap().len(), 5);
+}

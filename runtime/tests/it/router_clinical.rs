@@ -48,6 +48,16 @@ async fn start_visit(c: &mut Client, st: &runtime::AppState, patient: &str, star
     r.body
 }
 
+/// Starts a visit for `patient` and records a temperature in it (for tests of the store).
+pub async fn visit_with_vitals(c: &mut Client, st: &runtime::AppState, patient: &str) {
+    let visit = start_visit(c, st, patient, &ago(60)).await;
+    let temperature = concept_uuid(st, "DRC-EMR:5001");
+    let r = c
+        .post(&format!("{REST}/encounter"), &json!({"patient": patient, "encounterType": VITALS_TYPE, "visit": visit["uuid"], "obs": [{"concept": temperature, "value": 37.2}]}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+}
+
 #[tokio::test]
 async fn a_visit_is_started_found_as_active_and_ended() {
     let st = state();

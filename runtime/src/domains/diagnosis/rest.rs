@@ -246,7 +246,7 @@ pub async fn create(
     }
     if let (Some(p), Some(e)) = (&patient, &encounter) {
         match crate::domains::encounter::store::encounter(&state.store, e)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
         {
             Some(enc) if enc.voiding.voided => {
                 inv.field("encounter", "error.voided", "The encounter is voided")
@@ -283,7 +283,7 @@ pub async fn create(
     let d = blocking(move || {
         let _one_writer = st.store.write_lock();
         if store::get(&st.store, &d.uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .is_some()
         {
             return Err(ApiError::BadRequest(format!(
@@ -291,7 +291,7 @@ pub async fn create(
                 d.uuid
             )));
         }
-        store::put(&st.store, &d).map_err(ApiError::internal)?;
+        store::put(&st.store, &d).map_err(ApiError::from)?;
         Ok(d)
     })
     .await?;
@@ -327,7 +327,7 @@ pub async fn update(
     let d = blocking(move || {
         let _one_writer = st.store.write_lock();
         let mut d = store::get(&st.store, &uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .ok_or(ApiError::NotFound)?;
         let mut inv = Invalid::default();
         apply(&st, &mut d, &body, &mut inv)?;
@@ -335,7 +335,7 @@ pub async fn update(
             return Err(ApiError::Invalid(inv));
         }
         d.audit.changed(&user, Utc::now());
-        store::put(&st.store, &d).map_err(ApiError::internal)?;
+        store::put(&st.store, &d).map_err(ApiError::from)?;
         Ok(d)
     })
     .await?;
@@ -351,7 +351,7 @@ pub async fn read(
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounters"])?;
     let d = store::get(&state.store, &uuid)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or(ApiError::NotFound)?;
     answer(
         &state,
@@ -393,7 +393,7 @@ pub async fn search(
     let paging = Paging::from_query(&query)?;
     let include_voided = flag(&query, "includeAll").unwrap_or(false);
     let (list, page) = if let Some(e) = param(&query, "encounter") {
-        let all = store::of_encounter(&state.store, e).map_err(ApiError::internal)?;
+        let all = store::of_encounter(&state.store, e).map_err(ApiError::from)?;
         let uuids: Vec<String> = all.iter().map(|d| d.uuid.clone()).collect();
         let page = crate::domains::Page::cut(uuids, window(&paging));
         let list = all
@@ -403,7 +403,7 @@ pub async fn search(
         (list, page)
     } else if let Some(p) = param(&query, "patient").or(param(&query, "patientUuid")) {
         store::of_patient(&state.store, p, include_voided, window(&paging))
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
     } else {
         return Err(ApiError::BadRequest(
             "Search diagnoses by patient (or patientUuid) or encounter".into(),

@@ -4,7 +4,7 @@
 use super::DiagnosisRecord;
 use crate::domains::{self, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{ReadableDatabase, TableDefinition, WriteTransaction};
+use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("diagnoses");
 const BY_ENCOUNTER: Index = TableDefinition::new("diagnoses_by_encounter");
@@ -13,8 +13,10 @@ const BY_PATIENT: Index = TableDefinition::new("diagnoses_by_patient");
 pub const RECORDS: RecordTable = RecordTable {
     name: "diagnoses",
     table: TABLE,
+    indexes: &[BY_ENCOUNTER, BY_PATIENT],
     create,
     reindex,
+    decodes: |bytes| domains::decodes::<DiagnosisRecord>(bytes),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -42,16 +44,15 @@ fn write_index(txn: &WriteTransaction, d: &DiagnosisRecord) -> StoreResult<()> {
 
 /// Writes a diagnosis durably (its index keys never change: only its flags do).
 pub fn put(store: &Store, d: &DiagnosisRecord) -> StoreResult<()> {
-    let txn = store.db().begin_write()?;
-    txn.open_table(TABLE)?
-        .insert(d.uuid.as_str(), domains::encode(d).as_slice())?;
-    write_index(&txn, d)?;
-    txn.commit()?;
-    Ok(())
+    store.write(|txn| {
+        txn.open_table(TABLE)?
+            .insert(d.uuid.as_str(), domains::encode(d).as_slice())?;
+        write_index(txn, d)
+    })
 }
 
 pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<DiagnosisRecord>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
         .map(|v| domains::decode("diagnoses", v.value()))
@@ -66,7 +67,7 @@ fn read_page(
     newest_first: bool,
     window: Window,
 ) -> StoreResult<(Vec<DiagnosisRecord>, Page)> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let records = txn.open_table(TABLE)?;
     let exclude = if include_voided { 0 } else { VOIDED };
     let page = domains::scan(

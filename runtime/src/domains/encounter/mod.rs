@@ -452,28 +452,27 @@ pub fn void_visit_encounters(
         }
         changed_enc.push((e.clone(), n));
     }
-    let txn = state.store.db().begin_write()?;
-    super::visit::store::put_in(&txn, Some(old), voided)?;
-    for (o, n) in &changed_enc {
-        store::write_in(
-            &txn,
-            &store::Change {
-                encounter: Some((Some(o), n)),
-                obs: vec![],
-            },
-        )?;
-    }
     let obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
         changed_obs.iter().map(|(o, n)| (Some(o), n)).collect();
-    store::write_in(
-        &txn,
-        &store::Change {
-            encounter: None,
-            obs,
-        },
-    )?;
-    txn.commit()?;
-    Ok(())
+    state.store.write(|txn| {
+        super::visit::store::put_in(txn, Some(old), voided)?;
+        for (o, n) in &changed_enc {
+            store::write_in(
+                txn,
+                &store::Change {
+                    encounter: Some((Some(o), n)),
+                    obs: vec![],
+                },
+            )?;
+        }
+        store::write_in(
+            txn,
+            &store::Change {
+                encounter: None,
+                obs: obs.clone(),
+            },
+        )
+    })
 }
 
 /// An encounter type named by uuid or name, as its uuid (unknown names pass through, for

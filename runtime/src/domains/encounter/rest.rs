@@ -516,7 +516,7 @@ fn providers(
     let Some(list) = body.get("encounterProviders") else {
         return Ok(None);
     };
-    let users = state.store.users().map_err(ApiError::internal)?;
+    let users = state.store.users().map_err(ApiError::from)?;
     let user_of = |provider: &str| {
         users
             .iter()
@@ -569,7 +569,7 @@ fn load_visit(
     e: &EncounterRecord,
 ) -> ApiResult<Option<crate::domains::visit::VisitRecord>> {
     match &e.visit {
-        Some(v) => crate::domains::visit::store::get(&state.store, v).map_err(ApiError::internal),
+        Some(v) => crate::domains::visit::store::get(&state.store, v).map_err(ApiError::from),
         None => Ok(None),
     }
 }
@@ -595,7 +595,7 @@ pub async fn create(
         let patient = opt_ref(&body, "patient")?.ok_or_else(|| {
             ApiError::invalid_field("patient", "error.null", "Patient is required")
         })?;
-        match st.store.patient(&patient).map_err(ApiError::internal)? {
+        match st.store.patient(&patient).map_err(ApiError::from)? {
             Some(p) if !p.voided => {}
             _ => {
                 return Err(ApiError::invalid_field(
@@ -629,7 +629,7 @@ pub async fn create(
             // As OpenMRS's existing-visit assignment does: the patient's open visit that
             // holds the encounter's time, if there is one.
             let visits = crate::domains::visit::store::visits_of(&st.store, &patient)
-                .map_err(ApiError::internal)?;
+                .map_err(ApiError::from)?;
             e.visit = visits
                 .iter()
                 .find(|v| v.is_active() && v.contains(&e.datetime))
@@ -657,7 +657,7 @@ pub async fn create(
         }
         let _one_writer = st.store.write_lock();
         if store::encounter(&st.store, &e.uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .is_some()
         {
             return Err(ApiError::BadRequest(format!(
@@ -672,7 +672,7 @@ pub async fn create(
                 obs: obs.iter().map(|o| (None, o)).collect(),
             },
         )
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::from)?;
         Ok(e)
     })
     .await?;
@@ -707,7 +707,7 @@ pub async fn update(
         let now = Utc::now();
         let _one_writer = st.store.write_lock();
         let old = store::encounter(&st.store, &uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .ok_or(ApiError::NotFound)?;
         // The form engine sends back the encounter as it read it, patient included: the
         // same patient is fine, another one is refused.
@@ -751,8 +751,7 @@ pub async fn update(
         let mut inv = Invalid::default();
         let visit = load_visit(&st, &e)?;
         super::validate(&st, &e, visit.as_ref(), &mut inv);
-        let saved =
-            store::obs_of_encounter(&st.store, &e.uuid, false).map_err(ApiError::internal)?;
+        let saved = store::obs_of_encounter(&st.store, &e.uuid, false).map_err(ApiError::from)?;
         let audit = Audit::new(&user, now);
         let mut replaced: Vec<(ObsRecord, ObsRecord)> = Vec::new();
         let mut added = Vec::new();
@@ -837,7 +836,7 @@ pub async fn update(
                 obs,
             },
         )
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::from)?;
         Ok(e)
     })
     .await?;
@@ -852,7 +851,7 @@ pub async fn read(
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounters"])?;
     let e = store::encounter(&state.store, &uuid)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or(ApiError::NotFound)?;
     answer(
         &state,
@@ -885,7 +884,7 @@ pub async fn delete(
         let now = Utc::now();
         let _one_writer = st.store.write_lock();
         let old = store::encounter(&st.store, &uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .ok_or(ApiError::NotFound)?;
         if old.voiding.voided {
             return Ok(());
@@ -893,7 +892,7 @@ pub async fn delete(
         let mut e = old.clone();
         e.voiding.void(&user, now, &reason);
         let changed: Vec<(ObsRecord, ObsRecord)> = store::obs_of_encounter(&st.store, &uuid, false)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .into_iter()
             .map(|o| {
                 let mut v = o.clone();
@@ -909,7 +908,7 @@ pub async fn delete(
                 obs,
             },
         )
-        .map_err(ApiError::internal)
+        .map_err(ApiError::from)
     })
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -952,8 +951,7 @@ pub async fn search(
         ));
     }
     let paging = Paging::from_query(&query)?;
-    let (list, page) =
-        store::list(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
+    let (list, page) = store::list(&state.store, &q, window(&paging)).map_err(ApiError::from)?;
     page_answer(
         &state,
         &caller,
@@ -982,12 +980,7 @@ pub async fn obs_create(
         let audit = Audit::new(&user, now);
         let person = opt_ref(&body, "person")?
             .ok_or_else(|| ApiError::invalid_field("person", "error.null", "Person is required"))?;
-        if st
-            .store
-            .patient(&person)
-            .map_err(ApiError::internal)?
-            .is_none()
-        {
+        if st.store.patient(&person).map_err(ApiError::from)?.is_none() {
             return Err(ApiError::invalid_field(
                 "person",
                 "error.invalid",
@@ -997,7 +990,7 @@ pub async fn obs_create(
         let encounter = match opt_ref(&body, "encounter")? {
             Some(e) => {
                 let e = store::encounter(&st.store, &e)
-                    .map_err(ApiError::internal)?
+                    .map_err(ApiError::from)?
                     .ok_or_else(|| {
                         ApiError::invalid_field(
                             "encounter",
@@ -1039,7 +1032,7 @@ pub async fn obs_create(
                 obs: obs.iter().map(|o| (None, o)).collect(),
             },
         )
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::from)?;
         Ok(obs.swap_remove(0))
     })
     .await?;
@@ -1054,7 +1047,7 @@ pub async fn obs_read(
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
     let o = store::obs(&state.store, &uuid)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or(ApiError::NotFound)?;
     answer(
         &state,
@@ -1080,7 +1073,7 @@ pub async fn obs_delete(
     blocking(move || {
         let _one_writer = st.store.write_lock();
         let old = store::obs(&st.store, &uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .ok_or(ApiError::NotFound)?;
         if old.voiding.voided {
             return Ok(());
@@ -1094,7 +1087,7 @@ pub async fn obs_delete(
                 obs: vec![(Some(&old), &o)],
             },
         )
-        .map_err(ApiError::internal)
+        .map_err(ApiError::from)
     })
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -1123,7 +1116,7 @@ pub async fn obs_search(
     }
     let paging = Paging::from_query(&query)?;
     let (list, page) =
-        store::list_obs(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
+        store::list_obs(&state.store, &q, window(&paging)).map_err(ApiError::from)?;
     page_answer(
         &state,
         &caller,
@@ -1188,7 +1181,7 @@ pub async fn providers_search(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Providers"])?;
-    let users = state.store.users().map_err(ApiError::internal)?;
+    let users = state.store.users().map_err(ApiError::from)?;
     let q = param(&query, "q").map(str::to_lowercase);
     let user = param(&query, "user");
     let items: Vec<ProviderRes> = users

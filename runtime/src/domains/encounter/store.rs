@@ -8,7 +8,7 @@
 use super::{EncounterRecord, ObsRecord};
 use crate::domains::{self, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 const ENCOUNTERS: TableDefinition<&str, &[u8]> = TableDefinition::new("encounters");
 const ENC_BY_PATIENT: Index = TableDefinition::new("encounters_by_patient");
@@ -22,21 +22,30 @@ const OBS_BY_GROUP: Index = TableDefinition::new("obs_by_group");
 pub const ENCOUNTER_RECORDS: RecordTable = RecordTable {
     name: "encounters",
     table: ENCOUNTERS,
+    indexes: &[ENC_BY_PATIENT, ENC_BY_VISIT],
     create: create_encounter_tables,
     reindex: |txn, bytes| {
         let e: EncounterRecord = domains::decode("encounters", bytes)?;
         index_encounter(txn, None, &e)
     },
+    decodes: |bytes| domains::decodes::<EncounterRecord>(bytes),
 };
 
 pub const OBS_RECORDS: RecordTable = RecordTable {
     name: "obs",
     table: OBS,
+    indexes: &[
+        OBS_BY_ENCOUNTER,
+        OBS_BY_PATIENT,
+        OBS_BY_CONCEPT,
+        OBS_BY_GROUP,
+    ],
     create: create_obs_tables,
     reindex: |txn, bytes| {
         let o: ObsRecord = domains::decode("obs", bytes)?;
         index_obs(txn, None, &o)
     },
+    decodes: |bytes| domains::decodes::<ObsRecord>(bytes),
 };
 
 fn create_encounter_tables(txn: &WriteTransaction) -> StoreResult<()> {
@@ -149,14 +158,11 @@ pub fn write_in(txn: &WriteTransaction, change: &Change) -> StoreResult<()> {
 }
 
 pub fn write(store: &Store, change: &Change) -> StoreResult<()> {
-    let txn = store.db().begin_write()?;
-    write_in(&txn, change)?;
-    txn.commit()?;
-    Ok(())
+    store.write(|txn| write_in(txn, change))
 }
 
 pub fn encounter(store: &Store, uuid: &str) -> StoreResult<Option<EncounterRecord>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let t = txn.open_table(ENCOUNTERS)?;
     t.get(uuid)?
         .map(|v| domains::decode("encounters", v.value()))
@@ -164,7 +170,7 @@ pub fn encounter(store: &Store, uuid: &str) -> StoreResult<Option<EncounterRecor
 }
 
 pub fn obs(store: &Store, uuid: &str) -> StoreResult<Option<ObsRecord>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let t = txn.open_table(OBS)?;
     t.get(uuid)?
         .map(|v| domains::decode("obs", v.value()))
@@ -193,7 +199,7 @@ const EVERYTHING: Window = Window {
 
 /// The encounters of a visit, oldest first, voided ones left out.
 pub fn of_visit(store: &Store, visit: &str) -> StoreResult<Vec<EncounterRecord>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let page = domains::scan(
         &txn.open_table(ENC_BY_VISIT)?,
         visit,
@@ -207,7 +213,7 @@ pub fn of_visit(store: &Store, visit: &str) -> StoreResult<Vec<EncounterRecord>>
 
 /// The datetimes (key form) of a visit's encounters that are not voided; keys only.
 pub fn times_in_visit(store: &Store, visit: &str) -> StoreResult<Vec<String>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let mut times = Vec::new();
     domains::walk(&txn.open_table(ENC_BY_VISIT)?, visit, VOIDED, false, |k| {
         times.push(k.split('|').nth(1).unwrap_or_default().to_string());
@@ -235,7 +241,7 @@ pub fn list(
     q: &EncounterQuery,
     window: Window,
 ) -> StoreResult<(Vec<EncounterRecord>, Page)> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let records = txn.open_table(ENCOUNTERS)?;
     let exclude = if q.include_voided { 0 } else { VOIDED };
     let needs_record = q.encounter_type.is_some() || q.form.is_some();
@@ -292,7 +298,7 @@ pub fn obs_of_encounter(
     encounter: &str,
     include_voided: bool,
 ) -> StoreResult<Vec<ObsRecord>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let exclude = if include_voided { 0 } else { VOIDED };
     let page = domains::scan(
         &txn.open_table(OBS_BY_ENCOUNTER)?,
@@ -307,7 +313,7 @@ pub fn obs_of_encounter(
 
 /// The members of an obs group.
 pub fn group_members(store: &Store, group: &str) -> StoreResult<Vec<ObsRecord>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let page = domains::scan(
         &txn.open_table(OBS_BY_GROUP)?,
         group,
@@ -338,7 +344,7 @@ pub fn list_obs(
     q: &ObsQuery,
     window: Window,
 ) -> StoreResult<(Vec<ObsRecord>, Page)> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let records = txn.open_table(OBS)?;
     let encounters = txn.open_table(ENCOUNTERS)?;
     let exclude = if q.include_voided { 0 } else { VOIDED };

@@ -550,7 +550,7 @@ fn apply(
 }
 
 fn check(state: &AppState, e: &EnrolmentRecord, is_new: bool) -> ApiResult<()> {
-    let others = store::all_of_patient(&state.store, &e.patient).map_err(ApiError::internal)?;
+    let others = store::all_of_patient(&state.store, &e.patient).map_err(ApiError::from)?;
     let inv = super::validate(state, e, &others, is_new, Utc::now());
     if inv.is_empty() {
         Ok(())
@@ -572,7 +572,7 @@ pub async fn create(
     let now = Utc::now();
     let patient = opt_ref(&body, "patient")?
         .ok_or_else(|| ApiError::invalid_field("patient", "error.null", "Patient is required"))?;
-    match state.store.patient(&patient).map_err(ApiError::internal)? {
+    match state.store.patient(&patient).map_err(ApiError::from)? {
         Some(p) if !p.voided => {}
         _ => {
             return Err(ApiError::invalid_field(
@@ -615,7 +615,7 @@ pub async fn create(
     let e = blocking(move || {
         let _one_writer = st.store.write_lock();
         if store::get(&st.store, &e.uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .is_some()
         {
             return Err(ApiError::BadRequest(format!(
@@ -624,7 +624,7 @@ pub async fn create(
             )));
         }
         check(&st, &e, true)?;
-        store::put(&st.store, None, &e).map_err(ApiError::internal)?;
+        store::put(&st.store, None, &e).map_err(ApiError::from)?;
         Ok(e)
     })
     .await?;
@@ -658,7 +658,7 @@ pub async fn update(
     let e = blocking(move || {
         let _one_writer = st.store.write_lock();
         let old = store::get(&st.store, &uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .ok_or(ApiError::NotFound)?;
         let mut e = old.clone();
         apply(&st, &mut e, &body, &user)?;
@@ -667,7 +667,7 @@ pub async fn update(
         }
         e.audit.changed(&user, Utc::now());
         check(&st, &e, false)?;
-        store::put(&st.store, Some(&old), &e).map_err(ApiError::internal)?;
+        store::put(&st.store, Some(&old), &e).map_err(ApiError::from)?;
         Ok(e)
     })
     .await?;
@@ -683,7 +683,7 @@ pub async fn read(
 ) -> ApiResult<Response> {
     caller.require(&["Get Patient Programs"])?;
     let e = store::get(&state.store, &uuid)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or(ApiError::NotFound)?;
     answer(
         &state,
@@ -733,7 +733,7 @@ pub async fn search(
         flag(&query, "includeAll").unwrap_or(false),
         window(&paging),
     )
-    .map_err(ApiError::internal)?;
+    .map_err(ApiError::from)?;
     page_answer(
         &state,
         &caller,

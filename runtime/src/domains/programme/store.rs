@@ -4,7 +4,7 @@
 use super::EnrolmentRecord;
 use crate::domains::{self, ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{ReadableDatabase, TableDefinition, WriteTransaction};
+use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("programenrollments");
 const BY_PATIENT: Index = TableDefinition::new("programenrollments_by_patient");
@@ -12,8 +12,10 @@ const BY_PATIENT: Index = TableDefinition::new("programenrollments_by_patient");
 pub const RECORDS: RecordTable = RecordTable {
     name: "programenrollments",
     table: TABLE,
+    indexes: &[BY_PATIENT],
     create,
     reindex,
+    decodes: |bytes| domains::decodes::<EnrolmentRecord>(bytes),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -56,16 +58,15 @@ fn write_index(
 
 /// Writes an enrolment durably.
 pub fn put(store: &Store, old: Option<&EnrolmentRecord>, new: &EnrolmentRecord) -> StoreResult<()> {
-    let txn = store.db().begin_write()?;
-    txn.open_table(TABLE)?
-        .insert(new.uuid.as_str(), domains::encode(new).as_slice())?;
-    write_index(&txn, old, new)?;
-    txn.commit()?;
-    Ok(())
+    store.write(|txn| {
+        txn.open_table(TABLE)?
+            .insert(new.uuid.as_str(), domains::encode(new).as_slice())?;
+        write_index(txn, old, new)
+    })
 }
 
 pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<EnrolmentRecord>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
         .map(|v| domains::decode("programenrollments", v.value()))
@@ -81,7 +82,7 @@ pub fn of_patient(
     include_voided: bool,
     window: Window,
 ) -> StoreResult<(Vec<EnrolmentRecord>, Page)> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let records = txn.open_table(TABLE)?;
     let mut exclude = 0;
     if !include_voided {

@@ -191,8 +191,8 @@ fn apply(v: &mut VisitRecord, body: &Map<String, Value>) -> ApiResult<()> {
 
 fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
     let times = crate::domains::encounter::store::times_in_visit(&state.store, &v.uuid)
-        .map_err(ApiError::internal)?;
-    let inv = super::validate(state, v, &times, Utc::now()).map_err(ApiError::internal)?;
+        .map_err(ApiError::from)?;
+    let inv = super::validate(state, v, &times, Utc::now()).map_err(ApiError::from)?;
     if inv.is_empty() {
         Ok(())
     } else {
@@ -212,7 +212,7 @@ pub async fn create(
     let now = Utc::now();
     let patient = opt_ref(&body, "patient")?
         .ok_or_else(|| ApiError::invalid_field("patient", "error.null", "Patient is required"))?;
-    match state.store.patient(&patient).map_err(ApiError::internal)? {
+    match state.store.patient(&patient).map_err(ApiError::from)? {
         Some(p) if !p.voided => {}
         _ => {
             return Err(ApiError::invalid_field(
@@ -247,7 +247,7 @@ pub async fn create(
     let st = state.clone();
     let v = blocking(move || {
         if store::get(&st.store, &v.uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .is_some()
         {
             return Err(ApiError::BadRequest(format!(
@@ -256,7 +256,7 @@ pub async fn create(
             )));
         }
         check(&st, &v)?;
-        store::put(&st.store, None, &v).map_err(ApiError::internal)?;
+        store::put(&st.store, None, &v).map_err(ApiError::from)?;
         Ok(v)
     })
     .await?;
@@ -283,7 +283,7 @@ pub async fn update(
     let v = blocking(move || {
         let _one_writer = st.store.write_lock();
         let old = store::get(&st.store, &uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .ok_or(ApiError::NotFound)?;
         let mut v = old.clone();
         apply(&mut v, &body)?;
@@ -292,7 +292,7 @@ pub async fn update(
         }
         v.audit.changed(&user, Utc::now());
         check(&st, &v)?;
-        store::put(&st.store, Some(&old), &v).map_err(ApiError::internal)?;
+        store::put(&st.store, Some(&old), &v).map_err(ApiError::from)?;
         Ok(v)
     })
     .await?;
@@ -307,7 +307,7 @@ pub async fn read(
 ) -> ApiResult<Response> {
     caller.require(&["Get Visits"])?;
     let v = store::get(&state.store, &uuid)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or(ApiError::NotFound)?;
     answer(
         &state,
@@ -340,18 +340,18 @@ pub async fn delete(
     blocking(move || {
         let _one_writer = st.store.write_lock();
         let old = store::get(&st.store, &uuid)
-            .map_err(ApiError::internal)?
+            .map_err(ApiError::from)?
             .ok_or(ApiError::NotFound)?;
         if purge {
             if !crate::domains::encounter::store::times_in_visit(&st.store, &uuid)
-                .map_err(ApiError::internal)?
+                .map_err(ApiError::from)?
                 .is_empty()
             {
                 return Err(ApiError::BadRequest(
                     "A visit with encounters cannot be purged; void it instead".into(),
                 ));
             }
-            return store::purge(&st.store, &old).map_err(ApiError::internal);
+            return store::purge(&st.store, &old).map_err(ApiError::from);
         }
         if old.voiding.voided {
             return Ok(());
@@ -359,7 +359,7 @@ pub async fn delete(
         let mut v = old.clone();
         v.voiding.void(&user, Utc::now(), &reason);
         crate::domains::encounter::void_visit_encounters(&st, &old, &v, &user, &reason)
-            .map_err(ApiError::internal)
+            .map_err(ApiError::from)
     })
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -389,8 +389,7 @@ pub async fn search(
         visit_type: param(&query, "visitType").map(str::to_string),
     };
     let paging = Paging::from_query(&query)?;
-    let (visits, page) =
-        store::list(&state.store, &q, window(&paging)).map_err(ApiError::internal)?;
+    let (visits, page) = store::list(&state.store, &q, window(&paging)).map_err(ApiError::from)?;
     page_answer(
         &state,
         &caller,

@@ -6,7 +6,7 @@
 use super::VisitRecord;
 use crate::domains::{self, ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{ReadableDatabase, TableDefinition, WriteTransaction};
+use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("visits");
 const BY_PATIENT: Index = TableDefinition::new("visits_by_patient");
@@ -16,8 +16,10 @@ const ACTIVE: Index = TableDefinition::new("visits_active");
 pub const RECORDS: RecordTable = RecordTable {
     name: "visits",
     table: TABLE,
+    indexes: &[BY_PATIENT, BY_START, ACTIVE],
     create,
     reindex,
+    decodes: |bytes| domains::decodes::<VisitRecord>(bytes),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -81,14 +83,11 @@ pub fn put_in(
 
 /// Writes a visit durably.
 pub fn put(store: &Store, old: Option<&VisitRecord>, new: &VisitRecord) -> StoreResult<()> {
-    let txn = store.db().begin_write()?;
-    put_in(&txn, old, new)?;
-    txn.commit()?;
-    Ok(())
+    store.write(|txn| put_in(txn, old, new))
 }
 
 pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<VisitRecord>> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
         .map(|v| domains::decode("visits", v.value()))
@@ -114,7 +113,7 @@ pub fn list(
     q: &VisitQuery,
     window: Window,
 ) -> StoreResult<(Vec<VisitRecord>, Page)> {
-    let txn = store.db().begin_read()?;
+    let txn = store.begin_read()?;
     let records = txn.open_table(TABLE)?;
     let mut exclude = 0;
     if !q.include_voided {
@@ -201,15 +200,13 @@ pub fn open_visits(store: &Store) -> StoreResult<Vec<VisitRecord>> {
 
 /// Removes a visit and its index entries for good (a visit without encounters).
 pub fn purge(store: &Store, v: &VisitRecord) -> StoreResult<()> {
-    let txn = store.db().begin_write()?;
-    {
+    store.write(|txn| {
         txn.open_table(TABLE)?.remove(v.uuid.as_str())?;
         txn.open_table(BY_PATIENT)?
             .remove(key(&[&v.patient, &v.start, &v.uuid]).as_str())?;
         let all = key(&["all", &v.start, &v.uuid]);
         txn.open_table(BY_START)?.remove(all.as_str())?;
         txn.open_table(ACTIVE)?.remove(all.as_str())?;
-    }
-    txn.commit()?;
-    Ok(())
+        Ok(())
+    })
 }

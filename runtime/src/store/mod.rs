@@ -6,10 +6,21 @@
 //! the bundle's model types. Every write commits with redb's default (immediate)
 //! durability before the API acknowledges it.
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+pub mod check;
+pub mod medium;
+mod snapshot;
+
+pub use medium::{CustomMedium, WriteFailure};
+pub use snapshot::{RestoreError, verify as verify_snapshot};
+
+use medium::{Medium, WriteHealth};
+use redb::{
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    TableDefinition, WriteTransaction,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Bumped when a table's meaning changes; `open` refuses a store with a newer version.
@@ -34,10 +45,18 @@ pub enum StoreError {
     TooNew { found: u32, supported: u32 },
     #[error("identifier {0} is already in use")]
     IdentifierInUse(String),
+    /// A write failed (full disk, I/O error); reads keep working.
+    #[error("the store cannot write: {}", .0.detail)]
+    Unwritable(WriteFailure),
+    #[error(
+        "the store file {} is damaged ({detail}). Keep the file aside, then restore the latest backup into an empty data directory with `runtime restore BACKUP`; `runtime check-store` reports what is damaged",
+        path.display()
+    )]
+    Damaged { path: PathBuf, detail: String },
 }
 
 macro_rules! from_redb {
-    ($($t:ty),*) => {$(impl From<$t> for StoreError { fn from(e: $t) -> Self { StoreError::Redb(e.to_string()) } })*};
+    ($($t:ty),*) => {$(impl From<$t> for StoreError { fn from(e: $t) -> Self { medium::classify(e.into()) } })*};
 }
 from_redb!(
     redb::Error,
@@ -137,7 +156,10 @@ pub struct SettingRecord {
 }
 
 pub struct Store {
-    db: Database,
+    /// Empty only while the file is being opened again after an I/O failure.
+    db: arc_swap::ArcSwapOption<Database>,
+    medium: Medium,
+    health: WriteHealth,
     /// Serialises the read-check-write sequences of the clinical domains (reading a record,
     /// validating the change against others, writing it), so two of them cannot interleave.
     clinical_writes: std::sync::Mutex<()>,
@@ -236,61 +258,180 @@ pub fn identifier_key(
 }
 
 impl Store {
-    /// Opens (or creates) the store file, checking its schema version.
+    /// Opens the store file, checking its schema version; a missing file starts a new
+    /// store, an empty or unreadable one is refused as damaged (`medium::open_file`).
     pub fn open(path: &Path) -> StoreResult<Store> {
-        Store::init(Database::create(path)?)
+        let medium = Medium::File(path.to_path_buf());
+        let db = medium.open()?;
+        Store::init(db, medium).map_err(|e| match e {
+            StoreError::Redb(detail) | StoreError::Corrupt { detail, .. } => StoreError::Damaged {
+                path: path.to_path_buf(),
+                detail,
+            },
+            other => other,
+        })
     }
 
     /// A store in memory, for tests.
     pub fn in_memory() -> StoreResult<Store> {
         let db = Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
-        Store::init(db)
+        Store::init(db, Medium::Memory)
     }
 
-    fn init(db: Database) -> StoreResult<Store> {
+    /// A store on a storage layer the caller provides (tests inject faults with one).
+    pub fn on_medium(custom: CustomMedium) -> StoreResult<Store> {
+        let medium = Medium::Custom(custom);
+        let db = medium.open()?;
+        Store::init(db, medium)
+    }
+
+    fn init(db: Database, medium: Medium) -> StoreResult<Store> {
         let store = Store {
-            db,
+            db: arc_swap::ArcSwapOption::from_pointee(db),
+            medium,
+            health: WriteHealth::default(),
             clinical_writes: std::sync::Mutex::new(()),
             users_by_uuid: ReadCache::default(),
             users_by_name: ReadCache::default(),
             settings: ReadCache::default(),
         };
-        let txn = store.db.begin_write()?;
-        {
-            // Create every table so reads never meet a missing one.
-            let mut meta = txn.open_table(META)?;
-            txn.open_table(PATIENTS)?;
-            txn.open_table(IDENTIFIERS)?;
-            txn.open_table(USERS)?;
-            txn.open_table(USERNAMES)?;
-            txn.open_table(SETTINGS)?;
-            txn.open_table(COUNTERS)?;
-            for table in crate::domains::RECORD_TABLES {
-                (table.create)(&txn)?;
-            }
-            let found = meta
-                .get("schema_version")?
-                .map(|v| v.value().parse::<u32>().unwrap_or(u32::MAX));
-            match found {
-                Some(v) if v > SCHEMA_VERSION => {
-                    return Err(StoreError::TooNew {
+        let schema = medium::catch_panic(|| {
+            store.write(|txn| {
+                // Create every table so reads never meet a missing one.
+                let mut meta = txn.open_table(META)?;
+                txn.open_table(PATIENTS)?;
+                txn.open_table(IDENTIFIERS)?;
+                txn.open_table(USERS)?;
+                txn.open_table(USERNAMES)?;
+                txn.open_table(SETTINGS)?;
+                txn.open_table(COUNTERS)?;
+                for table in crate::domains::RECORD_TABLES {
+                    (table.create)(txn)?;
+                }
+                let found = meta
+                    .get("schema_version")?
+                    .map(|v| v.value().parse::<u32>().unwrap_or(u32::MAX));
+                match found {
+                    Some(v) if v > SCHEMA_VERSION => Err(StoreError::TooNew {
                         found: v,
                         supported: SCHEMA_VERSION,
-                    });
+                    }),
+                    Some(_) => Ok(()),
+                    None => {
+                        meta.insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
+                        Ok(())
+                    }
                 }
-                Some(_) => {}
-                None => {
-                    meta.insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
-                }
-            }
+            })
+        });
+        match schema {
+            Ok(result) => result?,
+            Err(panic) => return Err(StoreError::Redb(panic)),
         }
-        txn.commit()?;
         Ok(store)
     }
 
-    /// The database, for the clinical domains' own tables (`crate::domains`).
-    pub fn db(&self) -> &Database {
-        &self.db
+    fn database(&self) -> StoreResult<Arc<Database>> {
+        self.db.load_full().ok_or_else(|| {
+            StoreError::Unwritable(self.health.failure().unwrap_or_else(WriteFailure::latched))
+        })
+    }
+
+    /// A read transaction (reads keep working while writes fail).
+    pub fn begin_read(&self) -> StoreResult<ReadTransaction> {
+        Ok(self.database()?.begin_read()?)
+    }
+
+    /// Runs `f` in one write transaction and commits it durably; any error leaves nothing
+    /// written. A write that fails for lack of space or an I/O error marks the store
+    /// unwritable (see `medium`); while it is, each write first tries to recover.
+    pub fn write<T>(&self, f: impl FnOnce(&WriteTransaction) -> StoreResult<T>) -> StoreResult<T> {
+        if self.health.failed() && !self.try_recover() {
+            return Err(self.noted(StoreError::Unwritable(WriteFailure::latched())));
+        }
+        let txn = self
+            .database()?
+            .begin_write()
+            .map_err(|e| self.noted(e.into()))?;
+        let out = f(&txn).map_err(|e| self.noted(e))?;
+        txn.commit().map_err(|e| self.noted(e.into()))?;
+        Ok(out)
+    }
+
+    /// Records an I/O failure in the write health; answers the error with the first
+    /// failure's cause.
+    fn noted(&self, e: StoreError) -> StoreError {
+        match e {
+            StoreError::Unwritable(f) => StoreError::Unwritable(self.health.record(&f)),
+            other => other,
+        }
+    }
+
+    /// Why the store cannot write, or `None` when it can.
+    pub fn write_failure(&self) -> Option<WriteFailure> {
+        self.health.failure()
+    }
+
+    /// After a failed write: when the medium has room again (checked at most once per
+    /// `medium::RECOVERY_INTERVAL`), opens the file again (redb needs it after an I/O
+    /// failure) and proves it with a small write. Returns whether the store can write.
+    pub fn try_recover(&self) -> bool {
+        if !self.health.failed() {
+            return true;
+        }
+        if matches!(self.medium, Medium::Memory)
+            || !self.medium.has_room()
+            || !self.health.attempt_due()
+        {
+            return false;
+        }
+        // The old database must be closed before the file can be opened again; a write
+        // transaction still running on it delays that, hence the few retries.
+        drop(self.db.swap(None));
+        let mut opened = self.medium.open();
+        for _ in 0..50 {
+            match &opened {
+                Err(StoreError::Redb(m)) if m.contains("already open") => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    opened = self.medium.open();
+                }
+                _ => break,
+            }
+        }
+        match opened {
+            Ok(db) => self.db.store(Some(Arc::new(db))),
+            Err(e) => {
+                tracing::error!("the store file cannot be opened again yet: {e}");
+                return false;
+            }
+        }
+        let probe = (|| -> StoreResult<()> {
+            let txn = self.database()?.begin_write()?;
+            txn.open_table(META)?
+                .insert("write_probe", chrono::Utc::now().to_rfc3339().as_str())?;
+            txn.commit()?;
+            Ok(())
+        })();
+        match probe {
+            Ok(()) => {
+                self.health.clear();
+                true
+            }
+            Err(e) => {
+                tracing::warn!("the store still cannot write: {e}");
+                false
+            }
+        }
+    }
+
+    /// Where a backup's temporary snapshot is written (beside the store file).
+    pub fn scratch_dir(&self) -> PathBuf {
+        self.medium.scratch_dir()
+    }
+
+    /// The store file, when the store has one.
+    pub fn path(&self) -> Option<&Path> {
+        self.medium.path()
     }
 
     /// Held by a clinical read-check-write sequence (see `clinical_writes`).
@@ -303,7 +444,7 @@ impl Store {
 
     /// Every user account (a facility has tens; providers are read from them).
     pub fn users(&self) -> StoreResult<Vec<UserRecord>> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let t = txn.open_table(USERS)?;
         let mut out = Vec::new();
         for row in t.iter()? {
@@ -314,22 +455,22 @@ impl Store {
     }
 
     pub fn meta(&self, key: &str) -> StoreResult<Option<String>> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let t = txn.open_table(META)?;
         Ok(t.get(key)?.map(|v| v.value().to_string()))
     }
 
     pub fn set_meta(&self, key: &str, value: &str) -> StoreResult<()> {
-        let txn = self.db.begin_write()?;
-        txn.open_table(META)?.insert(key, value)?;
-        txn.commit()?;
-        Ok(())
+        self.write(|txn| {
+            txn.open_table(META)?.insert(key, value)?;
+            Ok(())
+        })
     }
 
     // Users.
 
     pub fn user_count(&self) -> StoreResult<u64> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         Ok(txn.open_table(USERS)?.len()?)
     }
 
@@ -343,7 +484,7 @@ impl Store {
             return Ok(Some(u));
         }
         let read_at = self.users_by_uuid.generation();
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let t = txn.open_table(USERS)?;
         let Some(user) = t
             .get(uuid)?
@@ -370,7 +511,7 @@ impl Store {
             return Ok(Some(u));
         }
         let read_at = self.users_by_name.generation();
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let names = txn.open_table(USERNAMES)?;
         let Some(uuid) = names.get(key.as_str())?.map(|v| v.value().to_string()) else {
             return Ok(None);
@@ -389,8 +530,7 @@ impl Store {
     }
 
     pub fn put_user(&self, user: &UserRecord) -> StoreResult<()> {
-        let txn = self.db.begin_write()?;
-        {
+        let written = self.write(|txn| {
             txn.open_table(USERS)?
                 .insert(user.uuid.as_str(), encode(user).as_slice())?;
             let mut names = txn.open_table(USERNAMES)?;
@@ -398,11 +538,10 @@ impl Store {
             if !user.system_id.is_empty() {
                 names.insert(user.system_id.to_lowercase().as_str(), user.uuid.as_str())?;
             }
-        }
-        let committed = txn.commit();
+            Ok(())
+        });
         self.forget_users();
-        committed?;
-        Ok(())
+        written
     }
 
     // Patients.
@@ -410,8 +549,7 @@ impl Store {
     /// Stores a new patient; refuses it if one of its unique identifiers is taken.
     /// `keys` are the uniqueness keys of its identifiers (see `identifier_key`).
     pub fn insert_patient(&self, p: &PatientRecord, keys: &[(String, String)]) -> StoreResult<()> {
-        let txn = self.db.begin_write()?;
-        {
+        self.write(|txn| {
             let mut ids = txn.open_table(IDENTIFIERS)?;
             for (key, identifier) in keys {
                 if let Some(owner) = ids.get(key.as_str())?
@@ -425,9 +563,8 @@ impl Store {
             }
             txn.open_table(PATIENTS)?
                 .insert(p.uuid.as_str(), encode(p).as_slice())?;
-        }
-        txn.commit()?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Stores many patients in one transaction (restores and benchmarks), with the same
@@ -436,8 +573,7 @@ impl Store {
         &self,
         patients: &[(PatientRecord, Vec<(String, String)>)],
     ) -> StoreResult<()> {
-        let txn = self.db.begin_write()?;
-        {
+        self.write(|txn| {
             let mut ids = txn.open_table(IDENTIFIERS)?;
             let mut table = txn.open_table(PATIENTS)?;
             for (p, keys) in patients {
@@ -451,13 +587,12 @@ impl Store {
                 }
                 table.insert(p.uuid.as_str(), encode(p).as_slice())?;
             }
-        }
-        txn.commit()?;
-        Ok(())
+            Ok(())
+        })
     }
 
     pub fn patient(&self, uuid: &str) -> StoreResult<Option<PatientRecord>> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let t = txn.open_table(PATIENTS)?;
         t.get(uuid)?
             .map(|v| decode("patients", v.value()))
@@ -465,13 +600,13 @@ impl Store {
     }
 
     pub fn patient_exists(&self, uuid: &str) -> StoreResult<bool> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         Ok(txn.open_table(PATIENTS)?.get(uuid)?.is_some())
     }
 
     /// Every patient, for rebuilding the search index at start.
     pub fn patients(&self) -> StoreResult<Vec<PatientRecord>> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let t = txn.open_table(PATIENTS)?;
         let mut out = Vec::with_capacity(t.len()? as usize);
         for row in t.iter()? {
@@ -484,7 +619,7 @@ impl Store {
     // System settings.
 
     pub fn settings(&self) -> StoreResult<Vec<SettingRecord>> {
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let t = txn.open_table(SETTINGS)?;
         let mut out = Vec::new();
         for row in t.iter()? {
@@ -504,7 +639,7 @@ impl Store {
             return Ok(found);
         }
         let read_at = self.settings.generation();
-        let txn = self.db.begin_read()?;
+        let txn = self.begin_read()?;
         let t = txn.open_table(SETTINGS)?;
         let found = t
             .get(property)?
@@ -516,29 +651,29 @@ impl Store {
     }
 
     pub fn put_setting(&self, s: &SettingRecord) -> StoreResult<()> {
-        let txn = self.db.begin_write()?;
-        txn.open_table(SETTINGS)?
-            .insert(s.property.as_str(), encode(s).as_slice())?;
-        txn.commit()?;
+        let written = self.write(|txn| {
+            txn.open_table(SETTINGS)?
+                .insert(s.property.as_str(), encode(s).as_slice())?;
+            Ok(())
+        });
         self.settings.invalidate();
-        Ok(())
+        written
     }
 
     /// Removes API-made values; returns the properties removed.
     pub fn remove_settings(&self, properties: &[String]) -> StoreResult<Vec<String>> {
-        let txn = self.db.begin_write()?;
-        let mut removed = Vec::new();
-        {
+        let removed = self.write(|txn| {
+            let mut removed = Vec::new();
             let mut t = txn.open_table(SETTINGS)?;
             for p in properties {
                 if t.remove(p.as_str())?.is_some() {
                     removed.push(p.clone());
                 }
             }
-        }
-        txn.commit()?;
+            Ok(removed)
+        });
         self.settings.invalidate();
-        Ok(removed)
+        removed
     }
 
     /// Empties the user caches after users were written.
@@ -551,306 +686,12 @@ impl Store {
 
     /// The next value of a generator's counter (0 first), durably.
     pub fn next_counter(&self, source: &str) -> StoreResult<u64> {
-        let txn = self.db.begin_write()?;
-        let value = {
+        self.write(|txn| {
             let mut t = txn.open_table(COUNTERS)?;
             let current = t.get(source)?.map_or(0, |v| v.value());
             t.insert(source, current + 1)?;
-            current
-        };
-        txn.commit()?;
-        Ok(value)
-    }
-}
-
-/// First line of a snapshot.
-#[derive(Debug, Serialize, Deserialize)]
-struct SnapshotHeader {
-    format: String,
-    version: u32,
-    schema: u32,
-}
-
-const SNAPSHOT_FORMAT: &str = "emr-store-snapshot";
-
-/// One line of a snapshot: a table's key and value.
-#[derive(Debug, Serialize, Deserialize)]
-struct SnapshotLine {
-    t: String,
-    k: String,
-    v: serde_json::Value,
-}
-
-/// Last line of a snapshot, so a truncated file is detected.
-#[derive(Debug, Serialize, Deserialize)]
-struct SnapshotEnd {
-    end: bool,
-    records: u64,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RestoreError {
-    #[error("the data directory already holds a store with data; restore needs an empty one")]
-    NotEmpty,
-    #[error("not a store snapshot: {0}")]
-    BadFormat(String),
-    #[error("the snapshot is truncated (no end line): the backup did not finish")]
-    Truncated,
-    #[error("cannot read the snapshot: {0}")]
-    Io(#[from] std::io::Error),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl Store {
-    /// Writes a consistent snapshot of every table (one read transaction) as JSON lines:
-    /// a header, one line per record, and an end line with the record count.
-    pub fn snapshot(&self, out: &mut impl std::io::Write) -> Result<u64, RestoreError> {
-        let txn = self.db.begin_read().map_err(StoreError::from)?;
-        let line = |out: &mut dyn std::io::Write, v: &dyn erased::Line| -> std::io::Result<()> {
-            v.write_json(out)?;
-            out.write_all(b"\n")
-        };
-        line(
-            out,
-            &SnapshotHeader {
-                format: SNAPSHOT_FORMAT.into(),
-                version: 1,
-                schema: SCHEMA_VERSION,
-            },
-        )?;
-        let mut records = 0u64;
-        macro_rules! dump_json {
-            ($table:expr, $name:literal) => {{
-                let t = txn.open_table($table).map_err(StoreError::from)?;
-                for row in t.iter().map_err(StoreError::from)? {
-                    let (k, v) = row.map_err(StoreError::from)?;
-                    let value: serde_json::Value =
-                        serde_json::from_slice(v.value()).map_err(|e| StoreError::Corrupt {
-                            table: $name,
-                            detail: e.to_string(),
-                        })?;
-                    line(
-                        out,
-                        &SnapshotLine {
-                            t: $name.into(),
-                            k: k.value().to_string(),
-                            v: value,
-                        },
-                    )?;
-                    records += 1;
-                }
-            }};
-        }
-        macro_rules! dump_str {
-            ($table:expr, $name:literal) => {{
-                let t = txn.open_table($table).map_err(StoreError::from)?;
-                for row in t.iter().map_err(StoreError::from)? {
-                    let (k, v) = row.map_err(StoreError::from)?;
-                    line(
-                        out,
-                        &SnapshotLine {
-                            t: $name.into(),
-                            k: k.value().to_string(),
-                            v: serde_json::Value::String(v.value().to_string()),
-                        },
-                    )?;
-                    records += 1;
-                }
-            }};
-        }
-        dump_str!(META, "meta");
-        dump_json!(PATIENTS, "patients");
-        dump_str!(IDENTIFIERS, "identifiers");
-        dump_json!(USERS, "users");
-        dump_str!(USERNAMES, "usernames");
-        dump_json!(SETTINGS, "settings");
-        // Clinical records; their index tables are derived, and rebuilt by a restore.
-        for table in crate::domains::RECORD_TABLES {
-            let t = txn.open_table(table.table).map_err(StoreError::from)?;
-            for row in t.iter().map_err(StoreError::from)? {
-                let (k, v) = row.map_err(StoreError::from)?;
-                let value: serde_json::Value =
-                    serde_json::from_slice(v.value()).map_err(|e| StoreError::Corrupt {
-                        table: table.name,
-                        detail: e.to_string(),
-                    })?;
-                line(
-                    out,
-                    &SnapshotLine {
-                        t: table.name.into(),
-                        k: k.value().to_string(),
-                        v: value,
-                    },
-                )?;
-                records += 1;
-            }
-        }
-        {
-            let t = txn.open_table(COUNTERS).map_err(StoreError::from)?;
-            for row in t.iter().map_err(StoreError::from)? {
-                let (k, v) = row.map_err(StoreError::from)?;
-                line(
-                    out,
-                    &SnapshotLine {
-                        t: "counters".into(),
-                        k: k.value().to_string(),
-                        v: serde_json::Value::from(v.value()),
-                    },
-                )?;
-                records += 1;
-            }
-        }
-        line(out, &SnapshotEnd { end: true, records })?;
-        out.flush()?;
-        Ok(records)
-    }
-
-    /// Whether the store holds any record besides its schema version.
-    pub fn is_empty(&self) -> StoreResult<bool> {
-        let txn = self.db.begin_read()?;
-        Ok(txn.open_table(PATIENTS)?.len()? == 0
-            && txn.open_table(USERS)?.len()? == 0
-            && txn.open_table(SETTINGS)?.len()? == 0)
-    }
-
-    /// Fills an empty store from a snapshot, in one transaction (all or nothing).
-    pub fn restore(&self, input: impl std::io::BufRead) -> Result<u64, RestoreError> {
-        if !self.is_empty()? {
-            return Err(RestoreError::NotEmpty);
-        }
-        let mut lines = input.lines();
-        let header: SnapshotHeader = match lines.next() {
-            Some(l) => {
-                serde_json::from_str(&l?).map_err(|e| RestoreError::BadFormat(e.to_string()))?
-            }
-            None => return Err(RestoreError::BadFormat("the file is empty".into())),
-        };
-        if header.format != SNAPSHOT_FORMAT || header.version != 1 {
-            return Err(RestoreError::BadFormat(format!(
-                "format {} version {}",
-                header.format, header.version
-            )));
-        }
-        if header.schema > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                found: header.schema,
-                supported: SCHEMA_VERSION,
-            }
-            .into());
-        }
-        let txn = self.db.begin_write().map_err(StoreError::from)?;
-        let mut records = 0u64;
-        let mut ended = false;
-        {
-            let mut meta = txn.open_table(META).map_err(StoreError::from)?;
-            let mut patients = txn.open_table(PATIENTS).map_err(StoreError::from)?;
-            let mut identifiers = txn.open_table(IDENTIFIERS).map_err(StoreError::from)?;
-            let mut users = txn.open_table(USERS).map_err(StoreError::from)?;
-            let mut usernames = txn.open_table(USERNAMES).map_err(StoreError::from)?;
-            let mut settings = txn.open_table(SETTINGS).map_err(StoreError::from)?;
-            let mut counters = txn.open_table(COUNTERS).map_err(StoreError::from)?;
-            for l in lines {
-                let l = l?;
-                if l.trim().is_empty() {
-                    continue;
-                }
-                if let Ok(end) = serde_json::from_str::<SnapshotEnd>(&l) {
-                    if end.records != records {
-                        return Err(RestoreError::BadFormat(format!(
-                            "the end line counts {} records, the file holds {records}",
-                            end.records
-                        )));
-                    }
-                    ended = true;
-                    break;
-                }
-                let rec: SnapshotLine =
-                    serde_json::from_str(&l).map_err(|e| RestoreError::BadFormat(e.to_string()))?;
-                let text = || {
-                    rec.v.as_str().map(str::to_string).ok_or_else(|| {
-                        RestoreError::BadFormat(format!("{}: expected a string", rec.t))
-                    })
-                };
-                let json = || {
-                    serde_json::to_vec(&rec.v).map_err(|e| RestoreError::BadFormat(e.to_string()))
-                };
-                let k = rec.k.as_str();
-                match rec.t.as_str() {
-                    "meta" => {
-                        meta.insert(k, text()?.as_str()).map_err(StoreError::from)?;
-                    }
-                    "patients" => {
-                        patients
-                            .insert(k, json()?.as_slice())
-                            .map_err(StoreError::from)?;
-                    }
-                    "identifiers" => {
-                        identifiers
-                            .insert(k, text()?.as_str())
-                            .map_err(StoreError::from)?;
-                    }
-                    "users" => {
-                        users
-                            .insert(k, json()?.as_slice())
-                            .map_err(StoreError::from)?;
-                    }
-                    "usernames" => {
-                        usernames
-                            .insert(k, text()?.as_str())
-                            .map_err(StoreError::from)?;
-                    }
-                    "settings" => {
-                        settings
-                            .insert(k, json()?.as_slice())
-                            .map_err(StoreError::from)?;
-                    }
-                    "counters" => {
-                        let n = rec.v.as_u64().ok_or_else(|| {
-                            RestoreError::BadFormat("counters: expected a number".into())
-                        })?;
-                        counters.insert(k, n).map_err(StoreError::from)?;
-                    }
-                    other => {
-                        let Some(table) = crate::domains::RECORD_TABLES
-                            .iter()
-                            .find(|t| t.name == other)
-                        else {
-                            return Err(RestoreError::BadFormat(format!("unknown table {other}")));
-                        };
-                        let bytes = json()?;
-                        txn.open_table(table.table)
-                            .map_err(StoreError::from)?
-                            .insert(k, bytes.as_slice())
-                            .map_err(StoreError::from)?;
-                        (table.reindex)(&txn, &bytes)
-                            .map_err(|e| RestoreError::BadFormat(format!("{other} {k}: {e}")))?;
-                    }
-                }
-                records += 1;
-            }
-        }
-        if !ended {
-            return Err(RestoreError::Truncated);
-        }
-        let committed = txn.commit();
-        self.forget_users();
-        self.settings.invalidate();
-        committed.map_err(StoreError::from)?;
-        Ok(records)
-    }
-}
-
-/// Object-safe JSON writing for the snapshot's line types.
-mod erased {
-    pub trait Line {
-        fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()>;
-    }
-
-    impl<T: serde::Serialize> Line for T {
-        fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-            serde_json::to_writer(out, self).map_err(std::io::Error::other)
-        }
+            Ok(current)
+        })
     }
 }
 
@@ -918,7 +759,7 @@ mod tests {
             Store::in_memory()
                 .unwrap()
                 .restore(std::io::Cursor::new(truncated)),
-            Err(RestoreError::Truncated | RestoreError::BadFormat(_))
+            Err(RestoreError::Truncated | RestoreError::BadLine { .. })
         ));
         let empty = Store::in_memory().unwrap();
         assert!(matches!(

@@ -1,0 +1,263 @@
+//! `runtime check-store`: reads every record and every index of a store file and reports
+//! what is inconsistent, for an operator who suspects damage (after a disk error, a crash
+//! on a failing disk, or before trusting an old data directory).
+//!
+//! It checks, in order: redb's own page checksums (`Database::check_integrity`); that every
+//! record decodes as its table's record type; that the identifier and username indexes
+//! point at records that hold them; and, for the clinical records, that each index table is
+//! exactly what the records imply. The last check rebuilds the indexes inside a write
+//! transaction that is never committed, then compares them with the stored ones key by key
+//! (both sorted), so memory stays flat however large the store is.
+
+use super::medium::{catch_panic, open_file};
+use super::{
+    COUNTERS, IDENTIFIERS, META, PATIENTS, PatientRecord, SETTINGS, SettingRecord, StoreError,
+    USERNAMES, USERS, UserRecord,
+};
+use crate::domains::{RECORD_TABLES, decodes};
+use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
+use std::path::Path;
+
+/// What a check found.
+#[derive(Debug, Default)]
+pub struct CheckReport {
+    /// Records read, all tables together.
+    pub records: u64,
+    /// Index entries compared.
+    pub index_entries: u64,
+    /// One line per inconsistency, naming the table and key.
+    pub problems: Vec<String>,
+}
+
+/// More than this many problems are counted, not listed.
+const LISTED_PROBLEMS: usize = 200;
+
+impl CheckReport {
+    fn problem(&mut self, p: String) {
+        self.problems.push(p);
+    }
+
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Checks the store file at `path` (the service must be stopped: the file is opened
+/// exclusively). An error means the file could not be read at all.
+pub fn check_store(path: &Path) -> Result<CheckReport, StoreError> {
+    if !path.exists() {
+        return Err(StoreError::Redb(format!(
+            "there is no store at {}",
+            path.display()
+        )));
+    }
+    let mut db = open_file(path)?;
+    let damaged = |detail: String| StoreError::Damaged {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let mut report = CheckReport::default();
+    match catch_panic(|| db.check_integrity()) {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => report.problem(
+            "redb: the file was not closed cleanly and was repaired (its last transactions may be missing)".into(),
+        ),
+        Ok(Err(e)) => report.problem(format!("redb: page checksums do not match: {e}")),
+        Err(panic) => return Err(damaged(panic)),
+    }
+    match catch_panic(|| check_tables(&db, &mut report)) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => report.problem(format!("cannot read every table: {e}")),
+        Err(panic) => report.problem(format!("reading the tables failed: {panic}")),
+    }
+    if report.problems.len() > LISTED_PROBLEMS {
+        let more = report.problems.len() - LISTED_PROBLEMS;
+        report.problems.truncate(LISTED_PROBLEMS);
+        report.problems.push(format!("… and {more} more"));
+    }
+    Ok(report)
+}
+
+fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreError> {
+    let txn = db.begin_read()?;
+    // Records decode.
+    macro_rules! decode_all {
+        ($def:expr, $name:literal, $ty:ty) => {{
+            for row in txn.open_table($def)?.iter()? {
+                let (k, v) = row?;
+                report.records += 1;
+                if let Err(e) = decodes::<$ty>(v.value()) {
+                    report.problem(format!(
+                        "{} {}: the record does not decode: {e}",
+                        $name,
+                        k.value()
+                    ));
+                }
+            }
+        }};
+    }
+    decode_all!(PATIENTS, "patients", PatientRecord);
+    decode_all!(USERS, "users", UserRecord);
+    decode_all!(SETTINGS, "settings", SettingRecord);
+    report.records += txn.open_table(META)?.iter()?.count() as u64;
+    report.records += txn.open_table(COUNTERS)?.iter()?.count() as u64;
+    for table in RECORD_TABLES {
+        for row in txn.open_table(table.table)?.iter()? {
+            let (k, v) = row?;
+            report.records += 1;
+            if let Err(e) = (table.decodes)(v.value()) {
+                report.problem(format!(
+                    "{} {}: the record does not decode: {e}",
+                    table.name,
+                    k.value()
+                ));
+            }
+        }
+    }
+
+    // `<type>|<scope>|<identifier>` → a patient that holds that identifier.
+    let patients = txn.open_table(PATIENTS)?;
+    for row in txn.open_table(IDENTIFIERS)?.iter()? {
+        let (k, v) = row?;
+        report.index_entries += 1;
+        let (key, owner) = (k.value(), v.value());
+        let identifier = key.rsplit('|').next().unwrap_or_default();
+        match patients.get(owner)? {
+            None => report.problem(format!(
+                "identifiers {key}: points at patient {owner}, which does not exist"
+            )),
+            Some(p) => {
+                if let Ok(p) = serde_json::from_slice::<PatientRecord>(p.value())
+                    && !p.identifiers.iter().any(|i| i.identifier == identifier)
+                {
+                    report.problem(format!(
+                        "identifiers {key}: patient {owner} does not hold identifier {identifier}"
+                    ));
+                }
+            }
+        }
+    }
+    let users = txn.open_table(USERS)?;
+    for row in txn.open_table(USERNAMES)?.iter()? {
+        let (k, v) = row?;
+        report.index_entries += 1;
+        if users.get(v.value())?.is_none() {
+            report.problem(format!(
+                "usernames {}: points at user {}, which does not exist",
+                k.value(),
+                v.value()
+            ));
+        }
+    }
+
+    // Clinical indexes: rebuild them in a transaction that is never committed, compare.
+    let rebuild = db.begin_write()?;
+    for table in RECORD_TABLES {
+        for index in table.indexes {
+            rebuild.delete_table(*index)?;
+        }
+    }
+    for table in RECORD_TABLES {
+        for index in table.indexes {
+            rebuild.open_table(*index)?;
+        }
+        for row in txn.open_table(table.table)?.iter()? {
+            let (_, v) = row?;
+            // Records that do not decode were reported above; they have no index entries.
+            let _ = (table.reindex)(&rebuild, v.value());
+        }
+    }
+    for table in RECORD_TABLES {
+        for index in table.indexes {
+            let stored = txn.open_table(*index)?;
+            let expected = rebuild.open_table(*index)?;
+            let name = index.name();
+            compare(name, &stored, &expected, report)?;
+        }
+    }
+    rebuild.abort()?;
+    Ok(())
+}
+
+/// Walks two sorted index tables side by side, reporting entries only one holds and
+/// entries whose flags differ.
+fn compare(
+    name: &str,
+    stored: &impl ReadableTable<&'static str, u8>,
+    expected: &impl ReadableTable<&'static str, u8>,
+    report: &mut CheckReport,
+) -> Result<(), StoreError> {
+    let mut a = stored.iter()?;
+    let mut b = expected.iter()?;
+    let mut x = a.next().transpose()?;
+    let mut y = b.next().transpose()?;
+    loop {
+        match (&x, &y) {
+            (None, None) => return Ok(()),
+            (Some((k, _)), None) => {
+                report.problem(format!("{name} {}: an entry no record implies", k.value()));
+                x = a.next().transpose()?;
+            }
+            (None, Some((k, _))) => {
+                report.problem(format!("{name} {}: missing entry", k.value()));
+                y = b.next().transpose()?;
+            }
+            (Some((ks, fs)), Some((ke, fe))) => {
+                report.index_entries += 1;
+                match ks.value().cmp(ke.value()) {
+                    std::cmp::Ordering::Equal => {
+                        if fs.value() != fe.value() {
+                            report.problem(format!(
+                                "{name} {}: flags {} where the record implies {}",
+                                ks.value(),
+                                fs.value(),
+                                fe.value()
+                            ));
+                        }
+                        x = a.next().transpose()?;
+                        y = b.next().transpose()?;
+                    }
+                    std::cmp::Ordering::Less => {
+                        report
+                            .problem(format!("{name} {}: an entry no record implies", ks.value()));
+                        x = a.next().transpose()?;
+                    }
+                    std::cmp::Ordering::Greater => {
+                        report.problem(format!("{name} {}: missing entry", ke.value()));
+                        y = b.next().transpose()?;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `runtime compact-store`: gives back to the volume the space the store file no longer
+/// uses (pages freed by updates, or pinned by a long read). The service must be stopped.
+/// Returns the file's size before and after.
+pub fn compact_store(path: &Path) -> Result<(u64, u64), StoreError> {
+    if !path.exists() {
+        return Err(StoreError::Redb(format!(
+            "there is no store at {}",
+            path.display()
+        )));
+    }
+    let size = || std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let before = size();
+    let mut db = open_file(path)?;
+    loop {
+        match catch_panic(|| db.compact()) {
+            Ok(Ok(true)) => continue,
+            Ok(Ok(false)) => break,
+            Ok(Err(e)) => return Err(StoreError::Redb(format!("compaction failed: {e}"))),
+            Err(panic) => {
+                return Err(StoreError::Damaged {
+                    path: path.to_path_buf(),
+                    detail: panic,
+                });
+            }
+        }
+    }
+    drop(db);
+    Ok((before, size()))
+}
