@@ -30,6 +30,9 @@ python3 .ci/api_examples.py target/debug/runtime
 step "operating procedure against a real runtime"
 bash .ci/procedure.sh target/debug/runtime
 
+step "a real full disk (tmpfs) under a running runtime"
+bash .ci/full_disk.sh target/debug/runtime
+
 step "gateway configuration with a real nginx"
 bash .ci/gateway_test.sh target/debug/runtime
 
