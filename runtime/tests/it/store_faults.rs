@@ -273,6 +273,8 @@ async fn growth_during(writes: usize, hold: &str) -> u64 {
         assert!(restored.patient("patient-000050").unwrap().is_none());
     }
     drop(read_txn);
+    // Every creation acknowledged during the hold is there.
+    assert_eq!(st.store.patients().unwrap().len(), 50 + writes);
     grown
 }
 
