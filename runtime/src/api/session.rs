@@ -96,26 +96,37 @@ pub fn session_body(state: &AppState, caller: &Caller) -> ApiResult<Value> {
 /// A caller authenticated by HTTP Basic credentials gets a session and its cookie (the
 /// login of OpenMRS clients).
 pub async fn get(State(state): State<Arc<AppState>>, mut caller: Caller) -> ApiResult<Response> {
-    let mut new_session = None;
-    if caller.session.is_none()
-        && let Some(user) = &caller.user
-    {
-        let catalog = state.catalog.load();
-        let location = user
-            .properties
-            .get("defaultLocation")
-            .filter(|l| catalog.location(l).is_some())
-            .cloned();
-        let id = state.sessions.create(&user.uuid, location);
-        caller.session = state.sessions.get(&id);
-        caller.session_id = Some(id.clone());
-        new_session = Some(id);
-    }
+    let new_session = open_session(&state, &mut caller);
     let mut res = ok(session_body(&state, &caller)?);
     if let Some(id) = new_session {
-        set_session_cookie(&mut res, &state, &id, state.sessions.max_age().as_secs());
+        set_session_cookie(
+            &mut res,
+            &state,
+            &caller,
+            &id,
+            state.sessions.max_age().as_secs(),
+        );
     }
     Ok(res)
+}
+
+/// Gives a caller authenticated by Basic credentials (and no session yet) a session;
+/// returns its id, for the cookie.
+fn open_session(state: &AppState, caller: &mut Caller) -> Option<String> {
+    if caller.session.is_some() {
+        return None;
+    }
+    let user = caller.user.as_ref()?;
+    let catalog = state.catalog.load();
+    let location = user
+        .properties
+        .get("defaultLocation")
+        .filter(|l| catalog.location(l).is_some())
+        .cloned();
+    let id = state.sessions.create(&user.uuid, location);
+    caller.session = state.sessions.get(&id);
+    caller.session_id = Some(id.clone());
+    Some(id)
 }
 
 /// Accepts `fr`, `en-GB` or `en_GB` if the content allows it; returns the OpenMRS form.
@@ -177,6 +188,9 @@ pub async fn post(
     if location.is_some() && caller.user.is_none() {
         return Err(ApiError::Unauthenticated { privileges: vec![] });
     }
+    // Basic credentials log in here as with GET (OpenMRS clients, the O3 end-to-end
+    // tooling, post their credentials).
+    let new_session = open_session(&state, &mut caller);
     if let Some(id) = caller.session_id.clone() {
         state.sessions.update(&id, |s| {
             if let Some(l) = &locale {
@@ -187,13 +201,18 @@ pub async fn post(
             }
         });
         caller.session = state.sessions.get(&id);
-    } else if let (Some(user), Some(l)) = (caller.user.clone(), &locale) {
-        // A caller with Basic credentials and no session: remember the choice for this answer.
-        let mut u = (*user).clone();
-        u.properties.insert("defaultLocale".into(), l.clone());
-        caller.user = Some(Arc::new(u));
     }
-    Ok(ok(session_body(&state, &caller)?))
+    let mut res = ok(session_body(&state, &caller)?);
+    if let Some(id) = new_session {
+        set_session_cookie(
+            &mut res,
+            &state,
+            &caller,
+            &id,
+            state.sessions.max_age().as_secs(),
+        );
+    }
+    Ok(res)
 }
 
 /// `DELETE session`: ends the session; 204 and an expired cookie.
@@ -202,7 +221,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, caller: Caller) -> Respo
         state.sessions.remove(id);
     }
     let mut res = StatusCode::NO_CONTENT.into_response();
-    set_session_cookie(&mut res, &state, "", 0);
+    set_session_cookie(&mut res, &state, &caller, "", 0);
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json;charset=UTF-8"),
@@ -210,10 +229,23 @@ pub async fn delete(State(state): State<Arc<AppState>>, caller: Caller) -> Respo
     res
 }
 
-/// Sets the session cookie (an empty value with no age expires it).
-fn set_session_cookie(res: &mut Response, state: &AppState, id: &str, max_age_secs: u64) {
+/// Sets the session cookie (an empty value with no age expires it): `HttpOnly`,
+/// `SameSite=Lax`, and `Secure` when the request came over HTTPS (directly or, as the
+/// gateway says in `X-Forwarded-Proto`, to the gateway).
+fn set_session_cookie(
+    res: &mut Response,
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    max_age_secs: u64,
+) {
+    let secure = if caller.origin.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
     let cookie = format!(
-        "{SESSION_COOKIE}={id}; Path={}; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}",
+        "{SESSION_COOKIE}={id}; Path={}; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}",
         state.config.app_path
     );
     if let Ok(v) = HeaderValue::from_str(&cookie) {

@@ -313,3 +313,54 @@ async fn a_method_a_route_does_not_serve_is_405_with_an_error_body() {
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert!(r.body["error"]["message"].is_string(), "{}", r.body);
 }
+
+#[tokio::test]
+async fn post_session_with_basic_credentials_logs_in_and_sets_the_cookie() {
+    use base64::Engine;
+    let st = state();
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    let mut c = Client::new(st.clone());
+    let r = c
+        .send(
+            "POST",
+            "/openmrs/ws/rest/v1/session",
+            &[
+                ("authorization", &format!("Basic {basic}")),
+                ("content-type", "application/json"),
+            ],
+            Some(r#"{"locale": "en"}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["authenticated"], true);
+    assert_eq!(r.body["locale"], "en");
+    let cookie = r.headers["set-cookie"].to_str().unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains("Secure"), "plain HTTP: {cookie}");
+    // The cookie alone now carries the session, with the locale chosen.
+    let again = c.get("/openmrs/ws/rest/v1/session").await;
+    assert_eq!(again.body["authenticated"], true);
+    assert_eq!(again.body["locale"], "en");
+}
+
+#[tokio::test]
+async fn the_session_cookie_is_secure_when_the_gateway_says_https() {
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    let r = Client::new(state())
+        .send(
+            "GET",
+            "/openmrs/ws/rest/v1/session",
+            &[
+                ("authorization", &format!("Basic {basic}")),
+                ("x-forwarded-proto", "https"),
+            ],
+            None,
+        )
+        .await;
+    let cookie = r.headers["set-cookie"].to_str().unwrap();
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+}
