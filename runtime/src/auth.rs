@@ -87,6 +87,13 @@ pub fn ensure_admin(
     Ok(true)
 }
 
+/// A hash of no one's password, with the same parameters as real ones: what a login for
+/// an unknown or unusable account is verified against.
+fn unknown_user_hash() -> &'static str {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| hash_password(&uuid::Uuid::new_v4().to_string()))
+}
+
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -107,9 +114,13 @@ pub fn login(
     password: &str,
 ) -> Result<Option<UserRecord>, StoreError> {
     let Some(mut user) = store.user_by_username(username)? else {
-        return Ok(None); // Unknown usernames are not counted.
+        // Unknown usernames are not counted, but cost the same verification as a wrong
+        // password, so that timing does not tell which names exist.
+        verify_password(password, unknown_user_hash());
+        return Ok(None);
     };
     if user.retired {
+        verify_password(password, unknown_user_hash());
         return Ok(None);
     }
     let allowed = lockout.allowed_failures;
@@ -117,9 +128,9 @@ pub fn login(
     let now = now_ms();
     if let Some(until) = user.locked_until {
         if now < until {
-            // Still locked: refuse, and restart the wait.
-            user.locked_until = Some(now + wait_ms);
-            store.put_user(&user)?;
+            // Still locked: refuse. The wait counts from the lock; further attempts do not
+            // extend it (otherwise anyone could keep an account locked for ever).
+            verify_password(password, unknown_user_hash());
             return Ok(None);
         }
         user.locked_until = None;

@@ -84,6 +84,17 @@ async fn wrong_credentials_are_200_unauthenticated_and_lock_the_account() {
     let user = st.store.user_by_username("admin").unwrap().unwrap();
     assert!(user.locked_until.is_some());
     assert_eq!(user.properties["loginAttempts"], "8");
+    // More attempts during the lock do not extend it: the wait counts from the lock.
+    for _ in 0..3 {
+        c.login("admin", "wrong-password").await;
+    }
+    let still = st.store.user_by_username("admin").unwrap().unwrap();
+    assert_eq!(still.locked_until, user.locked_until);
+    // Once the wait has passed (moved into the past here), the right password works.
+    let mut waited = still.clone();
+    waited.locked_until = Some(chrono::Utc::now().timestamp_millis() - 1);
+    st.store.put_user(&waited).unwrap();
+    assert_eq!(c.login("admin", PASSWORD).await.body["authenticated"], true);
 }
 
 #[tokio::test]
