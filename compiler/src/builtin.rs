@@ -155,6 +155,7 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Patient Overview - View Relationships",
     "Purge Field Types",
     "Purge Global Properties",
+    "Purge Users",
     "Remove Allergies",
     "Remove Problems",
     "Update HL7 Inbound Archive",

@@ -82,9 +82,53 @@ pub fn ensure_admin(
         retired: false,
         failed_logins: 0,
         locked_until: None,
+        audit: None,
+        retiring: None,
     };
     store.put_user(&user)?;
     Ok(true)
+}
+
+/// Password rules, as OpenMRS's `OpenmrsUtil.validatePassword` applies them.
+#[derive(Debug, Clone, Copy)]
+pub struct PasswordPolicy {
+    pub min_length: usize,
+    pub upper_and_lower: bool,
+    pub digit: bool,
+    pub non_digit: bool,
+    pub not_username: bool,
+}
+
+impl PasswordPolicy {
+    /// Every rule the password breaks, as messages for the user.
+    pub fn problems(&self, username: &str, password: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if password.chars().count() < self.min_length {
+            out.push(format!(
+                "Password must be at least {} characters long",
+                self.min_length
+            ));
+        }
+        if self.upper_and_lower
+            && !(password.chars().any(char::is_uppercase)
+                && password.chars().any(char::is_lowercase))
+        {
+            out.push("Password must contain both upper and lower case characters".into());
+        }
+        if self.digit && !password.chars().any(|c| c.is_ascii_digit()) {
+            out.push("Password must contain at least one digit".into());
+        }
+        if self.non_digit && password.chars().all(|c| c.is_ascii_digit()) {
+            out.push("Password must contain at least one non-digit character".into());
+        }
+        if self.not_username && !username.is_empty() && password.eq_ignore_ascii_case(username) {
+            out.push("Password cannot match the username".into());
+        }
+        if password.chars().any(char::is_control) {
+            out.push("Password cannot contain control characters".into());
+        }
+        out
+    }
 }
 
 /// A hash of no one's password, with the same parameters as real ones: what a login for
@@ -252,10 +296,15 @@ impl Sessions {
 
     /// Ends every session of a user (e.g. after a password change).
     pub fn remove_user(&self, user_uuid: &str) {
+        self.remove_user_except(user_uuid, None);
+    }
+
+    /// Ends every session of a user but `keep` (the one that changed its own password).
+    pub fn remove_user_except(&self, user_uuid: &str, keep: Option<&str>) {
         self.map
             .lock()
             .expect("sessions lock")
-            .retain(|_, s| s.user_uuid != user_uuid);
+            .retain(|id, s| s.user_uuid != user_uuid || Some(id.as_str()) == keep);
         self.basic_cache
             .lock()
             .expect("cache lock")
@@ -290,7 +339,13 @@ pub struct Grants {
     role_privileges: Vec<Arc<HashSet<String>>>,
 }
 
-pub fn grants(user: &UserRecord, catalog: &Catalog) -> Grants {
+/// The privileges of a user's roles, through inheritance across the content's roles and
+/// the API's (`domains::role`); a name the content defines is the content's role.
+pub fn grants(
+    user: &UserRecord,
+    catalog: &Catalog,
+    access: &crate::domains::role::Access,
+) -> Grants {
     let mut grants = Grants::default();
     let mut stack: Vec<&str> = user.roles.iter().map(String::as_str).collect();
     let mut seen = HashSet::new();
@@ -301,10 +356,15 @@ pub fn grants(user: &UserRecord, catalog: &Catalog) -> Grants {
         if name == SUPER_USER_ROLE {
             grants.super_user = true;
         }
-        if let Some(set) = catalog.role_privileges(name) {
-            grants.role_privileges.push(set.clone());
-        }
         if let Some(role) = catalog.role(name) {
+            if let Some(set) = catalog.role_privileges(name) {
+                grants.role_privileges.push(set.clone());
+            }
+            stack.extend(role.inherited_roles.iter().map(String::as_str));
+        } else if let Some(role) = access.role(name) {
+            grants.role_privileges.push(Arc::new(
+                role.privileges.iter().map(|p| p.to_lowercase()).collect(),
+            ));
             stack.extend(role.inherited_roles.iter().map(String::as_str));
         }
     }

@@ -139,6 +139,8 @@ pub struct AppState {
     pub backups: Arc<tokio::sync::Semaphore>,
     /// The embedded O3 application, ready to serve.
     pub spa: api::spa::Spa,
+    /// Roles and privileges made through the API (`domains::role`).
+    pub access: ArcSwap<domains::role::Access>,
 }
 
 impl AppState {
@@ -180,6 +182,20 @@ impl AppState {
             .unwrap_or(default)
     }
 
+    /// The password rules (OpenMRS's `security.password*` settings and their defaults).
+    pub fn password_policy(&self) -> auth::PasswordPolicy {
+        auth::PasswordPolicy {
+            min_length: self.int_setting(
+                "security.passwordMinimumLength",
+                auth::MIN_PASSWORD_LENGTH as u64,
+            ) as usize,
+            upper_and_lower: self.bool_setting("security.passwordRequiresUpperAndLowerCase", true),
+            digit: self.bool_setting("security.passwordRequiresDigit", true),
+            non_digit: self.bool_setting("security.passwordRequiresNonDigit", true),
+            not_username: self.bool_setting("security.passwordCannotMatchUsername", true),
+        }
+    }
+
     pub fn lockout(&self) -> auth::Lockout {
         auth::Lockout {
             allowed_failures: self.int_setting("security.allowedFailedLoginsBeforeLockout", 7)
@@ -206,6 +222,8 @@ pub enum StartError {
 /// What start-up did, for the start-up log line.
 pub struct StartReport {
     pub dropped_settings: Vec<String>,
+    /// API roles dropped because the content now defines roles of the same names.
+    pub dropped_roles: Vec<String>,
     pub admin_created: bool,
     pub patients: usize,
     pub elapsed: Duration,
@@ -222,6 +240,8 @@ pub fn start(
     let catalog = Catalog::from_bytes(&bundle)?;
     let spa = api::spa::Spa::load(&config).map_err(StartError::Spa)?;
     let dropped_settings = overlay::apply_new_bundle(&store, &catalog)?;
+    let dropped_roles = domains::role::drop_redefined(&store, &catalog)?;
+    let access = domains::role::load_access(&store)?;
     let admin_created = auth::ensure_admin(
         &store,
         &config.admin_username,
@@ -241,11 +261,13 @@ pub fn start(
         basic_verification: tokio::sync::Mutex::new(()),
         backups: Arc::new(tokio::sync::Semaphore::new(api::backup::CONCURRENT_BACKUPS)),
         spa,
+        access: ArcSwap::from_pointee(access),
     };
     Ok((
         Arc::new(state),
         StartReport {
             dropped_settings,
+            dropped_roles,
             admin_created,
             patients,
             elapsed: began.elapsed(),

@@ -4,6 +4,7 @@
 //!
 //! Privileges each endpoint requires are listed in `docs/api.md`.
 
+pub mod account;
 pub mod addresshierarchy;
 pub mod backup;
 pub mod concept;
@@ -30,6 +31,7 @@ use crate::domains::diagnosis::rest as diagnosis;
 use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
 use crate::domains::programme::rest as programme;
+use crate::domains::role::rest as role;
 use crate::domains::visit::rest as visit;
 use crate::error::{ApiError, ApiResult, json_headers};
 use crate::repr::{Ctx, RequestUrl};
@@ -82,7 +84,30 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/person/{uuid}/attribute"),
             get(user::person_attributes),
         )
-        .route(&rest("/user/{uuid}"), get(user::read).post(user::update))
+        .route(&rest("/user"), get(account::search).post(account::create))
+        .route(
+            &rest("/user/{uuid}"),
+            get(user::read)
+                .post(account::update)
+                .delete(account::delete),
+        )
+        .route(&rest("/password"), post(account::change_own))
+        .route(&rest("/password/{uuid}"), post(account::reset))
+        .route(
+            &rest("/role"),
+            get(role::list_roles).post(role::create_role),
+        )
+        .route(
+            &rest("/role/{uuid}"),
+            get(role::read_role)
+                .post(role::update_role)
+                .delete(role::delete_role),
+        )
+        .route(
+            &rest("/privilege"),
+            get(role::list_privileges).post(role::create_privilege),
+        )
+        .route(&rest("/privilege/{uuid}"), get(role::read_privilege))
         .route(&rest("/module"), get(metadata::modules))
         .route(&rest("/addresstemplate"), get(metadata::address_template))
         .route(
@@ -200,10 +225,15 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&rest("/idgen/autogenerationoption"), get(idgen::options))
         .route(&rest("/location"), get(location::list))
         .route(&rest("/location/{uuid}"), get(location::read))
-        .route(&rest("/systemsetting"), get(systemsetting::list))
+        .route(
+            &rest("/systemsetting"),
+            get(systemsetting::list).post(systemsetting::create),
+        )
         .route(
             &rest("/systemsetting/{name}"),
-            get(systemsetting::read).post(systemsetting::update),
+            get(systemsetting::read)
+                .post(systemsetting::update)
+                .delete(systemsetting::delete),
         )
         .route(&rest("/initializer/reload"), post(reload::reload))
         .route(&rest("/backup"), get(backup::backup))
@@ -501,7 +531,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
             user = basic_login(state, &name, &pass).await?;
         }
         let grants = match &user {
-            Some(u) => auth::grants(u, &state.catalog.load()),
+            Some(u) => auth::grants(u, &state.catalog.load(), &state.access.load()),
             None => Grants::default(),
         };
         Ok(Caller {

@@ -52,10 +52,12 @@ pub async fn reload(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
         .await
         .map_err(ApiError::internal)??;
     let st = state.clone();
-    let (catalog, reset) =
-        tokio::task::spawn_blocking(move || -> ApiResult<(Catalog, Vec<String>)> {
+    let (catalog, reset, roles) =
+        tokio::task::spawn_blocking(move || -> ApiResult<(Catalog, Vec<String>, Vec<String>)> {
             let reset = overlay::reset_to_content(&st.store, &catalog).map_err(ApiError::from)?;
-            Ok((catalog, reset))
+            let roles = crate::domains::role::drop_redefined(&st.store, &catalog)?;
+            crate::domains::role::reload_access(&st)?;
+            Ok((catalog, reset, roles))
         })
         .await
         .map_err(ApiError::internal)??;
@@ -67,11 +69,11 @@ pub async fn reload(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
     state.catalog.store(Arc::new(catalog));
-    tracing::info!(mode, bundle = %hash, reset = ?reset, "content reloaded");
+    tracing::info!(mode, bundle = %hash, reset = ?reset, roles = ?roles, "content reloaded");
     Ok(ok(json!({
         "mode": mode,
         "bundleHash": hash,
-        "reset": {"systemsettings": reset},
+        "reset": {"systemsettings": reset, "roles": roles},
         "entities": counts,
     })))
 }

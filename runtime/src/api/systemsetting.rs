@@ -327,6 +327,106 @@ pub async fn update(
     Ok(ok(render(&updated, &rep, &caller.ctx(&state, &catalog))?))
 }
 
+/// `POST systemsetting` with `{"property", "value", "description"}`: a setting the content
+/// does not define (an operator's own) — privilege: Manage Global Properties. A property
+/// that exists is changed with `POST systemsetting/{property}` instead.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Global Properties"])?;
+    crate::domains::rest::only_known(
+        &body,
+        "systemsetting",
+        &["property", "value", "description"],
+    )?;
+    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
+    let text = |field: &str| -> ApiResult<Option<String>> {
+        match body.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Bool(b)) => Ok(Some(b.to_string())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(_) => Err(ApiError::BadRequest(format!("{field} must be a string"))),
+        }
+    };
+    let property = text("property")?.unwrap_or_default().trim().to_string();
+    if property.is_empty() {
+        return Err(ApiError::invalid_field(
+            "property",
+            "error.null",
+            "Property is required",
+        ));
+    }
+    if property.chars().count() > 255
+        || property
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(ApiError::invalid_field(
+            "property",
+            "error.invalid",
+            "A property has at most 255 characters, without spaces or control characters",
+        ));
+    }
+    if find(&state, &property).is_ok() {
+        return Err(ApiError::BadRequest(format!(
+            "the setting {property} already exists: change it with POST systemsetting/{property}"
+        )));
+    }
+    let value = text("value")?.unwrap_or_default();
+    check_value(&property, &value)?;
+    let record = SettingRecord {
+        v: 1,
+        property: property.clone(),
+        value,
+        description: text("description")?,
+        base_fingerprint: setting_fingerprint(None),
+    };
+    let st = state.clone();
+    blocking(move || st.store.put_setting(&record).map_err(ApiError::from)).await?;
+    let catalog = state.catalog.load_full();
+    let created = find(&state, &property)?;
+    Ok(crate::api::json(
+        axum::http::StatusCode::CREATED,
+        render(&created, &rep, &caller.ctx(&state, &catalog))?,
+    ))
+}
+
+/// `DELETE systemsetting/{property or uuid}`: removes a setting made through the API —
+/// privilege: Purge Global Properties. A setting the content (or OpenMRS) defines can be
+/// changed but not deleted: its defined value is the fallback.
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(key): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&["Purge Global Properties"])?;
+    let current = find(&state, &key)?;
+    let catalog = state.catalog.load();
+    if catalog.global_property(&current.property).is_some()
+        || built_in_default(&current.property).is_some()
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the setting {} is defined by the content package (or OpenMRS): it can be changed but not deleted",
+            current.property
+        )));
+    }
+    let st = state.clone();
+    let property = current.property.clone();
+    blocking(move || {
+        st.store
+            .remove_settings(&[property])
+            .map_err(ApiError::from)
+    })
+    .await?;
+    Ok(axum::response::IntoResponse::into_response(
+        axum::http::StatusCode::NO_CONTENT,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

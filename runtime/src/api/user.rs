@@ -1,7 +1,7 @@
-//! `user/{uuid}` (read, and `userProperties` update: default location and locale, recently
-//! viewed patients) and `person/{uuid}` reads of patients' persons.
+//! `user/{uuid}` reads (its representation, shared with `account`, which creates and
+//! changes accounts) and `person/{uuid}` reads of patients' persons.
 
-use super::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use super::{Caller, QueryPairs, ok, param};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
 use crate::repr::{Ctx, Props, Rep, Resource, render};
@@ -43,7 +43,18 @@ impl Resource for UserRes<'_> {
         ]
     }
     fn full_props(&self) -> Props {
-        self.default_props()
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("username", Rep::Default),
+            ("systemId", Rep::Default),
+            ("userProperties", Rep::Default),
+            ("person", Rep::Ref),
+            ("privileges", Rep::Ref),
+            ("roles", Rep::Ref),
+            ("retired", Rep::Default),
+            ("auditInfo", Rep::Default),
+        ]
     }
     fn prop(&self, name: &str, _: &Rep, ctx: &Ctx) -> Option<Value> {
         let u = self.0;
@@ -52,7 +63,33 @@ impl Resource for UserRes<'_> {
             "systemId" => json!(u.system_id),
             "userProperties" => json!(u.properties),
             "person" => json!({"uuid": u.person_uuid, "display": u.person_name}),
-            "privileges" => json!([]),
+            // Every privilege the roles grant, inheritance included (a System Developer's
+            // are implicit, as in OpenMRS).
+            "privileges" => {
+                let access = crate::domains::role::load_access(ctx.store).unwrap_or_default();
+                let mut names: Vec<String> = crate::domains::role::privileges_of(&u.roles, ctx.catalog, &access)
+                    .into_iter()
+                    .collect();
+                names.sort();
+                Value::Array(
+                    names
+                        .iter()
+                        .map(|p| {
+                            let canonical = ctx
+                                .catalog
+                                .content
+                                .privileges
+                                .iter()
+                                .find(|x| x.name.to_lowercase() == *p);
+                            json!({"uuid": canonical.map(|x| x.uuid.clone()), "display": canonical.map_or(p.as_str(), |x| x.name.as_str()), "name": canonical.map_or(p.as_str(), |x| x.name.as_str())})
+                        })
+                        .collect(),
+                )
+            }
+            "auditInfo" => match &u.audit {
+                Some(a) => crate::domains::rest::audit_info(a, ctx),
+                None => Value::Null,
+            },
             "roles" => Value::Array(
                 u.roles
                     .iter()
@@ -86,75 +123,6 @@ pub async fn read(
         .user(&uuid)
         .map_err(ApiError::from)?
         .ok_or(ApiError::NotFound)?;
-    let catalog = state.catalog.load();
-    Ok(ok(render(
-        &UserRes(&user),
-        &rep,
-        &caller.ctx(&state, &catalog),
-    )?))
-}
-
-/// `POST user/{uuid}` with `{"userProperties": {…}}`: the properties are replaced (O3
-/// sends the whole set). Values must be strings.
-pub async fn update(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(uuid): Path<String>,
-    QueryPairs(query): QueryPairs,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    may(&caller, &uuid, "Edit Users")?;
-    let unknown: Vec<&str> = body
-        .keys()
-        .map(String::as_str)
-        .filter(|k| *k != "userProperties")
-        .collect();
-    if !unknown.is_empty() {
-        return Err(ApiError::BadRequest(format!(
-            "Some properties are not allowed to be set: {}",
-            unknown.join(", ")
-        )));
-    }
-    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
-    let mut user = state
-        .store
-        .user(&uuid)
-        .map_err(ApiError::from)?
-        .ok_or(ApiError::NotFound)?;
-    if let Some(props) = body.get("userProperties") {
-        let Value::Object(props) = props else {
-            return Err(ApiError::BadRequest(
-                "userProperties must be an object".into(),
-            ));
-        };
-        let mut next = std::collections::BTreeMap::new();
-        for (k, v) in props {
-            let v = match v {
-                Value::String(s) => s.clone(),
-                Value::Null => continue,
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) => n.to_string(),
-                _ => {
-                    return Err(ApiError::BadRequest(format!(
-                        "userProperties.{k} must be a string"
-                    )));
-                }
-            };
-            next.insert(k.clone(), v);
-        }
-        if let Some(l) = next.get("defaultLocale")
-            && !l.is_empty()
-            && super::session::allowed_locale(&state, l).is_none()
-        {
-            return Err(ApiError::BadRequest(format!(
-                " '{l}' is not in the list of allowed locales."
-            )));
-        }
-        user.properties = next;
-    }
-    let st = state.clone();
-    let saved = user.clone();
-    blocking(move || st.store.put_user(&saved).map_err(ApiError::from)).await?;
     let catalog = state.catalog.load();
     Ok(ok(render(
         &UserRes(&user),

@@ -16,6 +16,7 @@ pub mod diagnosis;
 pub mod encounter;
 pub mod programme;
 pub mod rest;
+pub mod role;
 pub mod visit;
 
 use crate::store::{StoreError, StoreResult};
@@ -152,6 +153,8 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     encounter::store::OBS_RECORDS,
     programme::store::RECORDS,
     diagnosis::store::RECORDS,
+    role::store::ROLE_RECORDS,
+    role::store::PRIVILEGE_RECORDS,
 ];
 
 /// An index table: key → flags.

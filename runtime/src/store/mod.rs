@@ -143,6 +143,12 @@ pub struct UserRecord {
     pub failed_logins: u32,
     /// Unix milliseconds until which logins are refused.
     pub locked_until: Option<i64>,
+    /// Who created the account and when (absent for accounts made before it was kept).
+    #[serde(default)]
+    pub audit: Option<crate::domains::Audit>,
+    /// Why and by whom the account was retired.
+    #[serde(default)]
+    pub retiring: Option<crate::domains::Voiding>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,6 +232,18 @@ impl<V> ReadCache<V> {
         s.generation += 1;
         s.entries.clear();
     }
+}
+
+/// Writes a user and its username and system-id keys.
+fn write_user(txn: &WriteTransaction, user: &UserRecord) -> StoreResult<()> {
+    txn.open_table(USERS)?
+        .insert(user.uuid.as_str(), encode(user).as_slice())?;
+    let mut names = txn.open_table(USERNAMES)?;
+    names.insert(user.username.to_lowercase().as_str(), user.uuid.as_str())?;
+    if !user.system_id.is_empty() {
+        names.insert(user.system_id.to_lowercase().as_str(), user.uuid.as_str())?;
+    }
+    Ok(())
 }
 
 fn encode<T: Serialize>(v: &T) -> Vec<u8> {
@@ -530,15 +548,46 @@ impl Store {
     }
 
     pub fn put_user(&self, user: &UserRecord) -> StoreResult<()> {
+        let written = self.write(|txn| write_user(txn, user));
+        self.forget_users();
+        written
+    }
+
+    /// Removes a user account for good, with its username and system id.
+    pub fn remove_user(&self, user: &UserRecord) -> StoreResult<()> {
         let written = self.write(|txn| {
-            txn.open_table(USERS)?
-                .insert(user.uuid.as_str(), encode(user).as_slice())?;
+            txn.open_table(USERS)?.remove(user.uuid.as_str())?;
             let mut names = txn.open_table(USERNAMES)?;
-            names.insert(user.username.to_lowercase().as_str(), user.uuid.as_str())?;
-            if !user.system_id.is_empty() {
-                names.insert(user.system_id.to_lowercase().as_str(), user.uuid.as_str())?;
+            for name in [&user.username, &user.system_id] {
+                let key = name.to_lowercase();
+                if !key.is_empty()
+                    && names
+                        .get(key.as_str())?
+                        .is_some_and(|v| v.value() == user.uuid)
+                {
+                    names.remove(key.as_str())?;
+                }
             }
             Ok(())
+        });
+        self.forget_users();
+        written
+    }
+
+    /// Records a new username for a user (the old one stops logging in).
+    pub fn rename_user(&self, user: &UserRecord, old_username: &str) -> StoreResult<()> {
+        let written = self.write(|txn| {
+            {
+                let mut names = txn.open_table(USERNAMES)?;
+                let old = old_username.to_lowercase();
+                if names
+                    .get(old.as_str())?
+                    .is_some_and(|v| v.value() == user.uuid)
+                {
+                    names.remove(old.as_str())?;
+                }
+            }
+            write_user(txn, user)
         });
         self.forget_users();
         written
@@ -783,6 +832,8 @@ mod tests {
             retired: false,
             failed_logins: 0,
             locked_until: None,
+            audit: None,
+            retiring: None,
         }
     }
 

@@ -10,6 +10,7 @@
 mod common;
 mod lifecycle;
 mod process;
+mod router_account;
 mod router_clinical;
 mod router_concept;
 mod router_diagnosis;

@@ -398,6 +398,8 @@ async fn clinical_writes_need_their_privileges() {
         retired: false,
         failed_logins: 0,
         locked_until: None,
+        audit: None,
+        retiring: None,
     };
     st.store.put_user(&clerk).unwrap();
     let mut c = Client::new(st.clone());

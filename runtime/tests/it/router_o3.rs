@@ -143,7 +143,7 @@ async fn users_read_and_keep_their_properties() {
     let r = c
         .post(
             &format!("/openmrs/ws/rest/v1/user/{uuid}"),
-            r#"{"username":"root"}"#,
+            r#"{"secretAnswer":"root"}"#,
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);

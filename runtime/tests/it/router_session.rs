@@ -113,6 +113,8 @@ async fn missing_privileges_are_403_and_anonymous_calls_401() {
         retired: false,
         failed_logins: 0,
         locked_until: None,
+        audit: None,
+        retiring: None,
     };
     st.store.put_user(&clerk).unwrap();
 

@@ -1,0 +1,149 @@
+//! Roles and privileges made through the API, next to the content's.
+//!
+//! The content package defines roles and privileges; those are read-only here (changing
+//! one is refused with a message that says to change the content package). An
+//! administrator may add roles and privileges through the API: they live in the store,
+//! survive restarts, reloads and new images, and are backed up like clinical records. If
+//! new content defines a role with the same name, the content's wins and the API's is
+//! dropped (reported at start-up and in the reload's answer), as settings are.
+//!
+//! `Access` is the in-memory view the authorisation of every request reads: each API role's
+//! direct privileges and inherited roles. It is rebuilt from the store after every role
+//! write (a facility has tens of roles).
+
+pub mod rest;
+pub mod store;
+
+use super::{Audit, Voiding};
+use crate::catalog::Catalog;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoleRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// Privilege names, as given.
+    pub privileges: Vec<String>,
+    /// Names of directly inherited roles (the content's or the API's).
+    pub inherited_roles: Vec<String>,
+    pub audit: Audit,
+    /// A retired role grants nothing.
+    pub retiring: Voiding,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrivilegeRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub audit: Audit,
+}
+
+/// The API's roles and privileges as authorisation reads them.
+#[derive(Debug, Default)]
+pub struct Access {
+    pub roles: Vec<RoleRecord>,
+    pub privileges: Vec<PrivilegeRecord>,
+    /// Lower-case name → index in `roles` (retired ones excluded).
+    by_name: HashMap<String, usize>,
+}
+
+impl Access {
+    pub fn new(roles: Vec<RoleRecord>, privileges: Vec<PrivilegeRecord>) -> Access {
+        let by_name = roles
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.retiring.voided)
+            .map(|(i, r)| (r.name.to_lowercase(), i))
+            .collect();
+        Access {
+            roles,
+            privileges,
+            by_name,
+        }
+    }
+
+    /// An active API role by name (any case).
+    pub fn role(&self, name: &str) -> Option<&RoleRecord> {
+        self.by_name
+            .get(&name.to_lowercase())
+            .map(|&i| &self.roles[i])
+    }
+
+    pub fn privilege(&self, name: &str) -> Option<&PrivilegeRecord> {
+        self.privileges
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Whether a role of this name exists, in the content or the API.
+pub fn role_exists(name: &str, catalog: &Catalog, access: &Access) -> bool {
+    catalog.role(name).is_some() || access.role(name).is_some()
+}
+
+/// Whether a privilege of this name exists, in the content (with core's and the
+/// modules') or the API.
+pub fn privilege_exists(name: &str, catalog: &Catalog, access: &Access) -> bool {
+    catalog.has_privilege_named(name) || access.privilege(name).is_some()
+}
+
+/// Every privilege a set of roles grants, through inheritance across the content's and the
+/// API's roles, in lower case. The content's role wins when both define a name.
+pub fn privileges_of(roles: &[String], catalog: &Catalog, access: &Access) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let mut stack: Vec<String> = roles.to_vec();
+    let mut seen = HashSet::new();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name.to_lowercase()) {
+            continue;
+        }
+        if let Some(role) = catalog.role(&name) {
+            out.extend(role.all_privileges.iter().map(|p| p.to_lowercase()));
+            stack.extend(role.inherited_roles.iter().cloned());
+        } else if let Some(role) = access.role(&name) {
+            out.extend(role.privileges.iter().map(|p| p.to_lowercase()));
+            stack.extend(role.inherited_roles.iter().cloned());
+        }
+    }
+    out
+}
+
+/// Rebuilds the in-memory `Access` from the store (after a role or privilege write, and
+/// at start).
+pub fn reload_access(state: &crate::AppState) -> crate::store::StoreResult<()> {
+    state
+        .access
+        .store(std::sync::Arc::new(load_access(&state.store)?));
+    Ok(())
+}
+
+pub fn load_access(store: &crate::store::Store) -> crate::store::StoreResult<Access> {
+    Ok(Access::new(store::roles(store)?, store::privileges(store)?))
+}
+
+/// Drops the API's roles whose names the content now defines (the content wins); returns
+/// their names.
+pub fn drop_redefined(
+    store: &crate::store::Store,
+    catalog: &Catalog,
+) -> crate::store::StoreResult<Vec<String>> {
+    let redefined: Vec<RoleRecord> = store::roles(store)?
+        .into_iter()
+        .filter(|r| catalog.role(&r.name).is_some())
+        .collect();
+    if redefined.is_empty() {
+        return Ok(Vec::new());
+    }
+    let uuids: Vec<String> = redefined.iter().map(|r| r.uuid.clone()).collect();
+    store::remove_roles(store, &uuids)?;
+    let names: Vec<String> = redefined.into_iter().map(|r| r.name).collect();
+    for name in &names {
+        tracing::warn!(role = %name, "the content now defines this role: the one made through the API is dropped");
+    }
+    Ok(names)
+}

@@ -1,0 +1,83 @@
+//! The API's roles and privileges: two small tables keyed by uuid, read whole (a facility
+//! has tens of roles), no index.
+
+use super::{PrivilegeRecord, RoleRecord};
+use crate::domains::{self, RecordTable};
+use crate::store::{Store, StoreResult};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+
+const ROLES: TableDefinition<&str, &[u8]> = TableDefinition::new("roles");
+const PRIVILEGES: TableDefinition<&str, &[u8]> = TableDefinition::new("privileges");
+
+pub const ROLE_RECORDS: RecordTable = RecordTable {
+    name: "roles",
+    table: ROLES,
+    indexes: &[],
+    create: |txn| {
+        txn.open_table(ROLES)?;
+        Ok(())
+    },
+    reindex: |_, bytes| domains::decode::<RoleRecord>("roles", bytes).map(drop),
+    decodes: |bytes| domains::decodes::<RoleRecord>(bytes),
+};
+
+pub const PRIVILEGE_RECORDS: RecordTable = RecordTable {
+    name: "privileges",
+    table: PRIVILEGES,
+    indexes: &[],
+    create: |txn| {
+        txn.open_table(PRIVILEGES)?;
+        Ok(())
+    },
+    reindex: |_, bytes| domains::decode::<PrivilegeRecord>("privileges", bytes).map(drop),
+    decodes: |bytes| domains::decodes::<PrivilegeRecord>(bytes),
+};
+
+fn all<T: for<'a> serde::Deserialize<'a>>(
+    store: &Store,
+    table: TableDefinition<&str, &[u8]>,
+    name: &'static str,
+) -> StoreResult<Vec<T>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(table)?;
+    let mut out = Vec::new();
+    for row in t.iter()? {
+        let (_, v) = row?;
+        out.push(domains::decode(name, v.value())?);
+    }
+    Ok(out)
+}
+
+pub fn roles(store: &Store) -> StoreResult<Vec<RoleRecord>> {
+    all(store, ROLES, "roles")
+}
+
+pub fn privileges(store: &Store) -> StoreResult<Vec<PrivilegeRecord>> {
+    all(store, PRIVILEGES, "privileges")
+}
+
+pub fn put_role(store: &Store, r: &RoleRecord) -> StoreResult<()> {
+    store.write(|txn: &WriteTransaction| {
+        txn.open_table(ROLES)?
+            .insert(r.uuid.as_str(), domains::encode(r).as_slice())?;
+        Ok(())
+    })
+}
+
+pub fn remove_roles(store: &Store, uuids: &[String]) -> StoreResult<()> {
+    store.write(|txn| {
+        let mut t = txn.open_table(ROLES)?;
+        for u in uuids {
+            t.remove(u.as_str())?;
+        }
+        Ok(())
+    })
+}
+
+pub fn put_privilege(store: &Store, p: &PrivilegeRecord) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(PRIVILEGES)?
+            .insert(p.uuid.as_str(), domains::encode(p).as_slice())?;
+        Ok(())
+    })
+}
