@@ -288,12 +288,23 @@ impl Paging {
                 )));
             }
             Some(Ok(n)) => n as usize,
-            // A non-integer limit is ignored, as OpenMRS does.
-            _ => DEFAULT_LIMIT,
+            // OpenMRS ignores a limit that is not a number; a clear 400 helps the client more.
+            Some(Err(_)) => {
+                return Err(ApiError::BadRequest(
+                    "limit must be a whole number greater than 0".into(),
+                ));
+            }
+            None => DEFAULT_LIMIT,
         };
-        let start = get("startIndex")
-            .and_then(|s| s.parse::<usize>().ok())
-            .unwrap_or(0);
+        let start = match get("startIndex").map(|s| s.trim().parse::<usize>()) {
+            None => 0,
+            Some(Ok(n)) => n,
+            Some(Err(_)) => {
+                return Err(ApiError::BadRequest(
+                    "startIndex must be a whole number, 0 or more".into(),
+                ));
+            }
+        };
         let total_count = get("totalCount").is_some_and(|v| v.eq_ignore_ascii_case("true"));
         Ok(Paging {
             limit,

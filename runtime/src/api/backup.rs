@@ -25,8 +25,21 @@ pub const BACKUP_PRIVILEGE: &str = "Take Backups";
 /// Backups running at once (snapshot or download).
 pub const CONCURRENT_BACKUPS: usize = 2;
 
-pub async fn backup(State(state): State<Arc<AppState>>, caller: Caller) -> ApiResult<Response> {
+pub async fn backup(
+    State(state): State<Arc<AppState>>,
+    method: axum::http::Method,
+    caller: Caller,
+) -> ApiResult<Response> {
     caller.require(&[BACKUP_PRIVILEGE])?;
+    // axum answers HEAD with the GET handler; a HEAD must not take a backup.
+    if method == axum::http::Method::HEAD {
+        let mut headers = json_headers();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-ndjson"),
+        );
+        return Ok((StatusCode::OK, headers).into_response());
+    }
     let Ok(permit) = state.backups.clone().try_acquire_owned() else {
         let mut r = ApiError::BadRequest(format!(
             "{CONCURRENT_BACKUPS} backups are already being taken; try again later"

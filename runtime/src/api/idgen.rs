@@ -238,6 +238,8 @@ pub async fn generate(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
+    // Read for its rules alone (a body that is not JSON is 415); generation takes no input.
+    _body: super::JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Patients"])?;
     let catalog = state.catalog.load_full();

@@ -587,6 +587,12 @@ impl FromRequest<Arc<AppState>> for JsonBody {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(JsonBody(serde_json::Map::new()));
         }
+        // A body is JSON only when it says so (`application/json`, `…+json`): a form post or
+        // plain text is refused rather than guessed at.
+        let media = content_type.split(';').next().unwrap_or("").trim();
+        if media != "application/json" && !media.ends_with("+json") {
+            return Err(ApiError::UnsupportedMediaType);
+        }
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(map)) => Ok(JsonBody(map)),
             Ok(_) => Err(ApiError::BadRequest(

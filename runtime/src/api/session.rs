@@ -95,8 +95,17 @@ pub fn session_body(state: &AppState, caller: &Caller) -> ApiResult<Value> {
 /// `GET session`: always 200; `authenticated` tells whether the caller is logged in.
 /// A caller authenticated by HTTP Basic credentials gets a session and its cookie (the
 /// login of OpenMRS clients).
-pub async fn get(State(state): State<Arc<AppState>>, mut caller: Caller) -> ApiResult<Response> {
-    let new_session = open_session(&state, &mut caller);
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    method: axum::http::Method,
+    mut caller: Caller,
+) -> ApiResult<Response> {
+    // A HEAD (answered by this handler) opens no session.
+    let new_session = if method == axum::http::Method::HEAD {
+        None
+    } else {
+        open_session(&state, &mut caller)
+    };
     let mut res = ok(session_body(&state, &caller)?);
     if let Some(id) = new_session {
         set_session_cookie(

@@ -377,3 +377,101 @@ async fn the_session_cookie_is_secure_when_the_gateway_says_https() {
     let cookie = r.headers["set-cookie"].to_str().unwrap();
     assert!(cookie.ends_with("; Secure"), "{cookie}");
 }
+
+#[tokio::test]
+async fn paging_parameters_that_are_not_whole_numbers_are_400() {
+    let mut c = Client::admin(state()).await;
+    for q in ["limit=abc", "limit=2.5", "startIndex=-1", "startIndex=x"] {
+        let r = c.get(&format!("/openmrs/ws/rest/v1/location?{q}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{q}: {:?}", r.body);
+    }
+    assert_eq!(
+        c.get("/openmrs/ws/rest/v1/location?limit=2&startIndex=1")
+            .await
+            .status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn bodies_that_are_not_json_are_415_everywhere() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let source = c
+        .get("/openmrs/ws/rest/v1/idgen/identifiersource")
+        .await
+        .body["results"][0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (path, content_type) in [
+        (
+            "/openmrs/ws/rest/v1/patient",
+            "application/x-www-form-urlencoded",
+        ),
+        ("/openmrs/ws/rest/v1/patient", "text/plain"),
+        (
+            &format!("/openmrs/ws/rest/v1/idgen/identifiersource/{source}/identifier") as &str,
+            "text/plain",
+        ),
+    ] {
+        let r = c
+            .send("POST", path, &[("content-type", content_type)], Some("{}"))
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{path} {content_type}"
+        );
+        assert!(r.body["error"]["message"].is_string());
+    }
+    // No counter was spent by the refused generation.
+    let r = c
+        .send(
+            "POST",
+            &format!("/openmrs/ws/rest/v1/idgen/identifiersource/{source}/identifier"),
+            &[("content-type", "application/json; charset=UTF-8")],
+            Some("{}"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        st.store.next_counter(&source).unwrap(),
+        1,
+        "only one generation used the counter"
+    );
+}
+
+#[tokio::test]
+async fn head_requests_run_no_side_effects() {
+    use base64::Engine;
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    // HEAD on the session with credentials opens no session.
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    let r = Client::new(st.clone())
+        .send(
+            "HEAD",
+            "/openmrs/ws/rest/v1/session",
+            &[("authorization", &format!("Basic {basic}"))],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(!r.headers.contains_key("set-cookie"));
+    // HEAD on the backup takes none: with every backup permit held, it still answers.
+    let mut held = Vec::new();
+    for _ in 0..runtime::api::backup::CONCURRENT_BACKUPS {
+        held.push(
+            admin
+                .raw("GET", "/openmrs/ws/rest/v1/backup", &[], None)
+                .await,
+        );
+    }
+    let r = admin
+        .send("HEAD", "/openmrs/ws/rest/v1/backup", &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body, serde_json::Value::Null);
+    drop(held);
+}
