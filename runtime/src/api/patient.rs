@@ -57,7 +57,12 @@ pub fn format_datetime(rfc3339: &str) -> Value {
 
 /// Lenient date input: `2020-1-5`, `2020-01-05T10:00:00.000+0000`, `2020-01-05 10:00:00`.
 pub fn parse_date(s: &str) -> Option<NaiveDate> {
-    let day = s.trim().split(['T', ' ']).next()?;
+    let s = s.trim();
+    let day = s.split(['T', ' ']).next()?;
+    // A time, when one is given, must be a real one (`T25:61` is refused, not dropped).
+    if day.len() < s.len() && crate::domains::parse_datetime(s).is_none() {
+        return None;
+    }
     let mut parts = day.split('-');
     let (y, m, d) = (
         parts.next()?.parse().ok()?,
@@ -1272,6 +1277,16 @@ fn build_patient(
             missing.join(", ")
         ));
     }
+    if let (Some(birth), Some(death)) = (&birthdate, &death_date)
+        && death < birth
+    {
+        invalid.field(
+            "deathDate",
+            "error.deathdate.before.birthdate",
+            "The death date cannot be before the birth date",
+        );
+    }
+    check_limits(&names, &records, &addresses, &attributes, &mut invalid);
     if !invalid.is_empty() {
         return Err(ApiError::Invalid(invalid));
     }
@@ -1297,6 +1312,94 @@ fn build_patient(
             .unwrap_or_default(),
     };
     Ok((record, keys))
+}
+
+/// At most this many names, identifiers, addresses and attributes in one patient.
+const MAX_NAMES: usize = 10;
+const MAX_IDENTIFIERS: usize = 20;
+const MAX_ADDRESSES: usize = 10;
+const MAX_ATTRIBUTES: usize = 50;
+/// Lengths of OpenMRS's columns: a name part, an identifier and an attribute value hold 50
+/// characters; an address field 255.
+const NAME_PART_MAX: usize = 50;
+const IDENTIFIER_MAX: usize = 50;
+const ATTRIBUTE_MAX: usize = 50;
+const ADDRESS_FIELD_MAX: usize = 255;
+
+/// Bounds every free-text field and every list of a patient, and refuses control
+/// characters (NUL included) in names and identifiers and NUL anywhere.
+fn check_limits(
+    names: &[NameRecord],
+    identifiers: &[IdentifierRecord],
+    addresses: &[AddressRecord],
+    attributes: &[AttributeRecord],
+    invalid: &mut Invalid,
+) {
+    for (what, count, max) in [
+        ("names", names.len(), MAX_NAMES),
+        ("identifiers", identifiers.len(), MAX_IDENTIFIERS),
+        ("addresses", addresses.len(), MAX_ADDRESSES),
+        ("attributes", attributes.len(), MAX_ATTRIBUTES),
+    ] {
+        if count > max {
+            invalid.field(
+                what,
+                "error.size",
+                &format!("At most {max} {what} per patient"),
+            );
+        }
+    }
+    let mut text = |field: String, value: &str, max: usize, controls: bool| {
+        if value.chars().count() > max {
+            invalid.field(
+                &field,
+                "error.exceeded.max.length",
+                &format!("At most {max} characters"),
+            );
+        }
+        if value.contains('\0') || (controls && value.chars().any(char::is_control)) {
+            invalid.field(
+                &field,
+                "error.invalid.characters",
+                "Control characters are not allowed",
+            );
+        }
+    };
+    for (i, n) in names.iter().enumerate() {
+        for (part, v) in [
+            ("givenName", &n.given_name),
+            ("middleName", &n.middle_name),
+            ("familyName", &n.family_name),
+            ("familyName2", &n.family_name2),
+            ("prefix", &n.prefix),
+            ("degree", &n.degree),
+        ] {
+            if let Some(v) = v {
+                text(format!("names[{i}].{part}"), v, NAME_PART_MAX, true);
+            }
+        }
+    }
+    for (i, id) in identifiers.iter().enumerate() {
+        text(
+            format!("identifiers[{i}].identifier"),
+            &id.identifier,
+            IDENTIFIER_MAX,
+            true,
+        );
+    }
+    for (i, a) in addresses.iter().enumerate() {
+        for (k, v) in &a.fields {
+            text(format!("addresses[{i}].{k}"), v, ADDRESS_FIELD_MAX, false);
+        }
+    }
+    for (i, a) in attributes.iter().enumerate() {
+        text(
+            format!("attributes[{i}].value"),
+            &a.value,
+            ATTRIBUTE_MAX,
+            false,
+        );
+    }
 }
 
 /// `POST patient` — privilege: Add Patients. Answers 201 with the default representation

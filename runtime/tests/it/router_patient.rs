@@ -427,3 +427,68 @@ async fn generated_identifiers_are_sequential_valid_and_never_repeat() {
         assert!(seen.insert(id));
     }
 }
+
+#[tokio::test]
+async fn input_limits_are_enforced_with_the_field_named() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let base: serde_json::Value =
+        serde_json::from_str(&patient_body(&st, "Aimée", "Kasongo", "720001")).unwrap();
+    let field_errors =
+        |r: &crate::common::Response| -> String { r.body["error"]["fieldErrors"].to_string() };
+    let mut cases: Vec<(serde_json::Value, &str)> = Vec::new();
+    let mut long = base.clone();
+    long["person"]["names"][0]["givenName"] = "A".repeat(51).into();
+    cases.push((long, "names[0].givenName"));
+    let mut nul = base.clone();
+    nul["person"]["names"][0]["familyName"] = "Kas\u{0}ongo".into();
+    cases.push((nul, "names[0].familyName"));
+    let mut tab = base.clone();
+    tab["identifiers"][0]["identifier"] = "1234\t5".into();
+    cases.push((tab, "identifiers[0].identifier"));
+    let mut address = base.clone();
+    address["person"]["addresses"][0]["cityVillage"] = "x".repeat(256).into();
+    cases.push((address, "addresses[0].cityVillage"));
+    let mut attribute = base.clone();
+    attribute["person"]["attributes"][0]["value"] = "9".repeat(51).into();
+    cases.push((attribute, "attributes[0].value"));
+    let mut many = base.clone();
+    let name = many["person"]["names"][0].clone();
+    many["person"]["names"] = serde_json::Value::Array(
+        (0..11)
+            .map(|i| {
+                let mut n = name.clone();
+                n["preferred"] = (i == 0).into();
+                n
+            })
+            .collect(),
+    );
+    cases.push((many, "names"));
+    let mut death = base.clone();
+    death["person"]["dead"] = true.into();
+    death["person"]["deathDate"] = "1980-01-01".into();
+    cases.push((death, "deathDate"));
+    for (body, field) in cases {
+        let r = c
+            .post("/openmrs/ws/rest/v1/patient", &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}: {:?}", r.body);
+        assert!(
+            field_errors(&r).contains(&format!("\"{field}\"")),
+            "{field}: {:?}",
+            r.body
+        );
+    }
+    // An impossible time is refused, not dropped.
+    let mut time = base.clone();
+    time["person"]["birthdate"] = "1990-04-12T25:61:00.000+0000".into();
+    let r = c
+        .post("/openmrs/ws/rest/v1/patient", &time.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    // The unchanged body is accepted.
+    let r = c
+        .post("/openmrs/ws/rest/v1/patient", &base.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+}
