@@ -53,6 +53,9 @@ pub enum ApiError {
     /// The content is being reloaded and has errors; the body carries the diagnostics.
     #[error("content has errors")]
     ContentErrors(Value),
+    /// Too many failed logins from this address (`throttle`): 429 with `Retry-After`.
+    #[error("too many failed logins")]
+    TooManyLogins { retry_after_secs: u64 },
     /// The store cannot write (a full disk, an I/O error): 507 or 503, nothing was saved.
     #[error("the store cannot write")]
     StoreUnavailable { disk_full: bool },
@@ -94,6 +97,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooManyLogins { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::StoreUnavailable { disk_full: true } => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::StoreUnavailable { disk_full: false } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -171,6 +175,12 @@ impl ApiError {
                 "detail": "",
                 "diagnostics": diagnostics,
             }}),
+            ApiError::TooManyLogins { retry_after_secs } => envelope(
+                format!(
+                    "[Too many failed logins from this address: try again in {retry_after_secs} seconds]"
+                ),
+                "emr.login.throttled",
+            ),
             ApiError::StoreUnavailable { disk_full } => envelope(
                 if *disk_full {
                     "[The server's data volume is full: nothing was saved. Free space on it; the service writes again by itself]".into()
@@ -194,8 +204,14 @@ impl IntoResponse for ApiError {
         }
         let status = self.status();
         let mut headers = json_headers();
-        if let ApiError::StoreUnavailable { .. } = self {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+        match &self {
+            ApiError::StoreUnavailable { .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+            }
+            ApiError::TooManyLogins { retry_after_secs } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            _ => {}
         }
         (status, headers, self.body().to_string()).into_response()
     }

@@ -24,6 +24,7 @@ pub mod repr;
 pub mod search;
 pub mod spa_pack;
 pub mod store;
+pub mod throttle;
 
 use arc_swap::ArcSwap;
 use catalog::Catalog;
@@ -64,6 +65,9 @@ pub struct Config {
     pub spa_default_locale: String,
     /// The packed front end to serve under `spa/` (`EMBEDDED_SPA`; empty: none).
     pub spa: &'static [u8],
+    /// `EMR_TRUSTED_PROXIES`, default loopback: peers whose `X-Real-IP` names the client
+    /// (the gateway), for the login throttle.
+    pub trusted_proxies: throttle::Networks,
 }
 
 impl Config {
@@ -102,6 +106,9 @@ impl Config {
             max_body_bytes,
             spa_default_locale: var("EMR_SPA_DEFAULT_LOCALE").unwrap_or_else(|| "fr".into()),
             spa: EMBEDDED_SPA,
+            trusted_proxies: throttle::Networks::parse(
+                &var("EMR_TRUSTED_PROXIES").unwrap_or_else(|| "127.0.0.0/8,::1".into()),
+            )?,
         })
     }
 
@@ -118,6 +125,7 @@ impl Config {
             max_body_bytes: 1024 * 1024,
             spa_default_locale: "fr".into(),
             spa: &[],
+            trusted_proxies: throttle::Networks::default(),
         }
     }
 }
@@ -141,6 +149,8 @@ pub struct AppState {
     pub spa: api::spa::Spa,
     /// Roles and privileges made through the API (`domains::role`).
     pub access: ArcSwap<domains::role::Access>,
+    /// Failed logins per client address.
+    pub login_throttle: throttle::LoginThrottle,
 }
 
 impl AppState {
@@ -262,6 +272,7 @@ pub fn start(
         backups: Arc::new(tokio::sync::Semaphore::new(api::backup::CONCURRENT_BACKUPS)),
         spa,
         access: ArcSwap::from_pointee(access),
+        login_throttle: throttle::LoginThrottle::default(),
     };
     Ok((
         Arc::new(state),

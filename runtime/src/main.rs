@@ -196,7 +196,12 @@ fn main() -> ExitCode {
             state.clone(),
             std::time::Duration::from_secs(5),
         );
-        let server = axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal());
+        // The peer's address reaches handlers (the login throttle counts by it).
+        let server = axum::serve(
+            listener,
+            app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown_signal());
         match server.await {
             Ok(()) => {
                 tracing::info!("stopped");

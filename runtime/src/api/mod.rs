@@ -528,7 +528,25 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         if user.is_none()
             && let Some((name, pass)) = basic_credentials(headers)
         {
+            let peer = parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|c| c.0.ip());
+            let client = crate::throttle::client_address(
+                peer,
+                headers.get("x-real-ip").and_then(|v| v.to_str().ok()),
+                &state.config.trusted_proxies,
+            );
+            if let Some(wait) = state.login_throttle.wait(client) {
+                return Err(ApiError::TooManyLogins {
+                    retry_after_secs: wait.as_secs().max(1),
+                });
+            }
             user = basic_login(state, &name, &pass).await?;
+            match &user {
+                Some(_) => state.login_throttle.succeeded(client),
+                None => state.login_throttle.failed(client),
+            }
         }
         let grants = match &user {
             Some(u) => auth::grants(u, &state.catalog.load(), &state.access.load()),

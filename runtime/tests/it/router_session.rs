@@ -59,12 +59,61 @@ async fn basic_login_sets_an_http_only_cookie_and_logout_ends_it() {
     );
 }
 
+/// A login from a given client address (as the gateway names it).
+async fn login_from(c: &mut Client, ip: &str, user: &str, password: &str) -> Response {
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    c.send(
+        "GET",
+        "/openmrs/ws/rest/v1/session",
+        &[
+            ("authorization", &format!("Basic {basic}")),
+            ("x-real-ip", ip),
+        ],
+        None,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn failed_logins_are_throttled_per_address_with_retry_after() {
+    let st = state();
+    let mut c = Client::new(st.clone());
+    for _ in 0..runtime::throttle::LIMIT {
+        let r = login_from(&mut c, "192.168.10.5", "admin", "wrong-password").await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(r.body["authenticated"], false);
+    }
+    // Past the limit, that address waits, even with the right password…
+    let r = login_from(&mut c, "192.168.10.5", "admin", PASSWORD).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{:?}", r.body);
+    let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(wait > 0 && wait <= runtime::throttle::WINDOW.as_secs());
+    assert_eq!(r.body["error"]["code"], "emr.login.throttled");
+    // …while the account is not locked and another address logs in.
+    let r = login_from(&mut c, "192.168.10.6", "admin", PASSWORD).await;
+    assert_eq!(r.body["authenticated"], true);
+    // An unknown user name counts the same.
+    for _ in 0..runtime::throttle::LIMIT {
+        login_from(&mut Client::new(st.clone()), "192.168.10.7", "nobody", "x").await;
+    }
+    let r = login_from(
+        &mut Client::new(st.clone()),
+        "192.168.10.7",
+        "admin",
+        PASSWORD,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+}
+
 #[tokio::test]
 async fn wrong_credentials_are_200_unauthenticated_and_lock_the_account() {
     let st = state();
     let mut c = Client::new(st.clone());
-    for _ in 0..7 {
-        let r = c.login("admin", "wrong-password").await;
+    // From several addresses (one alone would be throttled before the lock).
+    for i in 0..7 {
+        let r = login_from(&mut c, &format!("10.1.0.{i}"), "admin", "wrong-password").await;
         assert_eq!(
             (r.status, r.body["authenticated"].clone()),
             (StatusCode::OK, serde_json::json!(false))
@@ -73,8 +122,8 @@ async fn wrong_credentials_are_200_unauthenticated_and_lock_the_account() {
     // Seven failures are allowed: the right password still works, and resets the count.
     assert_eq!(c.login("admin", PASSWORD).await.body["authenticated"], true);
     let mut c = Client::new(st.clone());
-    for _ in 0..8 {
-        c.login("admin", "wrong-password").await;
+    for i in 0..8 {
+        login_from(&mut c, &format!("10.2.0.{i}"), "admin", "wrong-password").await;
     }
     // The eighth failure locks: even the right password fails now.
     assert_eq!(
@@ -85,8 +134,8 @@ async fn wrong_credentials_are_200_unauthenticated_and_lock_the_account() {
     assert!(user.locked_until.is_some());
     assert_eq!(user.properties["loginAttempts"], "8");
     // More attempts during the lock do not extend it: the wait counts from the lock.
-    for _ in 0..3 {
-        c.login("admin", "wrong-password").await;
+    for i in 0..3 {
+        login_from(&mut c, &format!("10.3.0.{i}"), "admin", "wrong-password").await;
     }
     let still = st.store.user_by_username("admin").unwrap().unwrap();
     assert_eq!(still.locked_until, user.locked_until);
