@@ -84,6 +84,10 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/person/{uuid}/attribute"),
             get(user::person_attributes),
         )
+        .route(
+            &rest("/obstree"),
+            get(crate::domains::encounter::obstree::obstree),
+        )
         .route(&rest("/user"), get(account::search).post(account::create))
         .route(
             &rest("/user/{uuid}"),

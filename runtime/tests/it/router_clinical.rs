@@ -816,3 +816,76 @@ async fn orders_and_diagnoses_in_an_encounter_are_refused_not_dropped() {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
 }
+
+#[tokio::test]
+async fn the_obs_tree_gives_a_sets_members_with_the_patients_values_oldest_first() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200077").await;
+    let visit = start_visit(&mut c, &st, &p, &ago(120)).await;
+    let temperature = concept_uuid(&st, "CIEL:5088");
+    for (minutes, value) in [(90, 38.4), (30, 37.1)] {
+        let r = c
+            .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": VITALS_TYPE, "visit": visit["uuid"], "encounterDatetime": ago(minutes), "obs": [{"concept": temperature, "value": value, "obsDatetime": ago(minutes)}]}).to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    let vitals_set = concept_uuid(&st, "CIEL:1114");
+    let r = c
+        .get(&format!("{REST}/obstree?patient={p}&concept={vitals_set}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert!(r.body["display"].is_string());
+    assert!(r.body.get("obs").is_none(), "a set node has no obs");
+    let leaves = r.body["subSets"].as_array().unwrap();
+    let t = leaves
+        .iter()
+        .find(|l| l["conceptUuid"] == temperature.as_str())
+        .expect("temperature is a member of the vitals set");
+    assert_eq!(t["datatype"], "Numeric");
+    assert_eq!(t["units"], "°C");
+    assert!(
+        t["hiNormal"].is_number() && t["lowNormal"].is_number(),
+        "{t}"
+    );
+    let values: Vec<&str> = t["obs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["38.4", "37.1"]);
+    assert!(
+        t["obs"][0]["obsDatetime"]
+            .as_str()
+            .unwrap()
+            .ends_with("+0000")
+    );
+    // Members without data are leaves with an empty list.
+    assert!(leaves.iter().any(|l| l["obs"] == json!([])));
+    // A concept that is not a set is wrapped as the root's only leaf.
+    let r = c
+        .get(&format!("{REST}/obstree?patient={p}&concept={temperature}"))
+        .await;
+    assert_eq!(r.body["subSets"][0]["conceptUuid"], temperature.as_str());
+    assert_eq!(r.body["subSets"][0]["obs"].as_array().unwrap().len(), 2);
+    // Unknown patient or concept: 404; missing parameters: 400.
+    assert_eq!(
+        c.get(&format!(
+            "{REST}/obstree?patient=nobody&concept={vitals_set}"
+        ))
+        .await
+        .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        c.get(&format!("{REST}/obstree?patient={p}&concept=NOPE:1"))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        c.get(&format!("{REST}/obstree?patient={p}")).await.status,
+        StatusCode::BAD_REQUEST
+    );
+}

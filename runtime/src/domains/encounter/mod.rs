@@ -11,6 +11,7 @@
 //! it (`previousVersion`), as OpenMRS does, so the history of a value is kept.
 
 pub mod fhir;
+pub mod obstree;
 pub mod rest;
 pub mod store;
 

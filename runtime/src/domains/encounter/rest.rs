@@ -300,7 +300,7 @@ impl Resource for ProviderRes {
 
 pub struct ObsRes<'a>(pub &'a ObsRecord);
 
-fn value_display(o: &ObsRecord, ctx: &Ctx) -> String {
+pub fn value_display(o: &ObsRecord, ctx: &Ctx) -> String {
     match &o.value {
         ObsValue::Numeric(n) => format_number(*n),
         ObsValue::Coded(c) => ctx
