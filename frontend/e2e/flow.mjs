@@ -89,6 +89,7 @@ const ENGLISH = [
   "Start a visit", "Start visit", "End visit", "Active visit", "Vitals and biometrics", "beats/min",
   "breaths/min", "Search patient", "Save and close", "Discard", "Visit type", "Biometrics",
   "You must end the current visit", "This patient already has an active visit", "Form submitted", "Record updated", "Completed forms",
+  "Test Results", "Individual tests", "Over time", "No results to display", "Result date", "Reset tree", "Show tree",
 ];
 let french = true;
 async function noEnglish() {
@@ -345,6 +346,14 @@ await step("visits-history", async () => {
   await page.getByRole("tab", { name: "Toutes les consultations" }).click();
   await visible(page.getByRole("cell", { name: "Signes vitaux" }).first());
   await visible(page.getByRole("cell", { name: "Consultation", exact: true }).first());
+});
+
+await step("test-results", async () => {
+  // The results dashboard draws the vital-signs set from obstree: the walk's temperature.
+  await page.getByRole("link", { name: /^Résultats/ }).first().click();
+  await visible(page.getByText("Signes vitaux").first());
+  await visible(page.getByText("Température").first());
+  await visible(page.getByText("38.6").first());
 });
 
 await step("edit-the-saved-form", async () => {
