@@ -244,3 +244,99 @@ pub async fn location_that_supports_visits(
         "No location supporting visits above {start}"
     )))
 }
+
+/// `GET emrapi/patient/{uuid}/visitWithDiagnosesAndNotes[?limit=][&startIndex=]`, and its
+/// newer name `emrapi/patient/{uuid}/visit[?v=custom:(visit,diagnoses,visitNotes)]`: a
+/// patient's visits, newest first, each with the diagnoses of its encounters (by rank) and
+/// its visit notes (the text observations of its encounters of the
+/// `emr.visitNoteEncounterType`). With a custom representation only the named parts are
+/// given. Privileges: Get Visits, Get Encounters, Get Observations.
+pub async fn visits_with_diagnoses_and_notes(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    axum::extract::Path(patient): axum::extract::Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    use crate::domains::diagnosis::{rest::DiagnosisRes, store as diagnoses};
+    use crate::domains::encounter::{ObsValue, rest::ObsRes, store as encounters};
+    use crate::domains::visit::{rest::VisitRes, store as visits};
+    caller.require(&["Get Visits", "Get Encounters", "Get Observations"])?;
+    let parts: Vec<String> = match Rep::parse(param(&query, "v"))? {
+        Some(Rep::Custom(props)) => props.into_iter().map(|(name, _)| name).collect(),
+        _ => vec!["visit".into(), "diagnoses".into(), "visitNotes".into()],
+    };
+    let wants = move |p: &str| parts.iter().any(|x| x == p);
+    let paging = crate::repr::Paging::from_query(&query)?;
+    let note_type = state
+        .setting("emr.visitNoteEncounterType")
+        .filter(|t| !t.trim().is_empty());
+    let st = state.clone();
+    let caller = Arc::new(caller);
+    let c = caller.clone();
+    let q = query.clone();
+    super::blocking(move || {
+        if !st.store.patient_exists(&patient)? {
+            return Err(ApiError::BadRequest(format!(
+                "No patient with uuid {patient}"
+            )));
+        }
+        let (records, page) = visits::list(
+            &st.store,
+            &visits::VisitQuery {
+                patient: Some(patient.clone()),
+                include_inactive: true,
+                ..visits::VisitQuery::default()
+            },
+            crate::domains::rest::window(&paging),
+        )?;
+        let catalog = st.catalog.load();
+        let ctx = c.ctx(&st, &catalog);
+        let visit_rep = Rep::parse(Some(
+            "custom:(uuid,display,startDatetime,stopDatetime,patient:ref,visitType:ref,attributes)",
+        ))?
+        .unwrap_or(Rep::Default);
+        let note_rep = Rep::parse(Some("custom:(uuid,display,value,obsDatetime,concept:ref)"))?
+            .unwrap_or(Rep::Default);
+        let mut results = Vec::new();
+        for v in &records {
+            let mut item = serde_json::Map::new();
+            let of_visit = encounters::of_visit(&st.store, &v.uuid)?;
+            if wants("visit") {
+                item.insert("visit".into(), render(&VisitRes(v), &visit_rep, &ctx)?);
+            }
+            if wants("diagnoses") {
+                let mut found = Vec::new();
+                for e in of_visit.iter().filter(|e| !e.voiding.voided) {
+                    found.extend(
+                        diagnoses::of_encounter(&st.store, &e.uuid)?
+                            .into_iter()
+                            .filter(|d| !d.voiding.voided),
+                    );
+                }
+                found.sort_by_key(|d| d.rank);
+                let rendered = found
+                    .iter()
+                    .map(|d| render(&DiagnosisRes(d), &Rep::Default, &ctx))
+                    .collect::<ApiResult<Vec<_>>>()?;
+                item.insert("diagnoses".into(), Value::Array(rendered));
+            }
+            if wants("visitNotes") {
+                let mut notes = Vec::new();
+                for e in of_visit.iter().filter(|e| {
+                    !e.voiding.voided && note_type.as_deref() == Some(e.encounter_type.as_str())
+                }) {
+                    for o in encounters::obs_of_encounter(&st.store, &e.uuid, false)? {
+                        if matches!(o.value, ObsValue::Text(_)) {
+                            notes.push(render(&ObsRes(&o), &note_rep, &ctx)?);
+                        }
+                    }
+                }
+                item.insert("visitNotes".into(), Value::Array(notes));
+            }
+            results.push(Value::Object(item));
+        }
+        let request = c.request_url(&st, &format!("/emrapi/patient/{patient}/visit"), &q);
+        Ok(ok(paging.answer(results, page.more, page.total, &request)))
+    })
+    .await
+}

@@ -207,6 +207,14 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(&rest("/emrapi/configuration"), get(emrapi::configuration))
         .route(
+            &rest("/emrapi/patient/{uuid}/visitWithDiagnosesAndNotes"),
+            get(emrapi::visits_with_diagnoses_and_notes),
+        )
+        .route(
+            &rest("/emrapi/patient/{uuid}/visit"),
+            get(emrapi::visits_with_diagnoses_and_notes),
+        )
+        .route(
             &rest("/emrapi/locationThatSupportsVisits"),
             get(emrapi::location_that_supports_visits),
         )

@@ -201,3 +201,91 @@ async fn diagnoses_are_searched_by_name_within_their_class() {
     let r = c.get(&format!("{REST}/concept?name=palud")).await;
     assert_eq!(r.body["results"].as_array().unwrap().len(), 0);
 }
+
+#[tokio::test]
+async fn visits_come_with_their_diagnoses_and_notes_through_the_emr_api() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let r = c
+        .post(
+            &format!("{REST}/patient"),
+            &patient_body(&st, "Esther", "Mukendi", "400090"),
+        )
+        .await;
+    let p = r.body["uuid"].as_str().unwrap().to_string();
+    let start = (chrono::Utc::now() - chrono::Duration::hours(1))
+        .format("%Y-%m-%dT%H:%M:%S.000+0000")
+        .to_string();
+    let r = c
+        .post(
+            &format!("{REST}/visit"),
+            &json!({"patient": p, "visitType": "f19c6fdb-bd43-41e7-bb4c-cc892e489c25",
+                    "location": location_uuid(&st, "Centre de santé Bondeko"), "startDatetime": start})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let visit = r.body["uuid"].as_str().unwrap().to_string();
+    let note_concept = st
+        .catalog
+        .load()
+        .concept("CIEL:162169")
+        .unwrap()
+        .uuid
+        .clone();
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": CONSULTATION_TYPE, "visit": visit,
+                    "obs": [{"concept": note_concept, "value": "Fièvre depuis deux jours"}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let e = r.body["uuid"].as_str().unwrap().to_string();
+    for (code, rank) in [("DRC-EMR:2001", 2), ("DRC-EMR:2052", 1)] {
+        let coded = st.catalog.load().concept(code).unwrap().uuid.clone();
+        let r = c
+            .post(
+                &format!("{REST}/patientdiagnoses"),
+                &json!({"encounter": e, "patient": p, "diagnosis": {"coded": coded},
+                        "certainty": "CONFIRMED", "rank": rank})
+                .to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    let r = c
+        .get(&format!(
+            "{REST}/emrapi/patient/{p}/visitWithDiagnosesAndNotes"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let item = &r.body["results"][0];
+    assert_eq!(item["visit"]["uuid"], visit.as_str());
+    assert!(item["visit"]["visitType"]["uuid"].is_string());
+    let ranks: Vec<i64> = item["diagnoses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rank"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ranks, [1, 2], "by rank");
+    assert_eq!(item["diagnoses"][0]["display"], "Paludisme, sans précision");
+    assert_eq!(item["visitNotes"][0]["value"], "Fièvre depuis deux jours");
+    // The newer path, with only the parts asked for.
+    let r = c
+        .get(&format!(
+            "{REST}/emrapi/patient/{p}/visit?v=custom:(visit,diagnoses)"
+        ))
+        .await;
+    let item = &r.body["results"][0];
+    assert!(item.get("visit").is_some() && item.get("diagnoses").is_some());
+    assert!(item.get("visitNotes").is_none());
+    assert_eq!(
+        c.get(&format!("{REST}/emrapi/patient/nobody/visit"))
+            .await
+            .status,
+        StatusCode::BAD_REQUEST
+    );
+}
