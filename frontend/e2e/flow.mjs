@@ -335,6 +335,14 @@ await step("end-the-visit", async () => {
   await page.getByText("Visite en cours").first().waitFor({ state: "hidden", timeout: 30000 });
 });
 
+await step("test-results", async () => {
+  // The results dashboard draws the vital-signs set from obstree: the walk's temperature.
+  await page.getByRole("link", { name: /^Résultats/ }).first().click();
+  await visible(page.getByText("Signes vitaux").first());
+  await visible(page.getByText("Température").first());
+  await visible(page.getByText("38.6").first());
+});
+
 await step("visits-history", async () => {
   await page.getByRole("link", { name: "Visites" }).click();
   // The ended visit, of the type chosen; its encounters, opened: the vital signs and the
@@ -346,14 +354,6 @@ await step("visits-history", async () => {
   await page.getByRole("tab", { name: "Toutes les consultations" }).click();
   await visible(page.getByRole("cell", { name: "Signes vitaux" }).first());
   await visible(page.getByRole("cell", { name: "Consultation", exact: true }).first());
-});
-
-await step("test-results", async () => {
-  // The results dashboard draws the vital-signs set from obstree: the walk's temperature.
-  await page.getByRole("link", { name: /^Résultats/ }).first().click();
-  await visible(page.getByText("Signes vitaux").first());
-  await visible(page.getByText("Température").first());
-  await visible(page.getByText("38.6").first());
 });
 
 await step("edit-the-saved-form", async () => {

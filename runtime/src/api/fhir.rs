@@ -278,6 +278,70 @@ pub async fn patient(
     })
 }
 
+/// `GET ValueSet/{uuid}` — privilege: Get Concepts. As OpenMRS's FHIR module builds it, from
+/// a concept set: one `compose.include` without a `system` whose `concept`s are the members
+/// (`code` their uuid, `display` their name in the caller's locale); members that are sets
+/// are listed as `valueSet` references; one more include per mapping source with a URL-like
+/// name (CIEL's members by their CIEL codes). A concept that is not a set is not a ValueSet.
+/// The dispensing app reads its reasons (pause, close, substitution) from such sets.
+pub async fn value_set(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Concepts"])?;
+    let catalog = state.catalog.load();
+    let Some(set) = catalog.concept(&id).filter(|c| c.is_set && c.uuid == id) else {
+        return Ok(not_found("ValueSet", &id));
+    };
+    let ctx = caller.ctx(&state, &catalog);
+    let display =
+        |c: &model::Concept| crate::repr::Resource::display(&super::concept::ConceptRes(c), &ctx);
+    let mut local = Vec::new();
+    let mut nested_sets = Vec::new();
+    let mut by_source: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
+    for m in &set.set_members {
+        let Some(member) = catalog.concept(m) else {
+            continue;
+        };
+        if member.is_set {
+            nested_sets.push(json!(format!("ValueSet/{}", member.uuid)));
+            continue;
+        }
+        local.push(json!({"code": member.uuid, "display": display(member)}));
+        for mapping in member.mappings.iter().filter(|m| m.map_type == "SAME-AS") {
+            by_source
+                .entry(mapping.source.clone())
+                .or_default()
+                .push(json!({"code": mapping.code, "display": display(member)}));
+        }
+    }
+    let mut local_include = json!({"concept": local});
+    if !nested_sets.is_empty() {
+        local_include["valueSet"] = Value::Array(nested_sets);
+    }
+    let mut include = vec![local_include];
+    for (source, concepts) in by_source {
+        let system = match source.as_str() {
+            "CIEL" => "https://cielterminology.org".to_string(),
+            other => format!("urn:openmrs:concept-source:{other}"),
+        };
+        include.push(json!({"system": system, "concept": concepts}));
+    }
+    let description = set.descriptions.first().map(|d| d.description.clone());
+    Ok(fhir(
+        StatusCode::OK,
+        json!({
+            "resourceType": "ValueSet",
+            "id": set.uuid,
+            "title": display(set),
+            "status": "active",
+            "description": description,
+            "compose": {"include": include},
+        }),
+    ))
+}
+
 /// Any other FHIR read (`Type/id`) is unknown; any other search is empty.
 pub async fn other(
     State(state): State<Arc<AppState>>,

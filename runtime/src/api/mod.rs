@@ -256,6 +256,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&fhir("/Observation/{id}"), get(clinical_fhir::observation))
         .route(&fhir("/Encounter"), get(clinical_fhir::encounters))
         .route(&fhir("/Encounter/{id}"), get(clinical_fhir::encounter))
+        .route(&fhir("/ValueSet/{id}"), get(fhir::value_set))
         .route(&fhir("/{*rest}"), get(fhir::other))
         .route(&top("/health/started"), get(health::started))
         .route(&top("/health/alive"), get(health::alive))

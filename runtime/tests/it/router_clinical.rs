@@ -889,3 +889,39 @@ async fn the_obs_tree_gives_a_sets_members_with_the_patients_values_oldest_first
         StatusCode::BAD_REQUEST
     );
 }
+
+#[tokio::test]
+async fn a_concept_set_is_a_fhir_value_set() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let vitals_set = concept_uuid(&st, "CIEL:1114");
+    let r = c
+        .get(&format!("/openmrs/ws/fhir2/R4/ValueSet/{vitals_set}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["resourceType"], "ValueSet");
+    assert_eq!(r.body["id"], vitals_set.as_str());
+    assert_eq!(r.body["title"], "Signes vitaux");
+    let include = r.body["compose"]["include"].as_array().unwrap();
+    let local = include.iter().find(|i| i.get("system").is_none()).unwrap();
+    assert!(local["concept"].as_array().unwrap().iter().any(|c| {
+        c["code"] == "5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" && c["display"] == "Température (°C)"
+    }));
+    let ciel = include
+        .iter()
+        .find(|i| i["system"] == "https://cielterminology.org")
+        .expect("the members' CIEL codes");
+    assert!(
+        ciel["concept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["code"] == "5088")
+    );
+    // A concept that is not a set is no ValueSet.
+    let r = c
+        .get("/openmrs/ws/fhir2/R4/ValueSet/5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.body["resourceType"], "OperationOutcome");
+}
