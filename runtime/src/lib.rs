@@ -141,8 +141,8 @@ pub struct AppState {
     pub sealed_bundle: Vec<u8>,
     /// Serialises reloads.
     pub reload_lock: tokio::sync::Mutex<()>,
-    /// Serialises password verifications of HTTP Basic credentials (see `api::basic_login`).
-    pub basic_verification: tokio::sync::Mutex<()>,
+    /// Bounds password verifications of HTTP Basic credentials (see `throttle::PasswordGate`).
+    pub password_gate: throttle::PasswordGate,
     /// Permits for backups running at once (`api::backup`).
     pub backups: Arc<tokio::sync::Semaphore>,
     /// The embedded O3 application, ready to serve.
@@ -268,7 +268,7 @@ pub fn start(
         config,
         sealed_bundle: bundle,
         reload_lock: tokio::sync::Mutex::new(()),
-        basic_verification: tokio::sync::Mutex::new(()),
+        password_gate: throttle::PasswordGate::new(),
         backups: Arc::new(tokio::sync::Semaphore::new(api::backup::CONCURRENT_BACKUPS)),
         spa,
         access: ArcSwap::from_pointee(access),

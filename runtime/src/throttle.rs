@@ -78,6 +78,80 @@ impl LoginThrottle {
     }
 }
 
+/// Password verifications (argon2, deliberately slow) run on at most as many threads as
+/// the machine has cores, and at most `QUEUE_PER_CORE` per core wait for a turn; past that a
+/// login is answered 503 at once. So a flood of wrong passwords from many addresses costs a
+/// real login a short wait, or a prompt "try again", never seconds in a long queue.
+pub struct PasswordGate {
+    permits: tokio::sync::Semaphore,
+    waiting: std::sync::atomic::AtomicUsize,
+    max_waiting: usize,
+    /// One lock per credentials being verified (a digest of user name and password), so
+    /// that requests presenting the same ones wait for one verification instead of
+    /// queueing their own.
+    in_flight: Mutex<HashMap<[u8; 32], std::sync::Arc<tokio::sync::Mutex<()>>>>,
+}
+
+pub const QUEUE_PER_CORE: usize = 4;
+
+/// The gate is full: the caller should answer 503 with `Retry-After`.
+#[derive(Debug)]
+pub struct Busy;
+
+impl PasswordGate {
+    pub fn new() -> PasswordGate {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        PasswordGate {
+            permits: tokio::sync::Semaphore::new(cores),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            max_waiting: cores * QUEUE_PER_CORE,
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The lock shared by every request presenting these credentials right now.
+    pub fn same_credentials(
+        &self,
+        name: &str,
+        password: &str,
+    ) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+        use sha2::Digest;
+        let mut digest = sha2::Sha256::new();
+        digest.update(name.to_lowercase().as_bytes());
+        digest.update([0]);
+        digest.update(password.as_bytes());
+        let key: [u8; 32] = digest.finalize().into();
+        let mut map = match self.in_flight.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // Forget locks no request holds any more.
+        map.retain(|_, lock| std::sync::Arc::strong_count(lock) > 1);
+        map.entry(key).or_default().clone()
+    }
+
+    /// Waits for a turn to verify a password, unless too many already wait.
+    pub async fn enter(&self) -> Result<tokio::sync::SemaphorePermit<'_>, Busy> {
+        use std::sync::atomic::Ordering;
+        if let Ok(p) = self.permits.try_acquire() {
+            return Ok(p);
+        }
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.max_waiting {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(Busy);
+        }
+        let permit = self.permits.acquire().await;
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        permit.map_err(|_| Busy)
+    }
+}
+
+impl Default for PasswordGate {
+    fn default() -> Self {
+        PasswordGate::new()
+    }
+}
+
 /// A set of addresses and networks (`10.0.0.0/8`, `::1`).
 #[derive(Debug, Clone, Default)]
 pub struct Networks(Vec<(IpAddr, u8)>);
@@ -140,6 +214,32 @@ pub fn client_address(peer: Option<IpAddr>, real_ip: Option<&str>, trusted: &Net
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_password_gate_bounds_its_queue() {
+        let gate = PasswordGate::new();
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        // Every permit taken…
+        let mut held = Vec::new();
+        for _ in 0..cores {
+            held.push(gate.enter().await.unwrap());
+        }
+        // …then up to the queue's bound wait, and the next one is turned away at once.
+        let mut waiters = Vec::new();
+        for _ in 0..cores * QUEUE_PER_CORE {
+            waiters.push(Box::pin(gate.enter()));
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        for w in &mut waiters {
+            // Poll each once so it registers as waiting.
+            assert!(w.as_mut().poll(&mut cx).is_pending());
+        }
+        assert!(gate.enter().await.is_err());
+        drop(held);
+        for w in waiters {
+            let _turn = w.await.unwrap();
+        }
+    }
 
     #[test]
     fn networks_match_by_prefix() {

@@ -472,9 +472,10 @@ fn credentials_key(user: &str, pass: &str, stored_hash: &str) -> auth::Credentia
 }
 
 /// Checks HTTP Basic credentials. Credentials verified before (and unchanged since) are
-/// recognised from a digest without paying for argon2 again; the slow path runs one
-/// caller at a time, so a burst of clients presenting the same new credentials costs one
-/// verification, and a password-guessing flood cannot occupy every core.
+/// recognised from a digest without paying for argon2 again. New credentials are verified
+/// once however many requests present them at the same moment (the others wait for that
+/// one, then recognise them), and verifications of different credentials pass the
+/// `PasswordGate`: as many at once as there are cores, a short queue, 503 past it.
 async fn basic_login(
     state: &Arc<AppState>,
     name: &str,
@@ -493,7 +494,17 @@ async fn basic_login(
     if let Some(u) = recognised(state)? {
         return Ok(Some(u));
     }
-    let _one_at_a_time = state.basic_verification.lock().await;
+    let same = state.password_gate.same_credentials(name, pass);
+    let _only_one = same.lock().await;
+    if let Some(u) = recognised(state)? {
+        return Ok(Some(u));
+    }
+    let _turn = state
+        .password_gate
+        .enter()
+        .await
+        .map_err(|_| ApiError::Busy)?;
+    // Another request with the same credentials may have verified them meanwhile.
     if let Some(u) = recognised(state)? {
         return Ok(Some(u));
     }
