@@ -79,12 +79,15 @@ impl LoginThrottle {
 }
 
 /// Password verifications (argon2, deliberately slow) run on at most as many threads as
-/// the machine has cores, and at most `QUEUE_PER_CORE` per core wait for a turn; past that a
-/// login is answered 503 at once. So a flood of wrong passwords from many addresses costs a
-/// real login a short wait, or a prompt "try again", never seconds in a long queue.
+/// the machine has cores. When all are busy, a login waits its turn in a queue that holds
+/// at most one waiting login per client address and `QUEUE_PER_CORE` per core in all; a
+/// login from an address that already waits, or beyond that bound, is answered 503 at once.
+/// So machines flooding wrong passwords hold one place each (and the per-address throttle
+/// soon stops them), and a real login waits behind at most that queue: well under a second.
 pub struct PasswordGate {
     permits: tokio::sync::Semaphore,
-    waiting: std::sync::atomic::AtomicUsize,
+    /// Addresses whose login waits for a turn.
+    waiting: Mutex<std::collections::HashSet<IpAddr>>,
     max_waiting: usize,
     /// One lock per credentials being verified (a digest of user name and password), so
     /// that requests presenting the same ones wait for one verification instead of
@@ -92,21 +95,58 @@ pub struct PasswordGate {
     in_flight: Mutex<HashMap<[u8; 32], std::sync::Arc<tokio::sync::Mutex<()>>>>,
 }
 
-pub const QUEUE_PER_CORE: usize = 4;
+pub const QUEUE_PER_CORE: usize = 16;
 
 /// The gate is full: the caller should answer 503 with `Retry-After`.
 #[derive(Debug)]
 pub struct Busy;
+
+/// A place in the queue, given back when the login gets its turn or gives up.
+struct Waiting<'g> {
+    gate: &'g PasswordGate,
+    ip: IpAddr,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.gate.lock_waiting().remove(&self.ip);
+    }
+}
 
 impl PasswordGate {
     pub fn new() -> PasswordGate {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         PasswordGate {
             permits: tokio::sync::Semaphore::new(cores),
-            waiting: std::sync::atomic::AtomicUsize::new(0),
+            waiting: Mutex::new(std::collections::HashSet::new()),
             max_waiting: cores * QUEUE_PER_CORE,
             in_flight: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<IpAddr>> {
+        match self.waiting.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Waits for a turn to verify a password for a login from `ip`, unless that address
+    /// already waits or the queue is full.
+    pub async fn enter(&self, ip: IpAddr) -> Result<tokio::sync::SemaphorePermit<'_>, Busy> {
+        if let Ok(p) = self.permits.try_acquire() {
+            return Ok(p);
+        }
+        let place = {
+            let mut waiting = self.lock_waiting();
+            if waiting.len() >= self.max_waiting || !waiting.insert(ip) {
+                return Err(Busy);
+            }
+            Waiting { gate: self, ip }
+        };
+        let permit = self.permits.acquire().await.map_err(|_| Busy);
+        drop(place);
+        permit
     }
 
     /// The lock shared by every request presenting these credentials right now.
@@ -128,21 +168,6 @@ impl PasswordGate {
         // Forget locks no request holds any more.
         map.retain(|_, lock| std::sync::Arc::strong_count(lock) > 1);
         map.entry(key).or_default().clone()
-    }
-
-    /// Waits for a turn to verify a password, unless too many already wait.
-    pub async fn enter(&self) -> Result<tokio::sync::SemaphorePermit<'_>, Busy> {
-        use std::sync::atomic::Ordering;
-        if let Ok(p) = self.permits.try_acquire() {
-            return Ok(p);
-        }
-        if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.max_waiting {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            return Err(Busy);
-        }
-        let permit = self.permits.acquire().await;
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
-        permit.map_err(|_| Busy)
     }
 }
 
@@ -216,29 +241,34 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn the_password_gate_bounds_its_queue() {
+    async fn the_password_gate_holds_one_place_per_address_and_bounds_its_queue() {
         let gate = PasswordGate::new();
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let ip = |n: usize| IpAddr::from([10, 0, (n >> 8) as u8, n as u8]);
         // Every permit taken…
         let mut held = Vec::new();
-        for _ in 0..cores {
-            held.push(gate.enter().await.unwrap());
+        for n in 0..cores {
+            held.push(gate.enter(ip(n)).await.unwrap());
         }
-        // …then up to the queue's bound wait, and the next one is turned away at once.
-        let mut waiters = Vec::new();
-        for _ in 0..cores * QUEUE_PER_CORE {
-            waiters.push(Box::pin(gate.enter()));
-        }
+        // …one place per address: a second login from a waiting address is turned away…
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        for w in &mut waiters {
-            // Poll each once so it registers as waiting.
+        let mut first = Box::pin(gate.enter(ip(1000)));
+        assert!(first.as_mut().poll(&mut cx).is_pending());
+        assert!(gate.enter(ip(1000)).await.is_err());
+        // …and past the bound, anyone is.
+        let mut waiters = vec![first];
+        for n in 1..cores * QUEUE_PER_CORE {
+            let mut w = Box::pin(gate.enter(ip(2000 + n)));
             assert!(w.as_mut().poll(&mut cx).is_pending());
+            waiters.push(w);
         }
-        assert!(gate.enter().await.is_err());
+        assert!(gate.enter(ip(9999)).await.is_err());
         drop(held);
         for w in waiters {
             let _turn = w.await.unwrap();
         }
+        // Every place was given back.
+        assert!(gate.lock_waiting().is_empty());
     }
 
     #[test]

@@ -480,6 +480,7 @@ async fn basic_login(
     state: &Arc<AppState>,
     name: &str,
     pass: &str,
+    client: std::net::IpAddr,
 ) -> ApiResult<Option<Arc<UserRecord>>> {
     let recognised = |state: &AppState| -> ApiResult<Option<Arc<UserRecord>>> {
         let found = state
@@ -501,7 +502,7 @@ async fn basic_login(
     }
     let _turn = state
         .password_gate
-        .enter()
+        .enter(client)
         .await
         .map_err(|_| ApiError::Busy)?;
     // Another request with the same credentials may have verified them meanwhile.
@@ -566,11 +567,13 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                     retry_after_secs: wait.as_secs().max(1),
                 });
             }
-            user = basic_login(state, &name, &pass).await?;
-            match &user {
-                Some(_) => state.login_throttle.succeeded(client),
-                None => state.login_throttle.failed(client),
+            let outcome = basic_login(state, &name, &pass, client).await;
+            match &outcome {
+                Ok(Some(_)) => state.login_throttle.succeeded(client),
+                Ok(None) => state.login_throttle.failed(client),
+                Err(_) => {}
             }
+            user = outcome?;
         }
         let grants = match &user {
             Some(u) => auth::grants(u, &state.catalog.load(), &state.access.load()),
