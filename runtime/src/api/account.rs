@@ -63,20 +63,7 @@ fn role_names(state: &AppState, v: &Value, inv: &mut Invalid) -> ApiResult<Vec<S
                 .to_string(),
             _ => String::new(),
         };
-        let found = catalog
-            .content
-            .roles
-            .iter()
-            .find(|r| r.uuid == key || r.name.eq_ignore_ascii_case(&key))
-            .map(|r| r.name.clone())
-            .or_else(|| {
-                access
-                    .roles
-                    .iter()
-                    .filter(|r| !r.retiring.voided)
-                    .find(|r| r.uuid == key || r.name.eq_ignore_ascii_case(&key))
-                    .map(|r| r.name.clone())
-            });
+        let found = crate::domains::role::role_named(&catalog, &access, &key);
         match found {
             Some(name) if !out.contains(&name) => out.push(name),
             Some(_) => {}

@@ -81,6 +81,38 @@ impl Access {
     }
 }
 
+/// The name of the first item whose uuid is `key` or whose name is `key` in any case.
+fn named<'a, T: 'a>(
+    items: impl IntoIterator<Item = &'a T>,
+    uuid: impl Fn(&T) -> &str,
+    name: impl Fn(&T) -> &str,
+    key: &str,
+) -> Option<String> {
+    items
+        .into_iter()
+        .find(|i| uuid(i) == key || name(i).eq_ignore_ascii_case(key))
+        .map(|i| name(i).to_string())
+}
+
+/// A role given by uuid or name (any case), as its name: the content's, else an active
+/// API role.
+pub fn role_named(catalog: &Catalog, access: &Access, key: &str) -> Option<String> {
+    named(&catalog.content.roles, |r| &r.uuid, |r| &r.name, key).or_else(|| {
+        named(
+            access.roles.iter().filter(|r| !r.retiring.voided),
+            |r| &r.uuid,
+            |r| &r.name,
+            key,
+        )
+    })
+}
+
+/// A privilege given by uuid or name (any case), as its name: the content's, else the API's.
+pub fn privilege_named(catalog: &Catalog, access: &Access, key: &str) -> Option<String> {
+    named(&catalog.content.privileges, |p| &p.uuid, |p| &p.name, key)
+        .or_else(|| named(&access.privileges, |p| &p.uuid, |p| &p.name, key))
+}
+
 /// Whether a role of this name exists, in the content or the API.
 pub fn role_exists(name: &str, catalog: &Catalog, access: &Access) -> bool {
     catalog.role(name).is_some() || access.role(name).is_some()

@@ -2,7 +2,9 @@
 //! retire, purge). Privileges: Get Roles / Manage Roles, Get Privileges / Manage Privileges.
 
 use super::store;
-use super::{Access, PrivilegeRecord, RoleRecord, privilege_exists, role_exists};
+use super::{
+    Access, PrivilegeRecord, RoleRecord, privilege_exists, privilege_named, role_exists, role_named,
+};
 use crate::AppState;
 use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::catalog::Catalog;
@@ -344,39 +346,6 @@ fn names(
         }
     }
     Ok(Some(out))
-}
-
-fn privilege_named(catalog: &Catalog, access: &Access, key: &str) -> Option<String> {
-    catalog
-        .content
-        .privileges
-        .iter()
-        .find(|p| p.uuid == key || p.name.eq_ignore_ascii_case(key))
-        .map(|p| p.name.clone())
-        .or_else(|| {
-            access
-                .privileges
-                .iter()
-                .find(|p| p.uuid == key || p.name.eq_ignore_ascii_case(key))
-                .map(|p| p.name.clone())
-        })
-}
-
-fn role_named(catalog: &Catalog, access: &Access, key: &str) -> Option<String> {
-    catalog
-        .content
-        .roles
-        .iter()
-        .find(|r| r.uuid == key || r.name.eq_ignore_ascii_case(key))
-        .map(|r| r.name.clone())
-        .or_else(|| {
-            access
-                .roles
-                .iter()
-                .filter(|r| !r.retiring.voided)
-                .find(|r| r.uuid == key || r.name.eq_ignore_ascii_case(key))
-                .map(|r| r.name.clone())
-        })
 }
 
 fn content_role_refused(name: &str) -> ApiError {
