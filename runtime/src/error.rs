@@ -53,9 +53,14 @@ pub enum ApiError {
     /// The content is being reloaded and has errors; the body carries the diagnostics.
     #[error("content has errors")]
     ContentErrors(Value),
-    /// Too many password verifications waiting (`throttle::PasswordGate`): 503, retry soon.
-    #[error("busy")]
-    Busy,
+    /// A bounded resource is taken (password verifications, backups): 503 with
+    /// `Retry-After`; `message` says what, `code` names it.
+    #[error("busy: {message}")]
+    Busy {
+        message: &'static str,
+        code: &'static str,
+        retry_after_secs: u64,
+    },
     /// Too many failed logins from this address (`throttle`): 429 with `Retry-After`.
     #[error("too many failed logins")]
     TooManyLogins { retry_after_secs: u64 },
@@ -101,7 +106,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyLogins { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::StoreUnavailable { disk_full: true } => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::StoreUnavailable { disk_full: false } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -179,10 +184,7 @@ impl ApiError {
                 "detail": "",
                 "diagnostics": diagnostics,
             }}),
-            ApiError::Busy => envelope(
-                "[The server is busy checking passwords: try again in a moment]".into(),
-                "emr.login.busy",
-            ),
+            ApiError::Busy { message, code, .. } => envelope(format!("[{message}]"), code),
             ApiError::TooManyLogins { retry_after_secs } => envelope(
                 format!(
                     "[Too many failed logins from this address: try again in {retry_after_secs} seconds]"
@@ -216,11 +218,11 @@ impl IntoResponse for ApiError {
             ApiError::StoreUnavailable { .. } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
             }
-            ApiError::TooManyLogins { retry_after_secs } => {
+            ApiError::TooManyLogins { retry_after_secs }
+            | ApiError::Busy {
+                retry_after_secs, ..
+            } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
-            }
-            ApiError::Busy => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             _ => {}
         }

@@ -127,6 +127,8 @@ pub struct Ctx<'a> {
     pub catalog: &'a crate::catalog::Catalog,
     /// For representations that nest stored records (a visit's encounters).
     pub store: &'a crate::store::Store,
+    /// The API's roles and privileges, for representations that resolve a user's privileges.
+    pub access: &'a arc_swap::ArcSwap<crate::domains::role::Access>,
     /// The day ages are counted to (read once per request, not per patient).
     pub today: chrono::NaiveDate,
 }

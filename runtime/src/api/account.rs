@@ -11,7 +11,7 @@
 use super::user::UserRes;
 use super::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::AppState;
-use crate::domains::rest::{answer, rep_of};
+use crate::domains::rest::{answer, opt_str, rep_of};
 use crate::domains::{Audit, Voiding};
 use crate::error::{ApiError, ApiResult, Invalid};
 use crate::repr::Resource;
@@ -19,7 +19,7 @@ use crate::store::UserRecord;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -36,45 +36,15 @@ fn valid_username(u: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '@'))
 }
 
-fn string_field<'b>(body: &'b Map<String, Value>, field: &str) -> ApiResult<Option<&'b str>> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(_) => Err(ApiError::BadRequest(format!("{field} must be a string"))),
-    }
-}
-
-/// Role names from references (names, uuids, `{uuid}`, `{name}`, `{role}`), each checked.
+/// Role names from references, each checked (the content's or the API's).
 fn role_names(state: &AppState, v: &Value, inv: &mut Invalid) -> ApiResult<Vec<String>> {
-    let Value::Array(items) = v else {
-        return Err(ApiError::BadRequest("roles must be a list".into()));
-    };
-    let catalog = state.catalog.load();
-    let access = state.access.load();
-    let mut out = Vec::new();
-    for item in items {
-        let key = match item {
-            Value::String(s) => s.trim().to_string(),
-            Value::Object(o) => ["uuid", "name", "role", "display"]
-                .iter()
-                .find_map(|k| o.get(*k).and_then(Value::as_str))
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
-            _ => String::new(),
-        };
-        let found = crate::domains::role::role_named(&catalog, &access, &key);
-        match found {
-            Some(name) if !out.contains(&name) => out.push(name),
-            Some(_) => {}
-            None => inv.field(
-                "roles",
-                "error.invalid",
-                &format!("Role '{key}' does not exist"),
-            ),
-        }
-    }
-    Ok(out)
+    let (catalog, access) = (state.catalog.load(), state.access.load());
+    crate::domains::role::rest::resolve_names(
+        v,
+        "roles",
+        |key| crate::domains::role::role_named(&catalog, &access, key),
+        inv,
+    )
 }
 
 /// The person of a new account: `{names: [{givenName, familyName}], …}` (a new person),
@@ -210,7 +180,7 @@ pub async fn create(
         ],
     )?;
     let mut inv = Invalid::default();
-    let username = string_field(&body, "username")?
+    let username = opt_str(&body, "username")?
         .unwrap_or_default()
         .trim()
         .to_string();
@@ -221,9 +191,7 @@ pub async fn create(
             "A username has 2 to 50 letters, digits, or _ . - @, and starts with a letter, a digit or _",
         );
     }
-    let password = string_field(&body, "password")?
-        .unwrap_or_default()
-        .to_string();
+    let password = opt_str(&body, "password")?.unwrap_or_default();
     if password.is_empty() {
         inv.field("password", "error.null", "Password is required");
     } else {
@@ -240,7 +208,7 @@ pub async fn create(
         None | Some(Value::Null) => BTreeMap::new(),
         Some(v) => properties(v)?,
     };
-    let system_id = string_field(&body, "systemId")?.map(|s| s.trim().to_string());
+    let system_id = opt_str(&body, "systemId")?.map(|s| s.trim().to_string());
     if !inv.is_empty() {
         return Err(ApiError::Invalid(inv));
     }
@@ -376,7 +344,7 @@ pub async fn update(
         .get("roles")
         .map(|v| role_names(&state, v, &mut inv))
         .transpose()?;
-    let username = string_field(&body, "username")?.map(|s| s.trim().to_string());
+    let username = opt_str(&body, "username")?.map(|s| s.trim().to_string());
     if let Some(u) = &username
         && !valid_username(u)
     {
@@ -392,7 +360,7 @@ pub async fn update(
             "you cannot retire your own account".into(),
         ));
     }
-    let password = string_field(&body, "password")?.map(str::to_string);
+    let password = opt_str(&body, "password")?;
     let policy = state.password_policy();
     if !inv.is_empty() {
         return Err(ApiError::Invalid(inv));
@@ -516,12 +484,8 @@ pub async fn change_own(
         return Err(ApiError::Unauthenticated { privileges: vec![] });
     };
     crate::domains::rest::only_known(&body, "password", &["oldPassword", "newPassword"])?;
-    let old = string_field(&body, "oldPassword")?
-        .unwrap_or_default()
-        .to_string();
-    let new = string_field(&body, "newPassword")?
-        .unwrap_or_default()
-        .to_string();
+    let old = opt_str(&body, "oldPassword")?.unwrap_or_default();
+    let new = opt_str(&body, "newPassword")?.unwrap_or_default();
     let policy = state.password_policy();
     let st = state.clone();
     let session = caller.session_id.clone();
@@ -555,9 +519,7 @@ pub async fn reset(
 ) -> ApiResult<Response> {
     caller.require(&["Edit User Passwords"])?;
     crate::domains::rest::only_known(&body, "password", &["newPassword"])?;
-    let new = string_field(&body, "newPassword")?
-        .unwrap_or_default()
-        .to_string();
+    let new = opt_str(&body, "newPassword")?.unwrap_or_default();
     let policy = state.password_policy();
     let st = state.clone();
     blocking(move || {

@@ -40,16 +40,15 @@ pub async fn backup(
         );
         return Ok((StatusCode::OK, headers).into_response());
     }
-    let Ok(permit) = state.backups.clone().try_acquire_owned() else {
-        let mut r = ApiError::BadRequest(format!(
-            "{CONCURRENT_BACKUPS} backups are already being taken; try again later"
-        ))
-        .into_response();
-        *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
-        return Ok(r);
-    };
+    let permit = state
+        .backups
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| ApiError::Busy {
+            message: "Backups are already being taken: try again later",
+            code: "emr.backup.busy",
+            retry_after_secs: 60,
+        })?;
     let st = state.clone();
     let (file, records, size) = super::blocking(move || {
         let mut file = scratch_file(&st.store.scratch_dir())?;

@@ -271,9 +271,6 @@ pub async fn visits_with_diagnoses_and_notes(
         .setting("emr.visitNoteEncounterType")
         .filter(|t| !t.trim().is_empty());
     let st = state.clone();
-    let caller = Arc::new(caller);
-    let c = caller.clone();
-    let q = query.clone();
     super::blocking(move || {
         if !st.store.patient_exists(&patient)? {
             return Err(ApiError::BadRequest(format!(
@@ -290,7 +287,7 @@ pub async fn visits_with_diagnoses_and_notes(
             crate::domains::rest::window(&paging),
         )?;
         let catalog = st.catalog.load();
-        let ctx = c.ctx(&st, &catalog);
+        let ctx = caller.ctx(&st, &catalog);
         let visit_rep = Rep::parse(Some(
             "custom:(uuid,display,startDatetime,stopDatetime,patient:ref,visitType:ref,attributes)",
         ))?
@@ -300,7 +297,11 @@ pub async fn visits_with_diagnoses_and_notes(
         let mut results = Vec::new();
         for v in &records {
             let mut item = serde_json::Map::new();
-            let of_visit = encounters::of_visit(&st.store, &v.uuid)?;
+            let of_visit = if wants("diagnoses") || wants("visitNotes") {
+                encounters::of_visit(&st.store, &v.uuid)?
+            } else {
+                Vec::new()
+            };
             if wants("visit") {
                 item.insert("visit".into(), render(&VisitRes(v), &visit_rep, &ctx)?);
             }
@@ -335,7 +336,7 @@ pub async fn visits_with_diagnoses_and_notes(
             }
             results.push(Value::Object(item));
         }
-        let request = c.request_url(&st, &format!("/emrapi/patient/{patient}/visit"), &q);
+        let request = caller.request_url(&st, &format!("/emrapi/patient/{patient}/visit"), &query);
         Ok(ok(paging.answer(results, page.more, page.total, &request)))
     })
     .await

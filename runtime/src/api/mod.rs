@@ -390,6 +390,7 @@ impl Caller {
             fallbacks,
             catalog,
             store: &state.store,
+            access: &state.access,
             today: patient::today(),
         }
     }
@@ -483,10 +484,7 @@ async fn basic_login(
     client: std::net::IpAddr,
 ) -> ApiResult<Option<Arc<UserRecord>>> {
     let recognised = |state: &AppState| -> ApiResult<Option<Arc<UserRecord>>> {
-        let found = state
-            .store
-            .user_by_username_shared(name)
-            .map_err(ApiError::from)?;
+        let found = state.store.user_by_username_shared(name)?;
         Ok(found.filter(|u| {
             let key = credentials_key(name, pass, &u.password_hash);
             state.sessions.basic_verified(&key, &u.uuid) && u.locked_until.is_none() && !u.retired
@@ -504,7 +502,11 @@ async fn basic_login(
         .password_gate
         .enter(client)
         .await
-        .map_err(|_| ApiError::Busy)?;
+        .map_err(|_| ApiError::Busy {
+            message: "The server is busy checking passwords: try again in a moment",
+            code: "emr.login.busy",
+            retry_after_secs: 1,
+        })?;
     // Another request with the same credentials may have verified them meanwhile.
     if let Some(u) = recognised(state)? {
         return Ok(Some(u));
@@ -513,8 +515,7 @@ async fn basic_login(
     let verified =
         tokio::task::spawn_blocking(move || auth::login(&st.store, st.lockout(), &n, &p))
             .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::from)?;
+            .map_err(ApiError::internal)??;
     Ok(verified.map(|u| {
         state
             .sessions

@@ -1414,11 +1414,7 @@ pub async fn create(
     let st = state.clone();
     let stored = record.clone();
     blocking(move || {
-        if st
-            .store
-            .patient_exists(&stored.uuid)
-            .map_err(ApiError::from)?
-        {
+        if st.store.patient_exists(&stored.uuid)? {
             return Err(ApiError::BadRequest(format!(
                 "A patient with uuid {} already exists",
                 stored.uuid

@@ -95,12 +95,7 @@ pub async fn search(
                 .into(),
         ));
     };
-    if state
-        .store
-        .patient(patient)
-        .map_err(ApiError::from)?
-        .is_none_or(|p| p.voided)
-    {
+    if state.store.patient(patient)?.is_none_or(|p| p.voided) {
         return Err(ApiError::NotFound);
     }
     let catalog = state.catalog.load();

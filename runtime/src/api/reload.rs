@@ -54,7 +54,7 @@ pub async fn reload(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
     let st = state.clone();
     let (catalog, reset, roles) =
         tokio::task::spawn_blocking(move || -> ApiResult<(Catalog, Vec<String>, Vec<String>)> {
-            let reset = overlay::reset_to_content(&st.store, &catalog).map_err(ApiError::from)?;
+            let reset = overlay::reset_to_content(&st.store, &catalog)?;
             let roles = crate::domains::role::drop_redefined(&st.store, &catalog)?;
             crate::domains::role::reload_access(&st)?;
             Ok((catalog, reset, roles))

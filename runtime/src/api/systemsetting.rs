@@ -172,7 +172,7 @@ pub fn effective(state: &AppState) -> ApiResult<Vec<Setting>> {
             },
         )
     }));
-    for s in state.store.settings().map_err(ApiError::from)? {
+    for s in state.store.settings()? {
         let entry = map.entry(s.property.clone()).or_insert_with(|| Setting {
             uuid: uuid_of(&s.property),
             property: s.property.clone(),

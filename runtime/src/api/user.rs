@@ -66,7 +66,7 @@ impl Resource for UserRes<'_> {
             // Every privilege the roles grant, inheritance included (a System Developer's
             // are implicit, as in OpenMRS).
             "privileges" => {
-                let access = crate::domains::role::load_access(ctx.store).unwrap_or_default();
+                let access = ctx.access.load();
                 let mut names: Vec<String> = crate::domains::role::privileges_of(&u.roles, ctx.catalog, &access)
                     .into_iter()
                     .collect();
@@ -118,11 +118,7 @@ pub async fn read(
 ) -> ApiResult<Response> {
     may(&caller, &uuid, "Get Users")?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
-    let user = state
-        .store
-        .user(&uuid)
-        .map_err(ApiError::from)?
-        .ok_or(ApiError::NotFound)?;
+    let user = state.store.user(&uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     Ok(ok(render(
         &UserRes(&user),

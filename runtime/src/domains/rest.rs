@@ -156,9 +156,7 @@ pub async fn void_answer<T: Clone + Send + 'static>(
         .to_string();
     crate::api::blocking(move || {
         let _one_writer = state.store.write_lock();
-        let old = get(&state.store, &uuid)
-            .map_err(ApiError::from)?
-            .ok_or(ApiError::NotFound)?;
+        let old = get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let mut record = old.clone();
         let v = voiding(&mut record);
         if v.voided {

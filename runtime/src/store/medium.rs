@@ -195,13 +195,6 @@ impl Medium {
             _ => std::env::temp_dir(),
         }
     }
-
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            Medium::File(path) => Some(path),
-            _ => None,
-        }
-    }
 }
 
 /// Opens the store file. Only a missing file starts a new store: a file that exists but is

@@ -447,11 +447,6 @@ impl Store {
         self.medium.scratch_dir()
     }
 
-    /// The store file, when the store has one.
-    pub fn path(&self) -> Option<&Path> {
-        self.medium.path()
-    }
-
     /// Held by a clinical read-check-write sequence (see `clinical_writes`).
     pub fn write_lock(&self) -> std::sync::MutexGuard<'_, ()> {
         match self.clinical_writes.lock() {

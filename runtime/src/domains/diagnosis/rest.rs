@@ -245,9 +245,7 @@ pub async fn create(
         }
     }
     if let (Some(p), Some(e)) = (&patient, &encounter) {
-        match crate::domains::encounter::store::encounter(&state.store, e)
-            .map_err(ApiError::from)?
-        {
+        match crate::domains::encounter::store::encounter(&state.store, e)? {
             Some(enc) if enc.voiding.voided => {
                 inv.field("encounter", "error.voided", "The encounter is voided")
             }
@@ -282,16 +280,13 @@ pub async fn create(
     let st = state.clone();
     let d = blocking(move || {
         let _one_writer = st.store.write_lock();
-        if store::get(&st.store, &d.uuid)
-            .map_err(ApiError::from)?
-            .is_some()
-        {
+        if store::get(&st.store, &d.uuid)?.is_some() {
             return Err(ApiError::BadRequest(format!(
                 "A diagnosis with uuid {} already exists",
                 d.uuid
             )));
         }
-        store::put(&st.store, &d).map_err(ApiError::from)?;
+        store::put(&st.store, &d)?;
         Ok(d)
     })
     .await?;
@@ -326,16 +321,14 @@ pub async fn update(
     let st = state.clone();
     let d = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let mut d = store::get(&st.store, &uuid)
-            .map_err(ApiError::from)?
-            .ok_or(ApiError::NotFound)?;
+        let mut d = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let mut inv = Invalid::default();
         apply(&st, &mut d, &body, &mut inv)?;
         if !inv.is_empty() {
             return Err(ApiError::Invalid(inv));
         }
         d.audit.changed(&user, Utc::now());
-        store::put(&st.store, &d).map_err(ApiError::from)?;
+        store::put(&st.store, &d)?;
         Ok(d)
     })
     .await?;
@@ -350,9 +343,7 @@ pub async fn read(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounters"])?;
-    let d = store::get(&state.store, &uuid)
-        .map_err(ApiError::from)?
-        .ok_or(ApiError::NotFound)?;
+    let d = store::get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     answer(
         &state,
         &caller,
@@ -393,7 +384,7 @@ pub async fn search(
     let paging = Paging::from_query(&query)?;
     let include_voided = flag(&query, "includeAll").unwrap_or(false);
     let (list, page) = if let Some(e) = param(&query, "encounter") {
-        let all = store::of_encounter(&state.store, e).map_err(ApiError::from)?;
+        let all = store::of_encounter(&state.store, e)?;
         let uuids: Vec<String> = all.iter().map(|d| d.uuid.clone()).collect();
         let page = crate::domains::Page::cut(uuids, window(&paging));
         let list = all
@@ -402,8 +393,7 @@ pub async fn search(
             .collect::<Vec<_>>();
         (list, page)
     } else if let Some(p) = param(&query, "patient").or(param(&query, "patientUuid")) {
-        store::of_patient(&state.store, p, include_voided, window(&paging))
-            .map_err(ApiError::from)?
+        store::of_patient(&state.store, p, include_voided, window(&paging))?
     } else {
         return Err(ApiError::BadRequest(
             "Search diagnoses by patient (or patientUuid) or encounter".into(),

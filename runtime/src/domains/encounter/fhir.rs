@@ -219,13 +219,12 @@ pub async fn observations(
             .map(|t| super::encounter_type_uuid(&catalog, t)),
         include_voided: false,
     };
-    let (list, page) = store::list_obs(&state.store, &q, w).map_err(ApiError::from)?;
+    let (list, page) = store::list_obs(&state.store, &q, w)?;
     let locale = caller.locale(&catalog);
     let mut resources = Vec::with_capacity(list.len());
     for o in &list {
         let members = match o.value {
-            ObsValue::Group => store::group_members(&state.store, &o.uuid)
-                .map_err(ApiError::from)?
+            ObsValue::Group => store::group_members(&state.store, &o.uuid)?
                 .into_iter()
                 .map(|m| m.uuid)
                 .collect(),
@@ -254,12 +253,11 @@ pub async fn observation(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
-    let Some(o) = store::obs(&state.store, &id).map_err(ApiError::from)? else {
+    let Some(o) = store::obs(&state.store, &id)? else {
         return Ok(not_found("Observation", &id));
     };
     let catalog = state.catalog.load();
-    let members: Vec<String> = store::group_members(&state.store, &o.uuid)
-        .map_err(ApiError::from)?
+    let members: Vec<String> = store::group_members(&state.store, &o.uuid)?
         .into_iter()
         .map(|m| m.uuid)
         .collect();
@@ -289,7 +287,7 @@ pub async fn encounters(
         encounter_type: param(&query, "type").map(|t| super::encounter_type_uuid(&catalog, t)),
         ..EncounterQuery::default()
     };
-    let (list, page) = store::list(&state.store, &q, w).map_err(ApiError::from)?;
+    let (list, page) = store::list(&state.store, &q, w)?;
     let resources: Vec<Value> = list.iter().map(|e| encounter_json(e, &catalog)).collect();
     let total = page.total.unwrap_or(resources.len());
     Ok(fhir(
@@ -312,7 +310,7 @@ pub async fn encounter(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounters"])?;
-    let Some(e) = store::encounter(&state.store, &id).map_err(ApiError::from)? else {
+    let Some(e) = store::encounter(&state.store, &id)? else {
         return Ok(not_found("Encounter", &id));
     };
     let catalog = state.catalog.load();

@@ -42,15 +42,13 @@ pub async fn obstree(
         .ok_or_else(|| ApiError::BadRequest("concept is required".into()))?
         .to_string();
     let st = state.clone();
-    let caller = Arc::new(caller);
-    let c2 = caller.clone();
     blocking(move || {
         if !st.store.patient_exists(&patient)? {
             return Err(ApiError::NotFound);
         }
         let catalog = st.catalog.load();
         let root = catalog.concept(&concept).ok_or(ApiError::NotFound)?;
-        let ctx = c2.ctx(&st, &catalog);
+        let ctx = caller.ctx(&st, &catalog);
         let tree = if root.is_set {
             node(root, &patient, &ctx, 0)?
         } else {

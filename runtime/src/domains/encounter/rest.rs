@@ -516,7 +516,7 @@ fn providers(
     let Some(list) = body.get("encounterProviders") else {
         return Ok(None);
     };
-    let users = state.store.users().map_err(ApiError::from)?;
+    let users = state.store.users()?;
     let user_of = |provider: &str| {
         users
             .iter()
@@ -595,7 +595,7 @@ pub async fn create(
         let patient = opt_ref(&body, "patient")?.ok_or_else(|| {
             ApiError::invalid_field("patient", "error.null", "Patient is required")
         })?;
-        match st.store.patient(&patient).map_err(ApiError::from)? {
+        match st.store.patient(&patient)? {
             Some(p) if !p.voided => {}
             _ => {
                 return Err(ApiError::invalid_field(
@@ -628,8 +628,7 @@ pub async fn create(
         if e.visit.is_none() {
             // As OpenMRS's existing-visit assignment does: the patient's open visit that
             // holds the encounter's time, if there is one.
-            let visits = crate::domains::visit::store::visits_of(&st.store, &patient)
-                .map_err(ApiError::from)?;
+            let visits = crate::domains::visit::store::visits_of(&st.store, &patient)?;
             e.visit = visits
                 .iter()
                 .find(|v| v.is_active() && v.contains(&e.datetime))
@@ -656,10 +655,7 @@ pub async fn create(
             return Err(ApiError::Invalid(inv));
         }
         let _one_writer = st.store.write_lock();
-        if store::encounter(&st.store, &e.uuid)
-            .map_err(ApiError::from)?
-            .is_some()
-        {
+        if store::encounter(&st.store, &e.uuid)?.is_some() {
             return Err(ApiError::BadRequest(format!(
                 "An encounter with uuid {} already exists",
                 e.uuid
@@ -671,8 +667,7 @@ pub async fn create(
                 encounter: Some((None, &e)),
                 obs: obs.iter().map(|o| (None, o)).collect(),
             },
-        )
-        .map_err(ApiError::from)?;
+        )?;
         Ok(e)
     })
     .await?;
@@ -706,9 +701,7 @@ pub async fn update(
     let e = blocking(move || {
         let now = Utc::now();
         let _one_writer = st.store.write_lock();
-        let old = store::encounter(&st.store, &uuid)
-            .map_err(ApiError::from)?
-            .ok_or(ApiError::NotFound)?;
+        let old = store::encounter(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         // The form engine sends back the encounter as it read it, patient included: the
         // same patient is fine, another one is refused.
         if patient.as_ref().is_some_and(|p| p != &old.patient) {
@@ -751,7 +744,7 @@ pub async fn update(
         let mut inv = Invalid::default();
         let visit = load_visit(&st, &e)?;
         super::validate(&st, &e, visit.as_ref(), &mut inv);
-        let saved = store::obs_of_encounter(&st.store, &e.uuid, false).map_err(ApiError::from)?;
+        let saved = store::obs_of_encounter(&st.store, &e.uuid, false)?;
         let audit = Audit::new(&user, now);
         let mut replaced: Vec<(ObsRecord, ObsRecord)> = Vec::new();
         let mut added = Vec::new();
@@ -835,8 +828,7 @@ pub async fn update(
                 encounter: Some((Some(&old), &e)),
                 obs,
             },
-        )
-        .map_err(ApiError::from)?;
+        )?;
         Ok(e)
     })
     .await?;
@@ -850,9 +842,7 @@ pub async fn read(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounters"])?;
-    let e = store::encounter(&state.store, &uuid)
-        .map_err(ApiError::from)?
-        .ok_or(ApiError::NotFound)?;
+    let e = store::encounter(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     answer(
         &state,
         &caller,
@@ -883,23 +873,21 @@ pub async fn delete(
     blocking(move || {
         let now = Utc::now();
         let _one_writer = st.store.write_lock();
-        let old = store::encounter(&st.store, &uuid)
-            .map_err(ApiError::from)?
-            .ok_or(ApiError::NotFound)?;
+        let old = store::encounter(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         if old.voiding.voided {
             return Ok(());
         }
         let mut e = old.clone();
         e.voiding.void(&user, now, &reason);
-        let changed: Vec<(ObsRecord, ObsRecord)> = store::obs_of_encounter(&st.store, &uuid, false)
-            .map_err(ApiError::from)?
-            .into_iter()
-            .map(|o| {
-                let mut v = o.clone();
-                v.voiding.void(&user, now, &reason);
-                (o, v)
-            })
-            .collect();
+        let changed: Vec<(ObsRecord, ObsRecord)> =
+            store::obs_of_encounter(&st.store, &uuid, false)?
+                .into_iter()
+                .map(|o| {
+                    let mut v = o.clone();
+                    v.voiding.void(&user, now, &reason);
+                    (o, v)
+                })
+                .collect();
         let obs = changed.iter().map(|(o, n)| (Some(o), n)).collect();
         store::write(
             &st.store,
@@ -951,7 +939,7 @@ pub async fn search(
         ));
     }
     let paging = Paging::from_query(&query)?;
-    let (list, page) = store::list(&state.store, &q, window(&paging)).map_err(ApiError::from)?;
+    let (list, page) = store::list(&state.store, &q, window(&paging))?;
     page_answer(
         &state,
         &caller,
@@ -980,7 +968,7 @@ pub async fn obs_create(
         let audit = Audit::new(&user, now);
         let person = opt_ref(&body, "person")?
             .ok_or_else(|| ApiError::invalid_field("person", "error.null", "Person is required"))?;
-        if st.store.patient(&person).map_err(ApiError::from)?.is_none() {
+        if st.store.patient(&person)?.is_none() {
             return Err(ApiError::invalid_field(
                 "person",
                 "error.invalid",
@@ -989,15 +977,13 @@ pub async fn obs_create(
         }
         let encounter = match opt_ref(&body, "encounter")? {
             Some(e) => {
-                let e = store::encounter(&st.store, &e)
-                    .map_err(ApiError::from)?
-                    .ok_or_else(|| {
-                        ApiError::invalid_field(
-                            "encounter",
-                            "error.invalid",
-                            "Encounter does not exist",
-                        )
-                    })?;
+                let e = store::encounter(&st.store, &e)?.ok_or_else(|| {
+                    ApiError::invalid_field(
+                        "encounter",
+                        "error.invalid",
+                        "Encounter does not exist",
+                    )
+                })?;
                 if e.patient != person {
                     return Err(ApiError::invalid_field(
                         "encounter",
@@ -1031,8 +1017,7 @@ pub async fn obs_create(
                 encounter: None,
                 obs: obs.iter().map(|o| (None, o)).collect(),
             },
-        )
-        .map_err(ApiError::from)?;
+        )?;
         Ok(obs.swap_remove(0))
     })
     .await?;
@@ -1046,9 +1031,7 @@ pub async fn obs_read(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
-    let o = store::obs(&state.store, &uuid)
-        .map_err(ApiError::from)?
-        .ok_or(ApiError::NotFound)?;
+    let o = store::obs(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     answer(
         &state,
         &caller,
@@ -1072,9 +1055,7 @@ pub async fn obs_delete(
     let st = state.clone();
     blocking(move || {
         let _one_writer = st.store.write_lock();
-        let old = store::obs(&st.store, &uuid)
-            .map_err(ApiError::from)?
-            .ok_or(ApiError::NotFound)?;
+        let old = store::obs(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         if old.voiding.voided {
             return Ok(());
         }
@@ -1115,8 +1096,7 @@ pub async fn obs_search(
         ));
     }
     let paging = Paging::from_query(&query)?;
-    let (list, page) =
-        store::list_obs(&state.store, &q, window(&paging)).map_err(ApiError::from)?;
+    let (list, page) = store::list_obs(&state.store, &q, window(&paging))?;
     page_answer(
         &state,
         &caller,
@@ -1181,7 +1161,7 @@ pub async fn providers_search(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Providers"])?;
-    let users = state.store.users().map_err(ApiError::from)?;
+    let users = state.store.users()?;
     let q = param(&query, "q").map(str::to_lowercase);
     let user = param(&query, "user");
     let items: Vec<ProviderRes> = users

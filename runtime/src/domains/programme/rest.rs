@@ -550,7 +550,7 @@ fn apply(
 }
 
 fn check(state: &AppState, e: &EnrolmentRecord, is_new: bool) -> ApiResult<()> {
-    let others = store::all_of_patient(&state.store, &e.patient).map_err(ApiError::from)?;
+    let others = store::all_of_patient(&state.store, &e.patient)?;
     let inv = super::validate(state, e, &others, is_new, Utc::now());
     if inv.is_empty() {
         Ok(())
@@ -572,7 +572,7 @@ pub async fn create(
     let now = Utc::now();
     let patient = opt_ref(&body, "patient")?
         .ok_or_else(|| ApiError::invalid_field("patient", "error.null", "Patient is required"))?;
-    match state.store.patient(&patient).map_err(ApiError::from)? {
+    match state.store.patient(&patient)? {
         Some(p) if !p.voided => {}
         _ => {
             return Err(ApiError::invalid_field(
@@ -614,17 +614,14 @@ pub async fn create(
     let st = state.clone();
     let e = blocking(move || {
         let _one_writer = st.store.write_lock();
-        if store::get(&st.store, &e.uuid)
-            .map_err(ApiError::from)?
-            .is_some()
-        {
+        if store::get(&st.store, &e.uuid)?.is_some() {
             return Err(ApiError::BadRequest(format!(
                 "A program enrollment with uuid {} already exists",
                 e.uuid
             )));
         }
         check(&st, &e, true)?;
-        store::put(&st.store, None, &e).map_err(ApiError::from)?;
+        store::put(&st.store, None, &e)?;
         Ok(e)
     })
     .await?;
@@ -657,9 +654,7 @@ pub async fn update(
     let st = state.clone();
     let e = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let old = store::get(&st.store, &uuid)
-            .map_err(ApiError::from)?
-            .ok_or(ApiError::NotFound)?;
+        let old = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let mut e = old.clone();
         apply(&st, &mut e, &body, &user)?;
         if body.get("voided") == Some(&Value::Bool(false)) && e.voiding.voided {
@@ -667,7 +662,7 @@ pub async fn update(
         }
         e.audit.changed(&user, Utc::now());
         check(&st, &e, false)?;
-        store::put(&st.store, Some(&old), &e).map_err(ApiError::from)?;
+        store::put(&st.store, Some(&old), &e)?;
         Ok(e)
     })
     .await?;
@@ -682,9 +677,7 @@ pub async fn read(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patient Programs"])?;
-    let e = store::get(&state.store, &uuid)
-        .map_err(ApiError::from)?
-        .ok_or(ApiError::NotFound)?;
+    let e = store::get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     answer(
         &state,
         &caller,
@@ -732,8 +725,7 @@ pub async fn search(
         false,
         flag(&query, "includeAll").unwrap_or(false),
         window(&paging),
-    )
-    .map_err(ApiError::from)?;
+    )?;
     page_answer(
         &state,
         &caller,

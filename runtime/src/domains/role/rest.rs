@@ -24,17 +24,35 @@ enum RoleView<'a> {
     Api(&'a RoleRecord),
 }
 
-impl RoleView<'_> {
-    fn privileges(&self) -> &[String] {
-        match self {
-            RoleView::Content(r) => &r.privileges,
-            RoleView::Api(r) => &r.privileges,
-        }
-    }
-    fn inherited(&self) -> &[String] {
-        match self {
-            RoleView::Content(r) => &r.inherited_roles,
-            RoleView::Api(r) => &r.inherited_roles,
+/// What both kinds of role have.
+struct RoleFields<'a> {
+    uuid: &'a str,
+    name: &'a str,
+    description: Option<&'a str>,
+    privileges: &'a [String],
+    inherited: &'a [String],
+    retired: bool,
+}
+
+impl<'a> RoleView<'a> {
+    fn fields(&self) -> RoleFields<'a> {
+        match *self {
+            RoleView::Content(r) => RoleFields {
+                uuid: &r.uuid,
+                name: &r.name,
+                description: r.description.as_deref(),
+                privileges: &r.privileges,
+                inherited: &r.inherited_roles,
+                retired: false,
+            },
+            RoleView::Api(r) => RoleFields {
+                uuid: &r.uuid,
+                name: &r.name,
+                description: r.description.as_deref(),
+                privileges: &r.privileges,
+                inherited: &r.inherited_roles,
+                retired: r.retiring.voided,
+            },
         }
     }
 }
@@ -73,22 +91,13 @@ impl Resource for RoleRes<'_> {
         "1.8"
     }
     fn uuid(&self) -> String {
-        match &self.role {
-            RoleView::Content(r) => r.uuid.clone(),
-            RoleView::Api(r) => r.uuid.clone(),
-        }
+        self.role.fields().uuid.to_string()
     }
     fn display(&self, _: &Ctx) -> String {
-        match &self.role {
-            RoleView::Content(r) => r.name.clone(),
-            RoleView::Api(r) => r.name.clone(),
-        }
+        self.role.fields().name.to_string()
     }
     fn flag(&self) -> Option<(&'static str, bool)> {
-        Some((
-            "retired",
-            matches!(&self.role, RoleView::Api(r) if r.retiring.voided),
-        ))
+        Some(("retired", self.role.fields().retired))
     }
     fn default_props(&self) -> Props {
         &[
@@ -119,27 +128,26 @@ impl Resource for RoleRes<'_> {
     fn prop(&self, name: &str, _: &Rep, ctx: &Ctx) -> Option<Value> {
         Some(match name {
             "name" => json!(self.display(ctx)),
-            "description" => json!(match &self.role {
-                RoleView::Content(r) => r.description.clone(),
-                RoleView::Api(r) => r.description.clone(),
-            }),
-            "retired" => json!(self.flag().is_some_and(|(_, f)| f)),
+            "description" => json!(self.role.fields().description),
+            "retired" => json!(self.role.fields().retired),
             "privileges" => Value::Array(
                 self.role
-                    .privileges()
+                    .fields()
+                    .privileges
                     .iter()
                     .map(|p| privilege_ref(p, ctx, self.access))
                     .collect(),
             ),
             "inheritedRoles" => Value::Array(
                 self.role
-                    .inherited()
+                    .fields()
+                    .inherited
                     .iter()
                     .map(|r| role_ref(r, ctx, self.access))
                     .collect(),
             ),
             "allInheritedRoles" => Value::Array(
-                all_inherited(self.role.inherited(), ctx.catalog, self.access)
+                all_inherited(self.role.fields().inherited, ctx.catalog, self.access)
                     .iter()
                     .map(|r| role_ref(r, ctx, self.access))
                     .collect(),
@@ -275,7 +283,8 @@ pub async fn list_roles(
     let include_all = param(&query, "includeAll").is_some_and(|v| v == "true");
     let views = role_views(&catalog, &access);
     let items = views.iter().filter(|r| {
-        matches_query(&r.display_name(), &query) && (include_all || !r.flag().is_some_and(|f| f.1))
+        let f = r.role.fields();
+        matches_query(f.name, &query) && (include_all || !f.retired)
     });
     crate::api::render_list(
         &state,
@@ -284,15 +293,6 @@ pub async fn list_roles(
         "/role",
         items.map(|r| r as &dyn Resource),
     )
-}
-
-impl RoleRes<'_> {
-    fn display_name(&self) -> String {
-        match &self.role {
-            RoleView::Content(r) => r.name.clone(),
-            RoleView::Api(r) => r.name.clone(),
-        }
-    }
 }
 
 /// `GET role/{uuid or name}`.
@@ -308,44 +308,53 @@ pub async fn read_role(
     let views = role_views(&catalog, &access);
     let role = views
         .iter()
-        .find(|r| r.uuid() == id || r.display_name() == id)
+        .find(|r| r.role.fields().uuid == id || r.role.fields().name == id)
         .ok_or(ApiError::NotFound)?;
     answer(&state, &caller, role, &rep_of(&query)?, StatusCode::OK)
 }
 
-/// A list of names from references given as names, uuids or `{uuid}`/`{name}` objects,
-/// resolved with `lookup` (uuid or name → canonical name).
-fn names(
-    body: &Map<String, Value>,
+/// A list of names from references given as names, uuids or objects with a `uuid`,
+/// `name`, `role` or `display`, each resolved with `lookup` (uuid or name → canonical name);
+/// one that does not resolve is a field error of `field`. Duplicates count once.
+pub fn resolve_names(
+    v: &Value,
     field: &str,
     lookup: impl Fn(&str) -> Option<String>,
     inv: &mut Invalid,
-) -> ApiResult<Option<Vec<String>>> {
-    let Some(v) = body.get(field) else {
-        return Ok(None);
-    };
+) -> ApiResult<Vec<String>> {
     let Value::Array(items) = v else {
         return Err(ApiError::BadRequest(format!("{field} must be a list")));
     };
     let mut out = Vec::new();
     for item in items {
         let key = match item {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => o
-                .get("uuid")
-                .or_else(|| o.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            _ => String::new(),
-        };
-        match lookup(key.trim()) {
+            Value::String(s) => s.as_str(),
+            Value::Object(o) => ["uuid", "name", "role", "display"]
+                .iter()
+                .find_map(|k| o.get(*k).and_then(Value::as_str))
+                .unwrap_or_default(),
+            _ => "",
+        }
+        .trim();
+        match lookup(key) {
             Some(name) if !out.contains(&name) => out.push(name),
             Some(_) => {}
-            None => inv.field(field, "error.invalid", &format!("{key} does not exist")),
+            None => inv.field(field, "error.invalid", &format!("'{key}' does not exist")),
         }
     }
-    Ok(Some(out))
+    Ok(out)
+}
+
+/// `resolve_names` of a body's field, when it is there.
+fn names(
+    body: &Map<String, Value>,
+    field: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+    inv: &mut Invalid,
+) -> ApiResult<Option<Vec<String>>> {
+    body.get(field)
+        .map(|v| resolve_names(v, field, lookup, inv))
+        .transpose()
 }
 
 fn content_role_refused(name: &str) -> ApiError {

@@ -190,9 +190,8 @@ fn apply(v: &mut VisitRecord, body: &Map<String, Value>) -> ApiResult<()> {
 }
 
 fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
-    let times = crate::domains::encounter::store::times_in_visit(&state.store, &v.uuid)
-        .map_err(ApiError::from)?;
-    let inv = super::validate(state, v, &times, Utc::now()).map_err(ApiError::from)?;
+    let times = crate::domains::encounter::store::times_in_visit(&state.store, &v.uuid)?;
+    let inv = super::validate(state, v, &times, Utc::now())?;
     if inv.is_empty() {
         Ok(())
     } else {
@@ -212,7 +211,7 @@ pub async fn create(
     let now = Utc::now();
     let patient = opt_ref(&body, "patient")?
         .ok_or_else(|| ApiError::invalid_field("patient", "error.null", "Patient is required"))?;
-    match state.store.patient(&patient).map_err(ApiError::from)? {
+    match state.store.patient(&patient)? {
         Some(p) if !p.voided => {}
         _ => {
             return Err(ApiError::invalid_field(
@@ -246,17 +245,14 @@ pub async fn create(
     let rep = rep_of(&query)?;
     let st = state.clone();
     let v = blocking(move || {
-        if store::get(&st.store, &v.uuid)
-            .map_err(ApiError::from)?
-            .is_some()
-        {
+        if store::get(&st.store, &v.uuid)?.is_some() {
             return Err(ApiError::BadRequest(format!(
                 "A visit with uuid {} already exists",
                 v.uuid
             )));
         }
         check(&st, &v)?;
-        store::put(&st.store, None, &v).map_err(ApiError::from)?;
+        store::put(&st.store, None, &v)?;
         Ok(v)
     })
     .await?;
@@ -282,9 +278,7 @@ pub async fn update(
     let st = state.clone();
     let v = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let old = store::get(&st.store, &uuid)
-            .map_err(ApiError::from)?
-            .ok_or(ApiError::NotFound)?;
+        let old = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let mut v = old.clone();
         apply(&mut v, &body)?;
         if body.get("voided") == Some(&Value::Bool(false)) && v.voiding.voided {
@@ -292,7 +286,7 @@ pub async fn update(
         }
         v.audit.changed(&user, Utc::now());
         check(&st, &v)?;
-        store::put(&st.store, Some(&old), &v).map_err(ApiError::from)?;
+        store::put(&st.store, Some(&old), &v)?;
         Ok(v)
     })
     .await?;
@@ -306,9 +300,7 @@ pub async fn read(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Visits"])?;
-    let v = store::get(&state.store, &uuid)
-        .map_err(ApiError::from)?
-        .ok_or(ApiError::NotFound)?;
+    let v = store::get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     answer(
         &state,
         &caller,
@@ -339,14 +331,9 @@ pub async fn delete(
     let st = state.clone();
     blocking(move || {
         let _one_writer = st.store.write_lock();
-        let old = store::get(&st.store, &uuid)
-            .map_err(ApiError::from)?
-            .ok_or(ApiError::NotFound)?;
+        let old = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         if purge {
-            if !crate::domains::encounter::store::times_in_visit(&st.store, &uuid)
-                .map_err(ApiError::from)?
-                .is_empty()
-            {
+            if !crate::domains::encounter::store::times_in_visit(&st.store, &uuid)?.is_empty() {
                 return Err(ApiError::BadRequest(
                     "A visit with encounters cannot be purged; void it instead".into(),
                 ));
@@ -389,7 +376,7 @@ pub async fn search(
         visit_type: param(&query, "visitType").map(str::to_string),
     };
     let paging = Paging::from_query(&query)?;
-    let (visits, page) = store::list(&state.store, &q, window(&paging)).map_err(ApiError::from)?;
+    let (visits, page) = store::list(&state.store, &q, window(&paging))?;
     page_answer(
         &state,
         &caller,
