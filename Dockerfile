@@ -1,12 +1,17 @@
 # The back end: the runtime with the selected content compiled into it.
 #   docker build --build-arg BUILD_TYPE=site --build-arg MVN_PROJECT=makala -t dse-rdc/backend:makala .
-# A content error fails the build and prints the compiler's diagnostics.
+# A content error fails the build and prints the compiler's diagnostics, unless the
+# baseline records it: validator-baseline.json at the root, or the file named by
+# --build-arg VALIDATOR_BASELINE=<path in the context>.
 
 FROM rust:1.95-slim-bookworm AS build
 ARG BUILD_TYPE=distro
 ARG MVN_PROJECT=
+ARG VALIDATOR_BASELINE=
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+# The baseline is optional: the wildcard copies it only where it exists.
+COPY Cargo.toml Cargo.lock content.properties validator-baseline.jso[n] ./
+COPY content-packages ./content-packages
 COPY compiler ./compiler
 COPY runtime ./runtime
 COPY openmrs_config ./openmrs_config
@@ -16,8 +21,8 @@ COPY frontend/assets ./frontend/assets
 # Check first, so a content error is reported in full, then build the runtime, which
 # compiles the same content into its binary.
 RUN cargo build --release --locked -p compiler \
- && ./target/release/compiler check --build-type "$BUILD_TYPE" --site "$MVN_PROJECT" \
- && BUILD_TYPE="$BUILD_TYPE" MVN_PROJECT="$MVN_PROJECT" cargo build --release --locked -p runtime \
+ && ./target/release/compiler check --build-type "$BUILD_TYPE" --site "$MVN_PROJECT" ${VALIDATOR_BASELINE:+--baseline "$VALIDATOR_BASELINE"} \
+ && BUILD_TYPE="$BUILD_TYPE" MVN_PROJECT="$MVN_PROJECT" VALIDATOR_BASELINE="$VALIDATOR_BASELINE" cargo build --release --locked -p runtime \
  && mkdir -p /out/data \
  && cp target/release/runtime /out/runtime
 

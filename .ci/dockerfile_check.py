@@ -59,7 +59,23 @@ def ignored(rel, patterns):
     return False
 
 
+def expand(context, sources):
+    """Docker's wildcard sources: one that matches nothing is dropped, as long as some
+    source of the instruction matches."""
+    out = []
+    for src in sources:
+        if any(c in src for c in "*?["):
+            out.extend(str(p.relative_to(context)) for p in sorted(context.glob(src)))
+        else:
+            out.append(src)
+    if not out:
+        raise SystemExit(f"COPY {' '.join(sources)}: no source files in the build context")
+    return out
+
+
 def copy_in(context, sources, dest, patterns):
+    sources_given = len(sources)
+    sources = expand(context, sources)
     for src in sources:
         path = context / src
         if not path.exists():
@@ -74,7 +90,7 @@ def copy_in(context, sources, dest, patterns):
         else:
             if ignored(src, patterns):
                 raise SystemExit(f"COPY {src}: excluded by .dockerignore")
-            target = dest / path.name if (len(sources) > 1 or str(dest).endswith("/") or dest.is_dir()) else dest
+            target = dest / path.name if (sources_given > 1 or str(dest).endswith("/") or dest.is_dir()) else dest
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
 
@@ -121,7 +137,7 @@ def main():
                             steps += 1
                 elif word == "COPY":
                     parts = [p for p in shlex.split(rest) if not p.startswith("--")]
-                    for s in parts[:-1]:
+                    for s in expand(context, parts[:-1]):
                         if not (context / s).exists():
                             raise SystemExit(f"COPY {s}: not in the build context")
                 continue

@@ -70,5 +70,20 @@ if refused=$(python3 .ci/dockerfile_check.py Dockerfile . --build-arg BUILD_TYPE
   echo "the image build accepted an unknown site"; exit 1
 fi
 grep -q "sites that exist: goma, makala" <<<"$refused" || { echo "$refused"; echo "the refused image build did not say why"; exit 1; }
+# Known problems recorded in a baseline still build an image; a new error still fails it.
+ctx=$(mktemp -d)
+cp -r Cargo.toml Cargo.lock compiler runtime openmrs_config sites content-packages content.properties "$ctx/"
+mkdir -p "$ctx/frontend" "$ctx/baselines" && cp -r frontend/config frontend/assets "$ctx/frontend/"
+printf 'Uuid,Name,Parent\n4e1f0a52-7c3b-4d8e-9a61-2b5c7d9e0f13,Poste en attente,Zone à créer\n' > "$ctx/openmrs_config/locations/zz-known.csv"
+cargo run -q --release -p compiler -- check --root "$ctx" --write-baseline "$ctx/baselines/known.json" 2>/dev/null || true
+built=$(python3 .ci/dockerfile_check.py Dockerfile "$ctx" --build-arg VALIDATOR_BASELINE=baselines/known.json --cargo-target target 2>&1) \
+  || { echo "$built"; echo "the image build refused content whose only problem the baseline records"; exit 1; }
+grep -q "baselines/known.json: 1 known problem(s) accepted, 0 stale entries" <<<"$built" || { echo "$built"; echo "the image build did not summarise the baseline"; exit 1; }
+printf 'Uuid,Name,Parent\n7d2c9b1e-3f4a-4b5c-8d6e-9f0a1b2c3d4e,Poste nouveau,Zone inconnue\n' > "$ctx/openmrs_config/locations/zz-new.csv"
+if refused=$(python3 .ci/dockerfile_check.py Dockerfile "$ctx" --build-arg VALIDATOR_BASELINE=baselines/known.json --cargo-target target 2>&1); then
+  echo "the image build accepted an error the baseline does not record"; exit 1
+fi
+grep -q "Invalid parent location 'Zone inconnue'" <<<"$refused" || { echo "$refused"; echo "the refused image build did not say why"; exit 1; }
+rm -rf "$ctx"
 python3 .ci/dockerfile_check.py frontend/Dockerfile frontend
 python3 .ci/dockerfile_check.py gateway/Dockerfile gateway

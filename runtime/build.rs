@@ -1,6 +1,8 @@
 //! Compiles the content into the bundle the runtime embeds (`OUT_DIR/bundle.bin`), as
 //! `compiler::embed` decides from `BUILD_TYPE`, `MVN_PROJECT`, `CONTENT_ROOT` and
-//! `BUNDLE_PATH`. A content error fails the build with the compiler's diagnostics.
+//! `BUNDLE_PATH`, with the baseline rules of `compiler check` (`VALIDATOR_BASELINE`, else
+//! the root's `validator-baseline.json`). A content error the baseline does not record
+//! fails the build with the compiler's diagnostics.
 //!
 //! With `EMR_SPA_DIR` (a built O3 application, as `frontend/build.sh` writes it), also packs
 //! the front end into `OUT_DIR/spa.bin` (see `src/spa_pack.rs`), so the binary serves it;
@@ -19,6 +21,7 @@ fn main() {
         "MVN_PROJECT",
         "CONTENT_ROOT",
         "BUNDLE_PATH",
+        "VALIDATOR_BASELINE",
         "EMR_SPA_DIR",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
@@ -34,8 +37,12 @@ fn main() {
     std::fs::write(out_dir.join("spa.bin"), spa).expect("write the front end into OUT_DIR");
     match compiler::embed::bundle_for_build(|k| std::env::var(k).ok(), &manifest.join("..")) {
         Ok(embedded) => {
-            for input in &embedded.inputs {
+            // Only inputs that exist: cargo reruns a build script every time for a missing one.
+            for input in embedded.inputs.iter().filter(|p| p.exists()) {
                 println!("cargo::rerun-if-changed={}", input.display());
+            }
+            if let Some(summary) = &embedded.baseline_summary {
+                println!("cargo::warning=content baseline {summary}");
             }
             for d in &embedded.warnings {
                 println!("cargo::warning=content: {} {}", d.code, d.message);

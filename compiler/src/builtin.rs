@@ -309,6 +309,17 @@ pub const IDENTIFIER_VALIDATORS: &[&str] = &[
 /// Location tags that modules create themselves.
 pub const MODULE_LOCATION_TAGS: &[&str] = &["Appointment Location"];
 
+/// The OpenMRS platform version the runtime stands in for (`war.openmrs` requirements).
+pub const PLATFORM_VERSION: &str = model::PLATFORM_VERSION;
+
+/// The version of module `id` the runtime stands in for, if it does (`omod.<id>`).
+pub fn provided_module(id: &str) -> Option<&'static str> {
+    model::PROVIDED_MODULES
+        .iter()
+        .find(|(m, _, _)| *m == id)
+        .map(|(_, _, v)| *v)
+}
+
 /// Finds a core privilege by exact or case-insensitive name.
 pub fn core_privilege(name: &str) -> Option<&'static str> {
     CORE_PRIVILEGES

@@ -42,6 +42,7 @@ codes! {
     TooLarge = "E0003", "file-too-large", Error;
     BadArchive = "E0004", "invalid-archive", Error;
     Selection = "E0005", "invalid-selection", Error;
+    UnresolvedDependency = "E0006", "unresolved-dependency", Error;
     CsvSyntax = "E0101", "csv-syntax", Error;
     MissingColumn = "E0102", "required-column-missing", Error;
     MisalignedRow = "E0103", "misaligned-row", Error;
@@ -81,6 +82,7 @@ codes! {
     ByteOrderMark = "W0014", "byte-order-mark", Warning;
     StrayFile = "W0015", "stray-file", Warning;
     OclLocale = "W0016", "non-standard-locale", Warning;
+    UnsupportedModule = "W0017", "unsupported-module", Warning;
 }
 
 /// One reported problem.
@@ -421,6 +423,14 @@ pub struct Baseline {
 }
 
 impl Baseline {
+    /// Reads a baseline file written by `--write-baseline`.
+    pub fn read(path: &std::path::Path) -> Result<Baseline, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read baseline {}: {e}", path.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("cannot read baseline {}: {e}", path.display()))
+    }
+
     pub fn from_diagnostics(diagnostics: &[Diagnostic]) -> Baseline {
         let mut entries: Vec<_> = diagnostics.iter().map(Diagnostic::baseline_key).collect();
         entries.sort();

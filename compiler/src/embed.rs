@@ -1,8 +1,13 @@
 //! What the runtime's build script does: produce the bundle to embed, from the build
-//! environment (`BUILD_TYPE`, `MVN_PROJECT`, `CONTENT_ROOT`, `BUNDLE_PATH`). Kept here so it
-//! is tested like the rest of the compiler; `runtime/build.rs` only calls it.
+//! environment (`BUILD_TYPE`, `MVN_PROJECT`, `CONTENT_ROOT`, `BUNDLE_PATH`,
+//! `VALIDATOR_BASELINE`). Kept here so it is tested like the rest of the compiler;
+//! `runtime/build.rs` only calls it.
+//!
+//! The baseline rules are the command line's: `VALIDATOR_BASELINE` names the file (relative
+//! to the content root), else `<root>/validator-baseline.json` is used when it exists; the
+//! problems it records are accepted, any other error fails the build.
 
-use crate::diagnostics::{Diagnostic, Format, render};
+use crate::diagnostics::{Baseline, Diagnostic, Format, render};
 use std::path::{Path, PathBuf};
 
 /// The bundle to embed, or a message (with the compiler's diagnostics) that fails the build.
@@ -10,8 +15,10 @@ pub struct Embedded {
     pub bytes: Vec<u8>,
     /// Files and folders whose change must rebuild the runtime.
     pub inputs: Vec<PathBuf>,
-    /// Warnings to show (the build goes on).
+    /// Warnings to show (the build goes on), stale baseline entries among them.
     pub warnings: Vec<Diagnostic>,
+    /// What the baseline accepted, when one applied: a line for the build's output.
+    pub baseline_summary: Option<String>,
 }
 
 /// `default_root` is the project root used without `CONTENT_ROOT`.
@@ -29,6 +36,7 @@ pub fn bundle_for_build(
             bytes,
             inputs: vec![PathBuf::from(path)],
             warnings: Vec::new(),
+            baseline_summary: None,
         });
     }
     let root = env("CONTENT_ROOT")
@@ -36,26 +44,60 @@ pub fn bundle_for_build(
         .unwrap_or_else(|| default_root.to_path_buf());
     let selection = crate::selection_from(None, None, env)?;
     let compiled = crate::compile(&root, &selection, &crate::NoProgress);
-    if compiled.has_errors() {
-        let errors = compiled.diagnostics.iter().filter(|d| d.is_error()).count();
+    let baseline_path = match env("VALIDATOR_BASELINE") {
+        Some(p) => Some(root.join(p)),
+        None => Some(root.join("validator-baseline.json")).filter(|p| p.is_file()),
+    };
+    let (diagnostics, baseline_summary) = match &baseline_path {
+        Some(path) => {
+            let baseline = Baseline::read(path)?;
+            let display = path
+                .strip_prefix(&root)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            let (kept, accepted) = baseline.apply(compiled.diagnostics.clone(), &display);
+            let stale = kept
+                .iter()
+                .filter(|d| d.code == crate::diagnostics::Code::StaleBaseline.id())
+                .count();
+            let summary = format!(
+                "{display}: {accepted} known problem(s) accepted, {stale} stale entr{}",
+                if stale == 1 { "y" } else { "ies" }
+            );
+            (kept, Some(summary))
+        }
+        None => (compiled.diagnostics.clone(), None),
+    };
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    if errors > 0 {
+        let accepted = baseline_summary
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
         return Err(format!(
-            "{}the content has {errors} error(s); the runtime is not built",
-            render(&compiled.diagnostics, Format::Human, false)
+            "{}the content has {errors} error(s){accepted}; the runtime is not built",
+            render(&diagnostics, Format::Human, false)
         ));
     }
-    let inputs = [
+    let mut inputs: Vec<PathBuf> = [
         "openmrs_config",
         "sites",
         "frontend/config",
         "frontend/assets",
+        crate::packages::PACKAGES_DIR,
+        crate::packages::PROPERTIES_FILE,
+        "validator-baseline.json",
     ]
     .iter()
     .map(|d| root.join(d))
     .collect();
+    inputs.extend(baseline_path);
     Ok(Embedded {
         bytes: compiled.encode(),
         inputs,
-        warnings: compiled.diagnostics,
+        warnings: diagnostics,
+        baseline_summary,
     })
 }
 
@@ -104,6 +146,79 @@ mod tests {
             "{err}"
         );
         assert!(err.ends_with("the content has 1 error(s); the runtime is not built"));
+    }
+
+    const KNOWN_DEFECT: (&str, &str) = (
+        "openmrs_config/locations/l.csv",
+        "Uuid,Name,Parent\n3f1c2b7e-9a4d-4c1e-8b2f-6d5e4c3b2a10,Ward,Nowhere\n",
+    );
+    const BASELINE: &str = r#"{"entries":[{"code":"E0204","path":"openmrs_config/locations/l.csv","message":"Invalid parent location 'Nowhere' for location 'Ward'"}]}"#;
+
+    #[test]
+    fn a_baseline_at_the_root_lets_known_problems_build() {
+        let p = project(&[KNOWN_DEFECT, ("validator-baseline.json", BASELINE)]);
+        let root = p.path().to_str().unwrap();
+        let built = bundle_for_build(env(&[("CONTENT_ROOT", root)]), Path::new("/x"))
+            .ok()
+            .expect("the recorded problem is accepted");
+        assert_eq!(
+            built.baseline_summary.as_deref(),
+            Some("validator-baseline.json: 1 known problem(s) accepted, 0 stale entries")
+        );
+        assert_eq!(
+            model::decode(&built.bytes).unwrap().content.locations.len(),
+            1
+        );
+
+        // A new error still fails, and says what the baseline accepted.
+        std::fs::write(
+            p.path().join("openmrs_config/locations/m.csv"),
+            "Uuid,Name,Parent\n8a6e3c1d-2b4f-4e5a-9c7d-1e2f3a4b5c6d,Lab,Elsewhere\n",
+        )
+        .unwrap();
+        let err = bundle_for_build(env(&[("CONTENT_ROOT", root)]), Path::new("/x"))
+            .err()
+            .unwrap();
+        assert!(err.contains("Invalid parent location 'Elsewhere'"), "{err}");
+        assert!(!err.contains("'Nowhere'"), "{err}");
+        assert!(
+            err.ends_with("the content has 1 error(s) (validator-baseline.json: 1 known problem(s) accepted, 0 stale entries); the runtime is not built"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_baseline_named_by_the_environment_replaces_the_default_one() {
+        let p = project(&[
+            KNOWN_DEFECT,
+            ("validator-baseline.json", r#"{"entries":[]}"#),
+            ("baselines/known.json", BASELINE),
+        ]);
+        let root = p.path().to_str().unwrap();
+        assert!(bundle_for_build(env(&[("CONTENT_ROOT", root)]), Path::new("/x")).is_err());
+        let built = bundle_for_build(
+            env(&[
+                ("CONTENT_ROOT", root),
+                ("VALIDATOR_BASELINE", "baselines/known.json"),
+            ]),
+            Path::new("/x"),
+        )
+        .ok()
+        .unwrap();
+        assert!(
+            built
+                .baseline_summary
+                .unwrap()
+                .starts_with("baselines/known.json: 1 known")
+        );
+        // A baseline that cannot be read fails the build with the reason.
+        let err = bundle_for_build(
+            env(&[("CONTENT_ROOT", root), ("VALIDATOR_BASELINE", "nope.json")]),
+            Path::new("/x"),
+        )
+        .err()
+        .unwrap();
+        assert!(err.starts_with("cannot read baseline"), "{err}");
     }
 
     #[test]

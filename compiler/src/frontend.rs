@@ -343,10 +343,7 @@ fn is_module_key(k: &str) -> bool {
 pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend {
     let mut merged = Value::Object(Map::new());
     let mut files = Vec::new();
-    for file in [&project.frontend_config, &project.site_frontend_config]
-        .into_iter()
-        .flatten()
-    {
+    for file in &project.frontend_configs {
         if let Some((text, map)) = parse(file, sink) {
             for k in map.keys() {
                 if !is_module_key(k) {
@@ -414,7 +411,11 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
                 }
             }
         }
-        None if project.frontend_config.is_some() => {
+        None if project
+            .frontend_configs
+            .iter()
+            .any(|f| &*f.display == "frontend/config/config.json") =>
+        {
             sink.emit(
                 Code::InvalidLogo,
                 &Loc::File("frontend/assets/logo.png".into()),

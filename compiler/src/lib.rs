@@ -3,7 +3,8 @@
 //! sealed bundle the runtime embeds.
 //!
 //! Pipeline (each stage collects diagnostics and carries on; none panics on bad input):
-//! 1. `vfs` reads the selected layers and applies the flat overlay;
+//! 1. `packages` resolves the content packages the base depends on (`content.properties`),
+//!    then `vfs` reads the layers (dependencies, base, site) and applies the flat overlay;
 //! 2. `domains` parse each content folder into entities (`Loaded`), OCL archives in
 //!    parallel;
 //! 3. `link` resolves every reference and builds the bundle's `model::Content`;
@@ -19,9 +20,11 @@ pub mod domains;
 pub mod embed;
 pub mod frontend;
 pub mod link;
+pub mod packages;
 pub mod resolve;
 pub mod source;
 pub mod store;
+pub mod version;
 pub mod vfs;
 pub mod xml;
 
@@ -127,6 +130,7 @@ pub fn compile_files(files: Vec<(String, Vec<u8>)>) -> Vec<Diagnostic> {
             site: None,
             content_hash: String::new(),
             body_sha256: String::new(),
+            layers: Vec::new(),
         },
         &content,
     );
@@ -158,6 +162,7 @@ pub fn compile(root: &Path, selection: &Selection, progress: &dyn Progress) -> C
         site: selection.site.clone(),
         content_hash: project.content_hash,
         body_sha256: String::new(),
+        layers: project.layers,
     };
     Compiled {
         header,

@@ -143,17 +143,14 @@ fn run(args: &BuildArgs, out: Option<&Path>) -> ExitCode {
         (args.write_baseline.is_none() && p.is_file()).then_some(p)
     });
     let (diagnostics, baselined) = match &baseline_path {
-        Some(p) if args.write_baseline.is_none() => match std::fs::read_to_string(p)
-            .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str::<Baseline>(&t).map_err(|e| e.to_string()))
-        {
+        Some(p) if args.write_baseline.is_none() => match Baseline::read(p) {
             Ok(b) => {
                 let (mut d, n) = b.apply(compiled.diagnostics.clone(), &p.display().to_string());
                 d.sort_by(|a, b| (&a.position, &a.code).cmp(&(&b.position, &b.code)));
                 (d, n)
             }
             Err(e) => {
-                eprintln!("error: cannot read baseline {}: {e}", p.display());
+                eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
         },
@@ -268,6 +265,15 @@ fn inspect(file: &Path) -> ExitCode {
     println!("site:             {}", h.site.as_deref().unwrap_or("-"));
     println!("content hash:     {}", h.content_hash);
     println!("size:             {} bytes", bytes.len());
+    println!("layers (first to last):");
+    for layer in &h.layers {
+        println!(
+            "  {:<11} {} {}",
+            layer.role,
+            layer.name,
+            layer.version.as_deref().unwrap_or("-")
+        );
+    }
     println!();
     for (name, count) in bundle.content.counts() {
         println!("{name:<26} {count:>8}");

@@ -34,9 +34,11 @@ impl Selection {
     }
 }
 
-/// Which package a file comes from; later layers override earlier ones.
+/// Which package a file comes from; later layers override earlier ones. Dependency
+/// packages come first, numbered in the order they are laid down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Layer {
+    Dependency(u16),
     Base,
     Site,
 }
@@ -73,9 +75,12 @@ pub struct ExtraFile {
 pub struct Project {
     /// After overlay, sorted by `rel`.
     pub files: Vec<InputFile>,
-    pub frontend_config: Option<ExtraFile>,
-    pub site_frontend_config: Option<ExtraFile>,
+    /// Front-end configuration files, first to last: the dependencies'
+    /// `frontend_configuration/*.json`, `frontend/config/config.json`, the site's.
+    pub frontend_configs: Vec<ExtraFile>,
     pub logo: Option<ExtraFile>,
+    /// The content packages laid down, first to last.
+    pub layers: Vec<model::PackageLayer>,
     /// Hex SHA-256 over the selection and every input (path and bytes).
     pub content_hash: String,
 }
@@ -105,7 +110,26 @@ pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
         .help = Some("run the compiler from the project root, or pass --root".into());
         return project;
     }
-    let mut layers = vec![(Layer::Base, base_dir)];
+    let packages = crate::packages::resolve(root, sink);
+    let mut layers: Vec<(Layer, PathBuf)> = Vec::new();
+    for (i, dep) in packages.dependencies.iter().enumerate() {
+        let index = u16::try_from(i).expect("fewer than 65536 packages");
+        layers.push((Layer::Dependency(index), dep.config_dir.clone()));
+        project.layers.push(model::PackageLayer {
+            role: "dependency".into(),
+            name: dep.name.clone(),
+            version: dep.version.clone(),
+        });
+    }
+    layers.push((Layer::Base, base_dir));
+    project.layers.push(model::PackageLayer {
+        role: "base".into(),
+        name: packages
+            .base_name
+            .clone()
+            .unwrap_or_else(|| "openmrs_config".into()),
+        version: packages.base_version.clone(),
+    });
     let mut site_root = None;
     match (selection.build_type, &selection.site) {
         (BuildType::Site, None) => {
@@ -134,6 +158,11 @@ pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
                 return project;
             }
             layers.push((Layer::Site, dir.join("openmrs_config")));
+            project.layers.push(model::PackageLayer {
+                role: "site".into(),
+                name: site.clone(),
+                version: None,
+            });
             site_root = Some(dir);
         }
         (BuildType::Distro, _) => {}
@@ -167,26 +196,47 @@ pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
             read_capped(&path, &display, sink).map(|bytes| ExtraFile { display, bytes })
         })?
     };
-    project.frontend_config = read_extra(root.join("frontend/config/config.json"), sink);
-    project.logo = read_extra(root.join("frontend/assets/logo.png"), sink);
+    let mut frontend_paths: Vec<PathBuf> = packages
+        .dependencies
+        .iter()
+        .flat_map(|d| d.frontend_files.iter().cloned())
+        .collect();
+    frontend_paths.push(root.join("frontend/config/config.json"));
     if let Some(dir) = &site_root {
-        project.site_frontend_config = read_extra(dir.join("frontend/config.json"), sink);
+        frontend_paths.push(dir.join("frontend/config.json"));
     }
+    project.frontend_configs = frontend_paths
+        .into_iter()
+        .filter_map(|p| read_extra(p, sink))
+        .collect();
+    project.logo = read_extra(root.join("frontend/assets/logo.png"), sink);
+    // Package descriptors decide the layers, so they count as inputs too.
+    let descriptors: Vec<ExtraFile> = packages
+        .root_descriptor
+        .iter()
+        .chain(
+            packages
+                .dependencies
+                .iter()
+                .flat_map(|d| d.descriptors.iter()),
+        )
+        .filter_map(|p| read_extra(p.clone(), sink))
+        .collect();
 
     let mut hasher = Sha256::new();
     hasher.update(selection.build_type.as_str());
     hasher.update([0]);
     hasher.update(selection.site.as_deref().unwrap_or(""));
     hasher.update([0]);
-    let extras = [
-        &project.frontend_config,
-        &project.site_frontend_config,
-        &project.logo,
-    ];
     for f in &project.files {
         hash_file(&mut hasher, &f.rel, &f.bytes);
     }
-    for e in extras.into_iter().flatten() {
+    let extras = project
+        .frontend_configs
+        .iter()
+        .chain(&project.logo)
+        .chain(&descriptors);
+    for e in extras {
         hash_file(&mut hasher, &e.display, &e.bytes);
     }
     project.content_hash = model::hex(&hasher.finalize());
@@ -208,7 +258,7 @@ fn display_list(items: &[String]) -> String {
     }
 }
 
-fn relative(path: &Path, base: &Path) -> String {
+pub fn relative(path: &Path, base: &Path) -> String {
     let rel = path.strip_prefix(base).unwrap_or(path);
     rel.components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())

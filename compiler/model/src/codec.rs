@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 /// First bytes of every bundle.
 pub const MAGIC: [u8; 8] = *b"EMRBNDL\0";
 /// Bumped on every change of `Header` or `Content`; see docs/bundle-format.md.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 
 const PREFIX_LEN: usize = MAGIC.len() + 2 + 4;
 
@@ -149,6 +149,11 @@ mod tests {
             site: None,
             content_hash: "00".into(),
             body_sha256: String::new(),
+            layers: vec![crate::PackageLayer {
+                role: "base".into(),
+                name: "test".into(),
+                version: Some("1.0.0".into()),
+            }],
         }
     }
 

@@ -16,6 +16,23 @@ pub use entities::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The OpenMRS platform version whose behaviour the runtime reproduces.
+pub const PLATFORM_VERSION: &str = "2.7.0";
+
+/// The OpenMRS modules the runtime stands in for (module id, name, version whose
+/// behaviour it reproduces). The runtime lists them at `module`; the compiler checks a
+/// content package's `omod.<id>` requirements against them.
+pub const PROVIDED_MODULES: &[(&str, &str, &str)] = &[
+    ("webservices.rest", "Rest Web Services", "2.44.0"),
+    ("fhir2", "FHIR2", "2.2.0"),
+    ("idgen", "ID Generation", "4.14.0"),
+    ("emrapi", "EMR API", "2.1.0"),
+    ("metadatamapping", "Metadata Mapping", "1.6.0"),
+    ("addresshierarchy", "Address Hierarchy", "2.19.0"),
+    ("queue", "Queue", "2.4.0"),
+    ("initializer", "Initializer", "2.9.0"),
+];
+
 /// Which content a bundle was compiled from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BuildType {
@@ -48,6 +65,19 @@ pub struct Header {
     pub content_hash: String,
     /// Hex SHA-256 of the encoded body, checked on decode.
     pub body_sha256: String,
+    /// The content packages laid down, first to last: dependencies in dependency order,
+    /// then the base package, then the site.
+    pub layers: Vec<PackageLayer>,
+}
+
+/// One content package of a build, as the header records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackageLayer {
+    /// `dependency`, `base` or `site`.
+    pub role: String,
+    pub name: String,
+    /// As its `content.properties` declares it, when it does.
+    pub version: Option<String>,
 }
 
 /// Everything the runtime serves. Every collection is sorted (by uuid, or by key) so the

@@ -207,6 +207,10 @@ fn build_writes_a_bundle_that_inspect_reads_and_refuses_to_write_on_errors() {
     let stdout = text(&inspect.stdout);
     assert!(stdout.contains("build type:       distro"), "{stdout}");
     assert!(
+        stdout.contains("layers (first to last):\n  base        openmrs_config -\n"),
+        "{stdout}"
+    );
+    assert!(
         stdout
             .lines()
             .any(|l| l.starts_with("visit_types") && l.trim_end().ends_with(" 1")),

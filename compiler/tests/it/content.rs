@@ -41,6 +41,20 @@ fn the_distribution_and_every_site_compile_without_any_diagnostic() {
             "{selection:?}"
         );
         assert_eq!(c.locales.default, "fr");
+        // The base depends on the project's shared package, laid down first; its location
+        // tags serve the base's locations.
+        let layers: Vec<(&str, &str)> = compiled
+            .header
+            .layers
+            .iter()
+            .map(|l| (l.role.as_str(), l.name.as_str()))
+            .collect();
+        assert_eq!(
+            layers[..2],
+            [("dependency", "dse-rdc-socle"), ("base", "dse-rdc")]
+        );
+        assert!(c.location_tags.iter().any(|t| t.name == "Login Location"));
+        assert!(c.locations.iter().any(|l| !l.tags.is_empty()));
     }
 }
 
@@ -64,9 +78,14 @@ fn the_same_content_gives_the_same_bundle_byte_for_byte() {
 #[test]
 fn the_bundle_does_not_depend_on_where_the_project_lives() {
     let copy = tempfile::tempdir().unwrap();
-    for dir in ["openmrs_config", "sites", "frontend"] {
+    for dir in ["openmrs_config", "sites", "frontend", "content-packages"] {
         copy_tree(&project_root().join(dir), &copy.path().join(dir));
     }
+    std::fs::copy(
+        project_root().join("content.properties"),
+        copy.path().join("content.properties"),
+    )
+    .unwrap();
     let here = compiler::compile(
         &project_root(),
         &Selection::site("makala"),

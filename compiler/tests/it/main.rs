@@ -3,6 +3,7 @@
 //! - `fixtures`: one multi-file fixture per diagnostic code under `tests/fixtures/`, each
 //!   compared with its expected rendering (`UPDATE_EXPECT=1` rewrites the expectations);
 //! - `merge`: how base, site, OCL and CSV definitions combine;
+//! - `packages`: content packages the base depends on, and their layering;
 //! - `cli`: exit codes, output formats, baselines and build selection of the binary;
 //! - `content`: the project's own content builds clean, and reproducibly;
 //! - `hostile`: inputs that must end in diagnostics, never a panic.
@@ -13,3 +14,4 @@ mod fixture;
 mod fixtures;
 mod hostile;
 mod merge;
+mod packages;

@@ -501,18 +501,8 @@ pub async fn term_mappings(
     Ok(ok(json!({"results": results})))
 }
 
-/// The back-end modules the front-end apps check for, with the versions whose behaviour
-/// this server reproduces.
-pub const MODULES: &[(&str, &str, &str)] = &[
-    ("webservices.rest", "Rest Web Services", "2.44.0"),
-    ("fhir2", "FHIR2", "2.2.0"),
-    ("idgen", "ID Generation", "4.14.0"),
-    ("emrapi", "EMR API", "2.1.0"),
-    ("metadatamapping", "Metadata Mapping", "1.6.0"),
-    ("addresshierarchy", "Address Hierarchy", "2.19.0"),
-    ("queue", "Queue", "2.4.0"),
-    ("initializer", "Initializer", "2.9.0"),
-];
+/// The back-end modules the front-end apps check for: the ones this server stands in for.
+use model::{PLATFORM_VERSION, PROVIDED_MODULES as MODULES};
 
 /// `module` — any logged-in caller.
 pub async fn modules(
@@ -529,7 +519,7 @@ pub async fn modules(
         .map(|(id, name, version)| {
             let full = json!({
                 "uuid": id, "display": name, "name": name, "description": name, "packageName": format!("org.openmrs.module.{id}"),
-                "author": "DSE RDC", "version": version, "started": true, "startupErrorMessage": null, "requireOpenmrsVersion": "2.7.0",
+                "author": "DSE RDC", "version": version, "started": true, "startupErrorMessage": null, "requireOpenmrsVersion": PLATFORM_VERSION,
                 "links": [{"rel": "self", "uri": format!("{base}/module/{id}"), "resourceAlias": "module"}], "resourceVersion": "1.8",
             });
             match &custom {

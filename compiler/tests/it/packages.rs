@@ -1,0 +1,163 @@
+//! Content packages the base depends on (`content.properties`, `content-packages/`):
+//! resolution order, layering across dependency, base and site, versions, placeholders
+//! and cycles (docs/content.md, "Content packages the base depends on").
+
+use crate::fixture::materialize;
+use compiler::vfs::Selection;
+
+const A: &str = "3f1c2b7e-9a4d-4c1e-8b2f-6d5e4c3b2a10";
+const B: &str = "8a6e3c1d-2b4f-4e5a-9c7d-1e2f3a4b5c6d";
+const C: &str = "c0ffee00-1234-4abc-8def-0123456789ab";
+
+fn problems(c: &compiler::Compiled) -> Vec<String> {
+    c.diagnostics
+        .iter()
+        .map(|d| format!("{} {}", d.code, d.message))
+        .collect()
+}
+
+/// A published package (`refapp`, Maven placeholders, front-end configuration) that needs
+/// this project's own `core` package; the base needs `refapp`; a site on top.
+fn three_layers() -> String {
+    format!(
+        "//- content.properties\nname=facility\nversion=2.0.0\ncontent.refapp=>=1.1.2-SNAPSHOT\n\
+         //- content-packages/refapp/content.properties\nname=${{project.artifactId}}\nversion=${{project.version}}\ncontent.core=1.x\nomod.fhir2=>=2.0.0\n\
+         //- content-packages/refapp/pom.xml\n<project><parent><artifactId>content-parent</artifactId><version>1.1.2-SNAPSHOT</version></parent><artifactId>refapp-content</artifactId></project>\n\
+         //- content-packages/refapp/configuration/backend_configuration/locationtags/tags.csv\nUuid,Name\n{C},Triage Location\n\
+         //- content-packages/refapp/configuration/backend_configuration/visittypes/visittypes.csv\nUuid,Name,Description\n{A},Outpatient,refapp\n\
+         //- content-packages/refapp/configuration/frontend_configuration/refapp.json\n{{\"@openmrs/esm-login-app\":{{\"chooseLocation\":{{\"enabled\":true,\"numberToShow\":3}}}}}}\n\
+         //- content-packages/core/content.properties\nname=core\nversion=1.3.0\n\
+         //- content-packages/core/openmrs_config/visittypes/visittypes.csv\nUuid,Name,Description\n{A},Outpatient,core\n{B},Inpatient,core\n\
+         //- content-packages/core/openmrs_config/encountertypes/core.csv\nUuid,Name,Description\n{B},Consultation,core\n\
+         //- openmrs_config/visittypes/visittypes.csv\nUuid,Name,Description\n{A},Outpatient,base\n\
+         //- openmrs_config/locations/locations.csv\nUuid,Name,Tags\n{B},Triage,Triage Location\n\
+         //- frontend/config/config.json\n{{\"@openmrs/esm-login-app\":{{\"chooseLocation\":{{\"numberToShow\":8}}}}}}\n\
+         //- sites/north/openmrs_config/encountertypes/north.csv\nUuid,Name,Description\n{B},Consultation,north\n"
+    )
+}
+
+#[test]
+fn dependencies_are_laid_down_first_and_later_layers_win() {
+    let project = materialize(&three_layers());
+    let c = compiler::compile(
+        project.root(),
+        &Selection::site("north"),
+        &compiler::NoProgress,
+    );
+    // The only problem is the missing logo, which this project does not carry.
+    let found: Vec<String> = problems(&c)
+        .into_iter()
+        .filter(|p| !p.starts_with("E0208"))
+        .collect();
+    assert!(found.is_empty(), "{found:?}");
+    let layers: Vec<(String, String, Option<String>)> = c
+        .header
+        .layers
+        .iter()
+        .map(|l| (l.role.clone(), l.name.clone(), l.version.clone()))
+        .collect();
+    assert_eq!(
+        layers,
+        [
+            ("dependency".into(), "core".into(), Some("1.3.0".into())),
+            (
+                "dependency".into(),
+                "refapp".into(),
+                Some("1.1.2-SNAPSHOT".into())
+            ),
+            ("base".into(), "facility".into(), Some("2.0.0".into())),
+            ("site".into(), "north".into(), None),
+        ]
+    );
+    // The base's visittypes.csv replaces the same path in `core`: Inpatient is gone, and
+    // the Outpatient of `refapp` (another file, same uuid) is overridden by the base.
+    let visit_types: Vec<_> = c
+        .content
+        .visit_types
+        .iter()
+        .map(|v| (v.name.as_str(), v.description.as_deref()))
+        .collect();
+    assert_eq!(visit_types, [("Outpatient", Some("base"))]);
+    // A uuid of `core` overridden by the site, three layers up.
+    let consultation = &c.content.encounter_types[0];
+    assert_eq!(consultation.description.as_deref(), Some("north"));
+    // A tag the dependency defines serves the base's locations.
+    let triage = c.content.locations.iter().find(|l| l.uuid == B).unwrap();
+    assert_eq!(triage.tags, [C]);
+    // Front-end configuration: the dependency's file first, the project's over it.
+    let fe: serde_json::Value = serde_json::from_str(&c.content.frontend_config).unwrap();
+    let choose = &fe["@openmrs/esm-login-app"]["chooseLocation"];
+    assert_eq!(choose["enabled"], true);
+    assert_eq!(choose["numberToShow"], 8);
+}
+
+#[test]
+fn the_content_hash_follows_the_dependencies() {
+    let text = three_layers();
+    let first = materialize(&text);
+    let a = compiler::compile(first.root(), &Selection::distro(), &compiler::NoProgress);
+    let again = compiler::compile(first.root(), &Selection::distro(), &compiler::NoProgress);
+    assert_eq!(a.encode(), again.encode());
+    let changed = materialize(&text.replace("Consultation,core", "Consultation,changed"));
+    let b = compiler::compile(changed.root(), &Selection::distro(), &compiler::NoProgress);
+    assert_ne!(a.header.content_hash, b.header.content_hash);
+}
+
+#[test]
+fn a_cycle_is_reported_where_it_closes() {
+    let text = "//- content.properties\ncontent.a=*\n\
+                //- content-packages/a/content.properties\nversion=1.0\ncontent.b=>=1\n\
+                //- content-packages/a/openmrs_config/visittypes/a.csv\nUuid,Name\n\
+                //- content-packages/b/content.properties\nversion=1.0\ncontent.a=>=1\n\
+                //- content-packages/b/openmrs_config/visittypes/b.csv\nUuid,Name\n\
+                //- openmrs_config/visittypes/v.csv\nUuid,Name\n";
+    let project = materialize(text);
+    let c = compiler::compile(project.root(), &Selection::distro(), &compiler::NoProgress);
+    let found = problems(&c);
+    assert!(
+        found.contains(&"E0205 Content package dependency cycle: a → b → a".to_string()),
+        "{found:?}"
+    );
+    let d = c.diagnostics.iter().find(|d| d.code == "E0205").unwrap();
+    let p = d.position.as_ref().unwrap();
+    assert_eq!(
+        (p.path.as_str(), p.line),
+        ("content-packages/b/content.properties", 2)
+    );
+}
+
+#[test]
+fn every_range_asked_of_a_shared_dependency_is_checked() {
+    // base → a, base → b, b → a with a range a's version is outside.
+    let text = "//- content.properties\ncontent.a=^1.0.0\ncontent.b=^1.0.0\n\
+                //- content-packages/a/content.properties\nversion=1.4.0\n\
+                //- content-packages/a/openmrs_config/visittypes/a.csv\nUuid,Name\n\
+                //- content-packages/b/content.properties\nversion=1.0.0\ncontent.a=[1.5,2.0)\n\
+                //- content-packages/b/openmrs_config/visittypes/b.csv\nUuid,Name\n\
+                //- openmrs_config/visittypes/v.csv\nUuid,Name\n";
+    let project = materialize(text);
+    let c = compiler::compile(project.root(), &Selection::distro(), &compiler::NoProgress);
+    assert_eq!(
+        problems(&c),
+        ["E0006 Content package 'a' is version 1.4.0, outside the range '[1.5,2.0)' required here"]
+    );
+}
+
+#[test]
+fn placeholders_without_a_pom_and_packages_without_configuration_are_errors() {
+    let text = "//- content.properties\ncontent.a=*\ncontent.b=*\n\
+                //- content-packages/a/content.properties\nversion=${project.version}\n\
+                //- content-packages/a/openmrs_config/visittypes/a.csv\nUuid,Name\n\
+                //- content-packages/b/content.properties\nversion=1.0\n\
+                //- content-packages/b/README.md\nnothing here\n\
+                //- openmrs_config/visittypes/v.csv\nUuid,Name\n";
+    let project = materialize(text);
+    let c = compiler::compile(project.root(), &Selection::distro(), &compiler::NoProgress);
+    assert_eq!(
+        problems(&c),
+        [
+            "E0006 Placeholder '${project.version}' in 'version' cannot be resolved",
+            "E0006 Content package 'b' holds no configuration",
+        ]
+    );
+}
