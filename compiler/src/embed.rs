@@ -159,8 +159,7 @@ mod tests {
         let p = project(&[KNOWN_DEFECT, ("validator-baseline.json", BASELINE)]);
         let root = p.path().to_str().unwrap();
         let built = bundle_for_build(env(&[("CONTENT_ROOT", root)]), Path::new("/x"))
-            .ok()
-            .expect("the recorded problem is accepted");
+            .unwrap_or_else(|e| panic!("the recorded problem is accepted: {e}"));
         assert_eq!(
             built.baseline_summary.as_deref(),
             Some("validator-baseline.json: 1 known problem(s) accepted, 0 stale entries")
