@@ -5,12 +5,17 @@
 
 use crate::csvtable::derive_uuid;
 
-/// Core privileges (OpenMRS `PrivilegeConstants` and the REST module's needs).
+/// Core privileges: those OpenMRS core creates at start-up (`PrivilegeConstants` marked to
+/// be added on start-up, and its seed data), and the few the runtime itself enforces.
 pub const CORE_PRIVILEGES: &[&str] = &[
     "Add Allergies",
     "Add Cohorts",
     "Add Concept Proposals",
     "Add Encounters",
+    "Add HL7 Inbound Archive",
+    "Add HL7 Inbound Exception",
+    "Add HL7 Inbound Queue",
+    "Add HL7 Source",
     "Add Observations",
     "Add Orders",
     "Add Patient Identifiers",
@@ -23,10 +28,18 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Add Reports",
     "Add Users",
     "Add Visits",
+    "Assign System Developer Role",
     "Configure Visits",
     "Delete Cohorts",
     "Delete Concept Proposals",
+    "Delete Conditions",
+    "Delete Diagnoses",
     "Delete Encounters",
+    "Delete HL7 Inbound Archive",
+    "Delete HL7 Inbound Exception",
+    "Delete HL7 Inbound Queue",
+    "Delete Medication Dispense",
+    "Delete Notes",
     "Delete Observations",
     "Delete Orders",
     "Delete Patient Identifiers",
@@ -41,7 +54,11 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Edit Allergies",
     "Edit Cohorts",
     "Edit Concept Proposals",
+    "Edit Conditions",
+    "Edit Diagnoses",
     "Edit Encounters",
+    "Edit Medication Dispense",
+    "Edit Notes",
     "Edit Observations",
     "Edit Orders",
     "Edit Patient Identifiers",
@@ -66,7 +83,10 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Get Concept Reference Terms",
     "Get Concept Sources",
     "Get Concepts",
+    "Get Conditions",
     "Get Database Changes",
+    "Get Diagnoses",
+    "Get Diagnoses Attribute Types",
     "Get Encounter Roles",
     "Get Encounter Types",
     "Get Encounters",
@@ -80,6 +100,8 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Get Identifier Types",
     "Get Location Attribute Types",
     "Get Locations",
+    "Get Medication Dispense",
+    "Get Notes",
     "Get Observations",
     "Get Order Frequencies",
     "Get Order Set Attribute Types",
@@ -95,6 +117,7 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Get Privileges",
     "Get Problems",
     "Get Programs",
+    "Get Provider Attribute Types",
     "Get Providers",
     "Get Relationship Types",
     "Get Relationships",
@@ -117,6 +140,7 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Manage Encounter Roles",
     "Manage Encounter Types",
     "Manage Field Types",
+    "Manage FormEntry XSN",
     "Manage Forms",
     "Manage Global Properties",
     "Manage HL7 Messages",
@@ -145,6 +169,7 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Patient Dashboard - View Demographics Section",
     "Patient Dashboard - View Encounters Section",
     "Patient Dashboard - View Forms Section",
+    "Patient Dashboard - View Graphs Section",
     "Patient Dashboard - View Overview Section",
     "Patient Dashboard - View Patient Summary",
     "Patient Dashboard - View Regimen Section",
@@ -158,6 +183,7 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Purge Users",
     "Remove Allergies",
     "Remove Problems",
+    "Task: Modify Allergies",
     "Update HL7 Inbound Archive",
     "Update HL7 Inbound Exception",
     "Update HL7 Inbound Queue",
@@ -183,6 +209,7 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "View Order Types",
     "View Orders",
     "View Patient Cohorts",
+    "View Patient Identifiers",
     "View Patient Programs",
     "View Patients",
     "View People",
@@ -193,6 +220,8 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "View Providers",
     "View Relationship Types",
     "View Relationships",
+    "View Report Objects",
+    "View Reports",
     "View Roles",
     "View Unpublished Forms",
     "View Users",
@@ -306,8 +335,212 @@ pub const IDENTIFIER_VALIDATORS: &[&str] = &[
     "org.openmrs.module.idgen.validator.LuhnMod30IdentifierValidator",
 ];
 
-/// Location tags that modules create themselves.
-pub const MODULE_LOCATION_TAGS: &[&str] = &["Appointment Location"];
+/// Privileges that the modules the runtime stands in for, and the modules real packages
+/// commonly run beside it, create at start-up (module, names). Roles of a package refer to
+/// them without defining them.
+pub const MODULE_PRIVILEGES: &[(&str, &[&str])] = &[
+    (
+        "legacyui",
+        &[
+            "Patient Dashboard - View Visits Section",
+            "Patient Overview - View Patient Actions",
+        ],
+    ),
+    (
+        "webservices.rest",
+        &[
+            "Manage RESTWS",
+            "View RESTWS",
+        ],
+    ),
+    (
+        "idgen",
+        &[
+            "Manage Identifier Sources",
+            "Manage Auto Generation Options",
+            "Generate Batch of Identifiers",
+            "Upload Batch of Identifiers",
+            "Manage Identifier Sequence",
+        ],
+    ),
+    (
+        "emrapi",
+        &[
+            "Edit conditions",
+            "Get conditions",
+            "Get Procedures",
+            "Manage Procedures",
+            "Purge Procedures",
+            "Get Procedure Types",
+            "Manage Procedure Types",
+            "Purge Procedure Types",
+        ],
+    ),
+    (
+        "queue",
+        &[
+            "Get Queues",
+            "Get Queue Entries",
+            "Get Queue Rooms",
+            "Manage Queues",
+            "Manage Queue Entries",
+            "Manage Queue Rooms",
+            "Purge Queues",
+            "Purge Queue Entries",
+            "Purge Queue Rooms",
+        ],
+    ),
+    (
+        "appointments",
+        &[
+            "View Appointments",
+            "Manage Appointments",
+            "View Appointment Services",
+            "Manage Appointment Services",
+            "Manage Appointment Specialities",
+            "Manage Own Appointments",
+            "Reset Appointment Status",
+            "Appointments: Invite Providers",
+        ],
+    ),
+    (
+        "attachments",
+        &[
+            "App: attachments.attachments.page",
+            "View Attachments",
+        ],
+    ),
+    (
+        "cohort",
+        &[
+            "View Cohorts In Cohort Module",
+            "Edit Cohorts In Cohort Module",
+            "Manage Cohorts In Cohort Module",
+        ],
+    ),
+    (
+        "billing",
+        &[
+            "View Cashier Bills",
+            "Manage Cashier Bills",
+            "Delete Cashier Bills",
+            "Purge Cashier Bills",
+            "Adjust Cashier Bills",
+            "Refund Money",
+            "Reprint Receipt",
+            "View Cashier Metadata",
+            "Manage Cashier Metadata",
+            "Purge Cashier Metadata",
+            "View Cashier Timesheets",
+            "Manage Cashier Timesheets",
+            "Purge Cashier Timesheets",
+            "App: View Cashier App",
+            "App: Access Cashier Tasks",
+            "Task: Create new bill",
+            "Task: Adjust Cashier Bills",
+            "Task: Cashier Timesheets",
+            "Task: Manage Cashier Module",
+            "Task: Manage Cashier Metadata",
+            "Task: View Cashier Reports",
+            "Manage Bill Discounts",
+            "Approve Bill Discounts",
+            "View Bill Discounts",
+            "Request Bill Refunds",
+            "Approve Bill Refunds",
+            "Complete Bill Refunds",
+            "View Bill Refunds",
+        ],
+    ),
+    (
+        "reporting",
+        &[
+            "Manage Reports",
+            "Manage Report Definitions",
+            "Manage Data Set Definitions",
+            "Manage Indicator Definitions",
+            "Manage Dimension Definitions",
+            "Manage Cohort Definitions",
+            "Manage Report Designs",
+            "Manage Scheduled Report Tasks",
+            "Run Reports",
+        ],
+    ),
+    (
+        "metadatamapping",
+        &[
+            "Manage Metadata Mapping",
+            "View Metadata Via Mapping",
+        ],
+    ),
+    (
+        "addresshierarchy",
+        &[
+            "Manage Address Hierarchy",
+        ],
+    ),
+    (
+        "patientflags",
+        &[
+            "Manage Flags",
+            "Test Flags",
+            "View Flags",
+            "Manage Patient Flags",
+            "View Patient Flags",
+        ],
+    ),
+    (
+        "providermanagement",
+        &[
+            "Provider Management API",
+            "Provider Management API - Read-only",
+            "Provider Management Dashboard - View Providers",
+            "Provider Management Dashboard - Edit Providers",
+            "Provider Management Dashboard - View Patients",
+            "Provider Management Dashboard - Edit Patients",
+            "Provider Management Dashboard - View Historical",
+            "Provider Management - Admin",
+        ],
+    ),
+    (
+        "stockmanagement",
+        &[
+            "App: stockmanagement.dashboard",
+            "App: stockmanagement.stockItems",
+            "Task: stockmanagement.stockItems.mutate",
+            "Task: stockmanagement.stockItems.dispense.qty",
+            "Task: stockmanagement.stockItems.dispense",
+            "App: stockmanagement.userRoleScopes",
+            "Task: stockmanagement.userRoleScopes.mutate",
+            "App: stockmanagement.stockoperations",
+            "Task: stockmanagement.stockoperations.mutate",
+            "Task: stockmanagement.stockoperations.approve",
+            "Task: stockmanagement.stockoperations.receiveitems",
+            "App: stockmanagement.stockSources",
+            "Task: stockmanagement.stockSources.mutate",
+            "App: stockmanagement.stockOperationType",
+            "Task: stockmanagement.party.read",
+            "App: stockmanagement.reports",
+            "Task: stockmanagement.reports.mutate",
+        ],
+    ),
+];
+
+/// Location tags that modules create at start-up, or that OpenMRS tooling expects under
+/// well-known uuids (name, uuid): appframework's Login Location, the reference metadata's
+/// Visit, Admission and Transfer Locations (the uuids the O3 modules default to), the
+/// queue and appointments modules' tags, and stock management's. A package's own tag of
+/// the same name wins.
+pub const MODULE_LOCATION_TAGS: &[(&str, &str)] = &[
+    ("Login Location", "b8bbf83e-645f-451f-8efe-a0db56f09676"),
+    ("Visit Location", "37dd4458-dc9e-4ae6-a1f1-789c1162d37b"),
+    ("Admission Location", "1c783dca-fd54-4ea8-a0fc-2875374e9cb6"),
+    ("Transfer Location", "8d4626ca-7abd-42ad-be48-56767bbcf272"),
+    ("Queue Location", ""),
+    ("Appointment Location", ""),
+    ("Main Pharmacy", "89a80c4d-2899-11ed-bdcb-507b9dea1806"),
+    ("Dispensary", "fe7c970f-2aba-11ed-ba4a-507b9dea1806"),
+    ("Main Store", "e539ebca-2899-11ed-bdcb-507b9dea1806"),
+];
 
 /// The OpenMRS platform version the runtime stands in for (`war.openmrs` requirements).
 pub const PLATFORM_VERSION: &str = model::PLATFORM_VERSION;
@@ -322,10 +555,18 @@ pub fn provided_module(id: &str) -> Option<&'static str> {
 
 /// Finds a core privilege by exact or case-insensitive name.
 pub fn core_privilege(name: &str) -> Option<&'static str> {
+    all_privileges().find(|p| p.eq_ignore_ascii_case(name))
+}
+
+/// Core's privileges, then the modules', without case-insensitive repeats (emrapi's
+/// `Get conditions` is core's `Get Conditions` on a real server's database).
+pub fn all_privileges() -> impl Iterator<Item = &'static str> {
+    let mut seen = std::collections::HashSet::new();
     CORE_PRIVILEGES
         .iter()
-        .find(|p| p.eq_ignore_ascii_case(name))
+        .chain(MODULE_PRIVILEGES.iter().flat_map(|(_, names)| names.iter()))
         .copied()
+        .filter(move |p| seen.insert(p.to_lowercase()))
 }
 
 pub fn datatype(name: &str) -> Option<&'static (&'static str, &'static str, &'static str)> {

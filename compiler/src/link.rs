@@ -95,7 +95,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         .iter()
         .map(|p| p.name.to_lowercase())
         .collect();
-    for name in builtin::CORE_PRIVILEGES {
+    for name in builtin::all_privileges() {
         if !defined.contains(&name.to_lowercase()) {
             all_privileges.push(Privilege {
                 uuid: derive_uuid(&format!("privilege/{name}")),
@@ -323,9 +323,15 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
 
     // Location tags and locations.
     let mut tags = location_tags;
-    for name in builtin::MODULE_LOCATION_TAGS {
+    for (name, known_uuid) in builtin::MODULE_LOCATION_TAGS {
+        let taken = |uuid: &str| tags.items.contains_key(uuid);
         if !tags.values().any(|t| t.name.eq_ignore_ascii_case(name)) {
-            let uuid = derive_uuid(&format!("locationtag/{name}"));
+            // Modules that create a tag under a random uuid get a derived, stable one.
+            let uuid = if known_uuid.is_empty() || taken(known_uuid) {
+                derive_uuid(&format!("locationtag/{name}"))
+            } else {
+                known_uuid.to_string()
+            };
             tags.items.insert(
                 uuid.clone(),
                 Entry::new(
@@ -705,9 +711,13 @@ fn link_roles(
             })
             .collect();
         let privs = std::mem::take(&mut r.value.privileges);
+        // A role holds a set: the same privilege written twice (or in two spellings of
+        // case) is granted once.
+        let mut seen = BTreeSet::new();
         r.value.privileges = privs
             .iter()
             .map(|p| check_privilege(p, &r.at("privileges").narrow(p), sink))
+            .filter(|p| seen.insert(p.to_lowercase()))
             .collect();
     }
     // Transitive privileges, with cycle detection over inheritance.

@@ -276,3 +276,24 @@ fn the_site_front_end_config_merges_over_the_base() {
     );
     assert_eq!(compiled.content.logo_png, png);
 }
+
+#[test]
+fn what_modules_create_at_start_up_needs_no_definition() {
+    // Roles naming privileges of core and of the modules, locations tagged with the tags
+    // modules (or OpenMRS tooling) provide: no warning, no error, and the tags are kept.
+    let text = format!(
+        "//- openmrs_config/roles/roles.csv\nUuid,Role name,Privileges\n\
+         {A},Caissier,View Cashier Bills;Manage Queue Entries;Get Conditions;Get conditions;View Appointments;Manage Identifier Sources;Get Medication Dispense\n\
+         //- openmrs_config/locations/locations.csv\nUuid,Name,Tags,Tag|Admission Location\n\
+         {B},Pavillon,Login Location;Visit Location;Queue Location;Main Pharmacy,TRUE\n"
+    );
+    let (content, problems) = compile(&text, Selection::distro());
+    assert!(problems.is_empty(), "{problems:?}");
+    let location = content.locations.iter().find(|l| l.uuid == B).unwrap();
+    assert_eq!(location.tags.len(), 5);
+    // Well-known uuids where the module (or the O3 modules' defaults) fix them.
+    assert!(location.tags.contains(&"1c783dca-fd54-4ea8-a0fc-2875374e9cb6".to_string()));
+    assert!(location.tags.contains(&"b8bbf83e-645f-451f-8efe-a0db56f09676".to_string()));
+    let role = content.roles.iter().find(|r| r.uuid == A).unwrap();
+    assert_eq!(role.privileges.len(), 6, "{:?}", role.privileges);
+}
