@@ -346,13 +346,7 @@ pub const MODULE_PRIVILEGES: &[(&str, &[&str])] = &[
             "Patient Overview - View Patient Actions",
         ],
     ),
-    (
-        "webservices.rest",
-        &[
-            "Manage RESTWS",
-            "View RESTWS",
-        ],
-    ),
+    ("webservices.rest", &["Manage RESTWS", "View RESTWS"]),
     (
         "idgen",
         &[
@@ -405,10 +399,7 @@ pub const MODULE_PRIVILEGES: &[(&str, &[&str])] = &[
     ),
     (
         "attachments",
-        &[
-            "App: attachments.attachments.page",
-            "View Attachments",
-        ],
+        &["App: attachments.attachments.page", "View Attachments"],
     ),
     (
         "cohort",
@@ -467,17 +458,9 @@ pub const MODULE_PRIVILEGES: &[(&str, &[&str])] = &[
     ),
     (
         "metadatamapping",
-        &[
-            "Manage Metadata Mapping",
-            "View Metadata Via Mapping",
-        ],
+        &["Manage Metadata Mapping", "View Metadata Via Mapping"],
     ),
-    (
-        "addresshierarchy",
-        &[
-            "Manage Address Hierarchy",
-        ],
-    ),
+    ("addresshierarchy", &["Manage Address Hierarchy"]),
     (
         "patientflags",
         &[

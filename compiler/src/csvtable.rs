@@ -274,6 +274,12 @@ impl Table {
         self.file.loc(row.offset, 0)
     }
 
+    /// The header cell of column `i`.
+    pub fn header_cell_loc(&self, i: usize) -> Loc {
+        let h = &self.headers[i];
+        self.file.loc(h.offset, h.name.len())
+    }
+
     pub fn header_loc(&self) -> Loc {
         self.file.loc(self.header_offset, 0)
     }

@@ -83,6 +83,8 @@ codes! {
     StrayFile = "W0015", "stray-file", Warning;
     OclLocale = "W0016", "non-standard-locale", Warning;
     UnsupportedModule = "W0017", "unsupported-module", Warning;
+    OrphanMapping = "W0018", "orphan-mapping", Warning;
+    MissingDictionary = "W0019", "missing-dictionary", Warning;
 }
 
 /// One reported problem.
@@ -266,9 +268,13 @@ pub enum Format {
     Github,
 }
 
+/// Identical findings (same code and message, so the same reference) shown in full before
+/// the rest are counted per file.
+pub const FOLD_AFTER: usize = 3;
+
 pub fn render(diagnostics: &[Diagnostic], format: Format, color: bool) -> String {
     match format {
-        Format::Human => diagnostics.iter().map(|d| render_human(d, color)).collect(),
+        Format::Human => render_report(diagnostics, color),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(diagnostics).expect("diagnostics serialize");
             s.push('\n');
@@ -276,6 +282,137 @@ pub fn render(diagnostics: &[Diagnostic], format: Format, color: bool) -> String
         }
         Format::Github => diagnostics.iter().map(render_github).collect(),
     }
+}
+
+/// The human report of a whole check: every finding, except that identical ones after the
+/// first `FOLD_AFTER` are folded into "and N more in <file>" lines, then a tally per code.
+/// Machine formats (JSON, GitHub) keep every finding.
+pub fn render_report(diagnostics: &[Diagnostic], color: bool) -> String {
+    use std::collections::BTreeMap;
+    /// (code, message): one finding, whatever its place.
+    type Key<'a> = (&'a str, &'a str);
+    let mut shown: BTreeMap<Key, usize> = BTreeMap::new();
+    // Finding → file → how many were folded, in first-seen order of findings.
+    let mut folded: Vec<(Key, BTreeMap<&str, usize>)> = Vec::new();
+    let mut out = String::new();
+    for d in diagnostics {
+        let key = (d.code.as_str(), d.message.as_str());
+        let n = shown.entry(key).or_default();
+        *n += 1;
+        if *n <= FOLD_AFTER {
+            out.push_str(&render_human(d, color));
+            continue;
+        }
+        let path = d.position.as_ref().map_or("", |p| p.path.as_str());
+        match folded.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, files)) => *files.entry(path).or_default() += 1,
+            None => folded.push((key, BTreeMap::from([(path, 1)]))),
+        }
+    }
+    for ((code, message), files) in &folded {
+        let _ = writeln!(out, "{code}: {message}");
+        for (path, n) in files {
+            let place = if path.is_empty() { "elsewhere" } else { path };
+            let _ = writeln!(out, "  … and {n} more in {place}");
+        }
+        out.push('\n');
+    }
+    if diagnostics.len() > 1 {
+        let mut tally: BTreeMap<(&str, &str), (usize, std::collections::BTreeSet<&str>)> =
+            BTreeMap::new();
+        for d in diagnostics {
+            let t = tally.entry((d.code.as_str(), d.name.as_str())).or_default();
+            t.0 += 1;
+            t.1.insert(d.message.as_str());
+        }
+        out.push_str("findings by code:\n");
+        for ((code, name), (n, distinct)) in &tally {
+            let distinct = if distinct.len() < *n {
+                format!(" ({} distinct)", distinct.len())
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "  {code} {name:<28} {n:>7}{distinct}");
+        }
+    }
+    out
+}
+
+/// Reference of an `unknown-concept` finding (its fixed first line quotes it).
+fn unknown_concept_reference(d: &Diagnostic) -> Option<&str> {
+    (d.code == Code::UnknownConcept.id())
+        .then(|| {
+            d.message
+                .strip_prefix("Concept with UUID '")?
+                .strip_suffix("' not found")
+        })
+        .flatten()
+}
+
+/// Whether a concept reference is a CIEL identifier: `CIEL:5085`, or the CIEL uuid form
+/// (`5085AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`).
+pub fn is_ciel_reference(reference: &str) -> bool {
+    let upper = reference.to_ascii_uppercase();
+    if let Some(code) = upper.strip_prefix("CIEL:") {
+        return !code.is_empty() && code.bytes().all(|b| b.is_ascii_digit());
+    }
+    let digits = upper.bytes().take_while(u8::is_ascii_digit).count();
+    upper.len() == 36 && digits > 0 && upper.bytes().skip(digits).all(|b| b == b'A')
+}
+
+/// Fewer distinct missing concepts than this are ordinary mistakes; more mean the package
+/// was written for a dictionary it does not contain.
+pub const MISSING_DICTIONARY_THRESHOLD: usize = 10;
+
+/// Findings that only make sense together, once every stage has run:
+/// - when an OCL archive could not be read, the concepts it defines are unknown to every
+///   reference: those unknown-concept errors are withheld (the archive's error says how many);
+/// - otherwise, many distinct missing concepts get one summary first (`missing-dictionary`).
+pub fn summarise(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let unreadable_archive = |d: &Diagnostic| {
+        d.code == Code::BadArchive.id()
+            && d.position
+                .as_ref()
+                .is_some_and(|p| p.path.contains("/ocl/"))
+    };
+    if diagnostics.iter().any(unreadable_archive) {
+        let before = diagnostics.len();
+        diagnostics.retain(|d| d.code != Code::UnknownConcept.id());
+        let withheld = before - diagnostics.len();
+        if withheld > 0 {
+            for d in diagnostics.iter_mut().filter(|d| unreadable_archive(d)) {
+                d.notes.push(format!(
+                    "{withheld} unknown-concept error(s) withheld: the concepts of an unreadable archive cannot be told apart from missing ones; fix the archive and check again"
+                ));
+            }
+        }
+        return diagnostics;
+    }
+    let mut places = 0;
+    let mut distinct = std::collections::BTreeSet::new();
+    for d in &diagnostics {
+        if let Some(r) = unknown_concept_reference(d) {
+            places += 1;
+            distinct.insert(r.to_ascii_uppercase());
+        }
+    }
+    if distinct.len() >= MISSING_DICTIONARY_THRESHOLD {
+        let ciel = distinct.iter().filter(|r| is_ciel_reference(r)).count();
+        let summary = Diagnostic::new(
+            Code::MissingDictionary,
+            &Loc::None,
+            format!(
+                "The content refers to {} concepts it does not define ({ciel} of them by CIEL identifier), in {places} places",
+                distinct.len()
+            ),
+        )
+        .note("the package was written to run on a concept dictionary it does not contain")
+        .help(
+            "declare the dictionary as a dependency: its OCL export in content-packages/<name>/openmrs_config/ocl/ (or configuration/backend_configuration/ocl/) and content.<name>=<version> in content.properties; the unknown-concept errors below are the details",
+        );
+        diagnostics.insert(0, summary);
+    }
+    diagnostics
 }
 
 /// rustc-style: the project's fixed first line, then the located snippet, notes and help.
@@ -472,5 +609,82 @@ impl Baseline {
             );
         }
         (kept, suppressed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(code: Code, path: &str, line: u32, message: &str) -> Diagnostic {
+        let mut d = Diagnostic::new(code, &Loc::None, message);
+        d.position = Some(Position {
+            path: path.into(),
+            line,
+            column: 1,
+            len: 0,
+            snippet: None,
+            snippet_column: 0,
+        });
+        d
+    }
+
+    #[test]
+    fn identical_findings_fold_after_a_few_and_a_tally_ends_the_report() {
+        let mut all = Vec::new();
+        for line in 1..=5 {
+            all.push(at(
+                Code::UnknownConcept,
+                "a.csv",
+                line,
+                "Concept with UUID 'X' not found",
+            ));
+        }
+        for line in 1..=4 {
+            all.push(at(
+                Code::UnknownConcept,
+                "b.csv",
+                line,
+                "Concept with UUID 'X' not found",
+            ));
+        }
+        all.push(at(
+            Code::UnknownConcept,
+            "b.csv",
+            9,
+            "Concept with UUID 'Y' not found",
+        ));
+        let report = render_report(&all, false);
+        assert_eq!(
+            report
+                .matches("ERROR: Concept with UUID 'X' not found")
+                .count(),
+            3
+        );
+        assert_eq!(
+            report
+                .matches("ERROR: Concept with UUID 'Y' not found")
+                .count(),
+            1
+        );
+        assert!(report.contains("E0201: Concept with UUID 'X' not found\n  … and 2 more in a.csv\n  … and 4 more in b.csv\n"), "{report}");
+        assert!(
+            report.ends_with(
+                "findings by code:\n  E0201 unknown-concept                   10 (2 distinct)\n"
+            ),
+            "{report}"
+        );
+        // Machine formats keep every finding.
+        assert_eq!(render(&all, Format::Github, false).lines().count(), 10);
+    }
+
+    #[test]
+    fn ciel_references_are_recognised_in_both_forms() {
+        assert!(is_ciel_reference("CIEL:5085"));
+        assert!(is_ciel_reference("ciel:5085"));
+        assert!(is_ciel_reference("5085AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"));
+        assert!(!is_ciel_reference("5085AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB"));
+        assert!(!is_ciel_reference("DRC-EMR:5085"));
+        assert!(!is_ciel_reference("CIEL:"));
     }
 }

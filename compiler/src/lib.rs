@@ -167,6 +167,6 @@ pub fn compile(root: &Path, selection: &Selection, progress: &dyn Progress) -> C
     Compiled {
         header,
         content,
-        diagnostics: sink.into_sorted(),
+        diagnostics: diagnostics::summarise(sink.into_sorted()),
     }
 }

@@ -61,6 +61,8 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         csv_concepts,
         location_tags,
         locations,
+        location_column_tags,
+        location_tag_columns,
         privileges,
         roles,
         identifier_types,
@@ -354,7 +356,26 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
             .values()
             .map(|l| (l.name.as_str(), l.uuid.as_str())),
     );
-    content.locations = link_locations(locations, &tag_lookup, &location_lookup, sink);
+    // A `Tag|<name>` column naming an unknown tag: once, at its header.
+    let mut reported = BTreeSet::new();
+    for (tag, header) in &location_tag_columns {
+        let key = (header.path().unwrap_or("").to_string(), tag.to_lowercase());
+        if tag_lookup.find(tag).is_none() && reported.insert(key) {
+            sink.unknown_reference(header, "Location tag", tag)
+                .notes
+                .push("OpenMRS Initializer fails every row of a file whose Tag| column names an unknown tag".into());
+            sink.last_mut().expect("just emitted").help = Some(
+                "define the tag in locationtags/ (here or in a package this one depends on), or correct the column's name".into(),
+            );
+        }
+    }
+    content.locations = link_locations(
+        locations,
+        &location_column_tags,
+        &tag_lookup,
+        &location_lookup,
+        sink,
+    );
     content.location_tags = tags.into_sorted();
 
     // Identifiers.
@@ -779,6 +800,7 @@ fn link_roles(
 
 fn link_locations(
     locations: Registry<Location>,
+    column_tags: &BTreeMap<String, Vec<String>>,
     tags: &Lookup,
     lookup: &Lookup,
     sink: &mut Sink,
@@ -789,6 +811,13 @@ fn link_locations(
         let mut resolved: Vec<String> = written
             .iter()
             .filter_map(|t| tags.resolve(t, "Location tag", &e.at("tags").narrow(t), sink))
+            .chain(
+                column_tags
+                    .get(&e.value.uuid)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| tags.find(t)),
+            )
             .collect();
         resolved.sort();
         resolved.dedup();

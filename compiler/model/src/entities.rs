@@ -489,7 +489,8 @@ pub struct AddressHierarchyEntry {
 pub struct OclArchive {
     pub path: String,
     pub content_name: Option<String>,
-    pub version: Option<u32>,
+    /// OCL's version id as the archive's name writes it (`3`, `2024-03-15`, `1.2.0-beta`).
+    pub version: Option<String>,
     pub concept_count: u32,
     pub mapping_count: u32,
 }

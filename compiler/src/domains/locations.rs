@@ -28,8 +28,10 @@ pub const COLUMNS: Columns = Columns {
     required: &["name"],
 };
 
-/// Tag references as written: `Tags` items, then `Tag|<name>` columns set to true.
-/// Resolved to uuids by `link`.
+/// Tag references as written: `Tags` items in the location, `Tag|<name>` columns set to
+/// true in `Loaded::location_column_tags`, each column's header once in
+/// `Loaded::location_tag_columns`. Resolved to uuids by `link`, which reports a column
+/// naming an unknown tag once, at its header.
 pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     let Some(name) = ctx.required("name", sink) else {
         return;
@@ -37,13 +39,20 @@ pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     let Some(uuid) = ctx.uuid(UuidRule::Metadata, &name, sink) else {
         return;
     };
-    let mut tags = ctx.list("tags");
+    let tags = ctx.list("tags");
+    let mut column_tags = Vec::new();
     for (i, tag) in ctx.table.prefixed("tag|") {
+        let first_row = std::ptr::eq(ctx.row, &ctx.table.rows[0]);
+        if first_row {
+            loaded
+                .location_tag_columns
+                .push((tag.to_string(), ctx.table.header_cell_loc(i)));
+        }
         if let Some(v) = ctx.table.cell(ctx.row, i) {
             let loc = ctx.table.cell_loc(ctx.row, i);
             let header = &ctx.table.headers[i].name;
             if parse_bool(v, header, &loc, sink) == Some(true) && !tags.iter().any(|t| t == tag) {
-                tags.push(tag.to_string());
+                column_tags.push(tag.to_string());
             }
         }
     }
@@ -70,12 +79,8 @@ pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         retired: ctx.retired(sink),
         display: ctx.display(sink),
     };
-    let mut entry = ctx.entry_with(value, &[("parent", "parent"), ("tags", "tags")]);
-    // A `Tag|X` reference is best reported at its header when there is no Tags cell.
-    if ctx.get("tags").is_none()
-        && let Some((i, _)) = ctx.table.prefixed("tag|").next()
-    {
-        entry.cells.insert("tags", ctx.table.cell_loc(ctx.row, i));
+    let entry = ctx.entry_with(value, &[("parent", "parent"), ("tags", "tags")]);
+    if loaded.locations.insert(uuid.clone(), entry, sink) {
+        loaded.location_column_tags.insert(uuid, column_tags);
     }
-    loaded.locations.insert(uuid, entry, sink);
 }

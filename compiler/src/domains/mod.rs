@@ -39,6 +39,10 @@ pub struct Loaded {
     pub csv_concepts: Registry<Concept>,
     pub location_tags: Registry<NamedMetadata>,
     pub locations: Registry<Location>,
+    /// Location uuid → the tags its `Tag|<name>` columns set.
+    pub location_column_tags: BTreeMap<String, Vec<String>>,
+    /// Every `Tag|<name>` column: the tag and its header cell.
+    pub location_tag_columns: Vec<(String, Loc)>,
     pub privileges: Registry<Privilege>,
     pub roles: Registry<Role>,
     pub identifier_types: Registry<PatientIdentifierType>,

@@ -188,13 +188,17 @@ struct ParsedArchive {
 }
 
 /// Parses `<prefix>_<content>_v<N>_autoexpand-<N>...zip` into (content, version).
-pub fn parse_archive_name(file_name: &str) -> Option<(String, u32)> {
+pub fn parse_archive_name(file_name: &str) -> Option<(String, String)> {
     let stem = file_name.strip_suffix(".zip")?;
     let (before, _) = stem.split_once("_autoexpand-")?;
     let (head, version) = before.rsplit_once("_v")?;
-    let version: u32 = version.parse().ok()?;
+    // OCL version ids are free-form (`3`, `2024-03-15`, `1.2.0-beta`, `v2`).
+    let version = version.trim_start_matches(['v', 'V']);
+    if version.is_empty() || version.contains(char::is_whitespace) {
+        return None;
+    }
     let (_, content) = head.split_once('_')?;
-    (!content.is_empty()).then(|| (content.to_string(), version))
+    (!content.is_empty()).then(|| (content.to_string(), version.to_string()))
 }
 
 pub fn load(files: &[&InputFile], progress: &dyn Progress, sink: &mut Sink) -> OclLoaded {
@@ -690,16 +694,26 @@ impl Merger {
             if !last_try {
                 return Some((m, loc, member.clone()));
             }
-            sink.unknown_concept(
+            // Exports often carry mappings of concepts they leave out; such a mapping has
+            // nothing to attach to, and OpenMRS would skip it too.
+            let d = sink.emit(
+                Code::OrphanMapping,
                 &loc,
-                &describe(
-                    &m.from_concept_url,
-                    &m.from_source_name,
-                    &m.from_concept_code,
+                format!(
+                    "OCL mapping of concept '{}', which no archive defines, is ignored",
+                    describe(
+                        &m.from_concept_url,
+                        &m.from_source_name,
+                        &m.from_concept_code
+                    )
                 ),
-            )
-            .notes
-            .push(format!("the {map_type} mapping starts from this concept"));
+            );
+            if let Some(url) = &m.url {
+                d.notes.push(format!("mapping {url}"));
+            }
+            d.help = Some(
+                "add the concept to an archive, or export the collection with its concepts".into(),
+            );
             return None;
         };
         let retired = m.retired.unwrap_or(false);
@@ -713,12 +727,32 @@ impl Merger {
                     if !last_try {
                         return Some((m, loc, member.clone()));
                     }
-                    sink.unknown_concept(
+                    let owner = self
+                        .loaded
+                        .concepts
+                        .get(&from)
+                        .and_then(|c| c.value.display_name("en", &[]).map(|n| n.name.clone()))
+                        .unwrap_or_default();
+                    let role = if kind == "Q-AND-A" {
+                        "an answer"
+                    } else {
+                        "a set member"
+                    };
+                    let d = sink.unknown_concept(
                         &loc,
                         &describe(&m.to_concept_url, &m.to_source_name, &m.to_concept_code),
-                    )
-                    .notes
-                    .push(format!("target of a {kind} mapping"));
+                    );
+                    d.notes.push(format!(
+                        "{role} of concept '{}' ({owner}), by a {kind} mapping",
+                        describe(
+                            &m.from_concept_url,
+                            &m.from_source_name,
+                            &m.from_concept_code
+                        )
+                    ));
+                    if let Some(url) = &m.url {
+                        d.notes.push(format!("mapping {url}"));
+                    }
                     return None;
                 };
                 let concept = &mut self
@@ -815,11 +849,19 @@ mod tests {
     fn archive_names() {
         assert_eq!(
             parse_archive_name("drc_diagnoses_v3_autoexpand-20260101.zip"),
-            Some(("diagnoses".into(), 3))
+            Some(("diagnoses".into(), "3".into()))
         );
         assert_eq!(
             parse_archive_name("org_lab_tests_v12_autoexpand-1.zip"),
-            Some(("lab_tests".into(), 12))
+            Some(("lab_tests".into(), "12".into()))
+        );
+        assert_eq!(
+            parse_archive_name("moh_national_dictionary_v2024-03-15_autoexpand-20240315.zip"),
+            Some(("national_dictionary".into(), "2024-03-15".into()))
+        );
+        assert_eq!(
+            parse_archive_name("ciel_ciel_vv20250401_autoexpand-1.zip"),
+            Some(("ciel".into(), "20250401".into()))
         );
         assert_eq!(parse_archive_name("export.zip"), None);
     }

@@ -292,8 +292,16 @@ fn what_modules_create_at_start_up_needs_no_definition() {
     let location = content.locations.iter().find(|l| l.uuid == B).unwrap();
     assert_eq!(location.tags.len(), 5);
     // Well-known uuids where the module (or the O3 modules' defaults) fix them.
-    assert!(location.tags.contains(&"1c783dca-fd54-4ea8-a0fc-2875374e9cb6".to_string()));
-    assert!(location.tags.contains(&"b8bbf83e-645f-451f-8efe-a0db56f09676".to_string()));
+    assert!(
+        location
+            .tags
+            .contains(&"1c783dca-fd54-4ea8-a0fc-2875374e9cb6".to_string())
+    );
+    assert!(
+        location
+            .tags
+            .contains(&"b8bbf83e-645f-451f-8efe-a0db56f09676".to_string())
+    );
     let role = content.roles.iter().find(|r| r.uuid == A).unwrap();
     assert_eq!(role.privileges.len(), 6, "{:?}", role.privileges);
 }
