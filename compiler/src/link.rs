@@ -13,13 +13,13 @@ use model::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Names and uuids of one kind of metadata, for `uuid or name` references.
-struct Lookup {
+pub struct Lookup {
     uuids: BTreeSet<String>,
     names: NameIndex,
 }
 
 impl Lookup {
-    fn new<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Lookup {
+    pub fn new<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Lookup {
         let pairs: Vec<_> = pairs.collect();
         Lookup {
             uuids: pairs.iter().map(|(_, u)| u.to_string()).collect(),
@@ -27,7 +27,7 @@ impl Lookup {
         }
     }
 
-    fn find(&self, reference: &str) -> Option<String> {
+    pub fn find(&self, reference: &str) -> Option<String> {
         if self.uuids.contains(reference) {
             return Some(reference.to_string());
         }
@@ -37,7 +37,13 @@ impl Lookup {
         }
     }
 
-    fn resolve(&self, reference: &str, kind: &str, loc: &Loc, sink: &mut Sink) -> Option<String> {
+    pub fn resolve(
+        &self,
+        reference: &str,
+        kind: &str,
+        loc: &Loc,
+        sink: &mut Sink,
+    ) -> Option<String> {
         let found = self.find(reference);
         if found.is_none() {
             sink.unknown_reference(loc, kind, reference);
@@ -80,6 +86,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         order_frequencies,
         payment_modes,
         queues,
+        services,
         forms,
         form_translations,
         address_template,
@@ -565,6 +572,18 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         content.order_frequencies.push(e.value);
     }
     content.payment_modes = payment_modes.into_sorted();
+    let payment_mode_uuids: BTreeSet<String> = content
+        .payment_modes
+        .iter()
+        .map(|p| p.uuid.clone())
+        .collect();
+    crate::domains::services::check(
+        &services,
+        &location_lookup,
+        &index,
+        &payment_mode_uuids,
+        sink,
+    );
     for (_, mut e) in queues.items {
         if let Some(c) = index.resolve(&e.value.service, e.at("service"), sink) {
             e.value.service = c;
@@ -642,7 +661,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     content.global_properties = gps.into_iter().map(|(gp, _)| gp).collect();
     content.address_hierarchy = address_hierarchy;
     content.messages = messages;
-    content.opaque_files = opaque_files;
+    content.opaque_files = sorted(opaque_files, |f| &f.path);
 
     // Concepts last: indexes point into the final sorted list.
     content.concepts = concepts.into_values().map(|e| e.value).collect();

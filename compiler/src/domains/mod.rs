@@ -17,6 +17,7 @@ pub mod ocl;
 pub mod orders;
 pub mod programs;
 pub mod roles;
+pub mod services;
 
 use crate::csvtable::{self, Columns, Row, Table, UuidRule};
 use crate::diagnostics::{Code, Sink};
@@ -60,6 +61,7 @@ pub struct Loaded {
     pub order_frequencies: Registry<OrderFrequency>,
     pub payment_modes: Registry<PaymentMode>,
     pub queues: Registry<Queue>,
+    pub services: services::Services,
     pub forms: Registry<forms::LoadedForm>,
     pub form_translations: Vec<Entry<FormTranslation>>,
     pub address_template: Option<Entry<AddressTemplate>>,
@@ -98,6 +100,12 @@ const DOMAINS: &[(&str, &str)] = &[
     ("ampathforms", "json"),
     ("ampathformstranslations", "json"),
     ("messageproperties", "properties"),
+    ("cashpoints", "csv"),
+    ("billableservices", "csv"),
+    ("cashieritemprices", "csv"),
+    ("appointmentspecialities", "csv"),
+    ("appointmentservicedefinitions", "csv"),
+    ("appointmentservicetypes", "csv"),
 ];
 
 /// Progress reporting for the long part (OCL archives).
@@ -173,6 +181,15 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
             )
             .help = Some(format!("the {domain} domain reads only .{ext} files"));
         }
+        if services::DOMAINS.contains(domain) {
+            // Checked here, served later: carried into the bundle as they are.
+            loaded
+                .opaque_files
+                .extend(wanted.iter().map(|f| OpaqueFile {
+                    path: f.rel.clone(),
+                    bytes: f.bytes.clone(),
+                }));
+        }
         match *domain {
             "ocl" => loaded.ocl = ocl::load(&wanted, progress, sink),
             "addresshierarchy" => address::load_hierarchy(&wanted, &mut loaded, sink),
@@ -209,6 +226,9 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
 }
 
 fn columns_of(domain: &str) -> &'static Columns {
+    if let Some(columns) = services::columns(domain) {
+        return columns;
+    }
     match domain {
         "concepts" => &concepts::COLUMNS,
         "locations" => &locations::COLUMNS,
@@ -248,6 +268,7 @@ fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         "orderfrequencies" => orders::load_frequency(ctx, loaded, sink),
         "paymentmodes" => orders::load_payment_mode(ctx, loaded, sink),
         "queues" => orders::load_queue(ctx, loaded, sink),
+        d if services::DOMAINS.contains(&d) => services::load_row(d, ctx, loaded, sink),
         _ => metadata::load_row(domain, ctx, loaded, sink),
     }
 }

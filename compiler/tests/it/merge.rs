@@ -305,3 +305,32 @@ fn what_modules_create_at_start_up_needs_no_definition() {
     let role = content.roles.iter().find(|r| r.uuid == A).unwrap();
     assert_eq!(role.privileges.len(), 6, "{:?}", role.privileges);
 }
+
+#[test]
+fn billing_and_appointments_content_is_checked_and_carried() {
+    let text = format!(
+        "//- openmrs_config/locations/locations.csv\nUuid,Name,Tags\n{A},Accueil,Appointment Location\n\
+         //- openmrs_config/paymentmodes/paymentmodes.csv\nUuid,Name\n{B},Espèces\n\
+         //- openmrs_config/cashpoints/cashpoints.csv\nUuid,Name,Location\n{C},Caisse,{A}\n\
+         //- openmrs_config/appointmentspecialities/s.csv\nUuid,Name\n9f2a8cd0-32c6-4844-8df7-1ac9c4d79943,Médecine générale\n\
+         //- openmrs_config/appointmentservicedefinitions/d.csv\nUuid,Name,Start Time,End Time,Speciality,Location\n\
+         7ba3aa21-cc56-47ca-bb4d-a60549f666c0,Consultation,8:00,16:30,9f2a8cd0-32c6-4844-8df7-1ac9c4d79943,Accueil\n\
+         //- openmrs_config/appointmentservicetypes/t.csv\nUuid,Name,Service Definition\n2b9c3d4e-5f60-4a1b-8c2d-3e4f5a6b7c8d,Suivi,consultation\n"
+    );
+    let (content, problems) = compile(&text, Selection::distro());
+    assert!(problems.is_empty(), "{problems:?}");
+    let carried: Vec<&str> = content
+        .opaque_files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(
+        carried,
+        [
+            "appointmentservicedefinitions/d.csv",
+            "appointmentservicetypes/t.csv",
+            "appointmentspecialities/s.csv",
+            "cashpoints/cashpoints.csv"
+        ]
+    );
+}

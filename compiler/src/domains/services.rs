@@ -1,0 +1,281 @@
+//! Billing and appointments content, as the billing and appointments modules' Initializer
+//! loaders read it: `cashpoints/`, `billableservices/`, `cashieritemprices/`,
+//! `appointmentspecialities/`, `appointmentservicedefinitions/`, `appointmentservicetypes/`.
+//!
+//! The runtime does not serve these yet: the files are carried into the bundle as they are,
+//! but every row is read and its references checked, so a cash point whose location or a
+//! billable service whose concept does not exist fails the build at its cell rather than
+//! loading as a silent null on a real server.
+
+use super::{Ctx, Loaded};
+use crate::csvtable::{Columns, UuidRule};
+use crate::diagnostics::{Code, Sink};
+use crate::link::Lookup;
+use crate::resolve::ConceptIndex;
+use crate::source::Loc;
+use crate::store::{Entry, Registry};
+
+/// The folders this module reads (and carries).
+pub const DOMAINS: &[&str] = &[
+    "cashpoints",
+    "billableservices",
+    "cashieritemprices",
+    "appointmentspecialities",
+    "appointmentservicedefinitions",
+    "appointmentservicetypes",
+];
+
+pub fn columns(domain: &str) -> Option<&'static Columns> {
+    Some(match domain {
+        "cashpoints" => &Columns {
+            known: &["name", "description", "location"],
+            prefixes: &[],
+            required: &["name", "location"],
+        },
+        "billableservices" => &Columns {
+            known: &[
+                "service name",
+                "short name",
+                "concept",
+                "service type",
+                "service status",
+            ],
+            prefixes: &[],
+            required: &["service name", "concept", "service type"],
+        },
+        "cashieritemprices" => &Columns {
+            known: &[
+                "name",
+                "price",
+                "payment mode",
+                "stock item",
+                "billable service",
+            ],
+            prefixes: &[],
+            required: &["name", "price", "payment mode"],
+        },
+        "appointmentspecialities" => &Columns {
+            known: &["name"],
+            prefixes: &[],
+            required: &["name"],
+        },
+        "appointmentservicedefinitions" => &Columns {
+            known: &[
+                "name",
+                "description",
+                "duration",
+                "start time",
+                "end time",
+                "max load",
+                "speciality",
+                "location",
+                "label colour",
+            ],
+            prefixes: &[],
+            required: &["name"],
+        },
+        "appointmentservicetypes" => &Columns {
+            known: &["name", "service definition", "duration"],
+            prefixes: &[],
+            required: &["name", "service definition"],
+        },
+        _ => return None,
+    })
+}
+
+/// What a reference names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Location,
+    Concept,
+    /// By uuid only, as the billing module looks them up.
+    PaymentMode,
+    BillableService,
+    Speciality,
+    ServiceDefinition,
+}
+
+#[derive(Debug, Clone)]
+pub struct Reference {
+    pub target: Target,
+    pub value: String,
+    pub loc: Loc,
+}
+
+/// One row: its name (for lookups by name) and what it refers to.
+#[derive(Debug, Clone)]
+pub struct ServiceRow {
+    pub name: String,
+    pub references: Vec<Reference>,
+}
+
+#[derive(Debug, Default)]
+pub struct Services {
+    pub cash_points: Registry<ServiceRow>,
+    pub billable_services: Registry<ServiceRow>,
+    pub prices: Registry<ServiceRow>,
+    pub specialities: Registry<ServiceRow>,
+    pub definitions: Registry<ServiceRow>,
+    pub types: Registry<ServiceRow>,
+}
+
+pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
+    let name_column = if domain == "billableservices" {
+        "service name"
+    } else {
+        "name"
+    };
+    let Some(name) = ctx.required(name_column, sink) else {
+        return;
+    };
+    let Some(uuid) = ctx.uuid(UuidRule::Metadata, &name, sink) else {
+        return;
+    };
+    let mut references = Vec::new();
+    let mut refer = |target, column: &str| {
+        if let Some(value) = ctx.string(column) {
+            references.push(Reference {
+                target,
+                value,
+                loc: ctx.loc(column),
+            });
+        }
+    };
+    match domain {
+        "cashpoints" => refer(Target::Location, "location"),
+        "billableservices" => {
+            refer(Target::Concept, "concept");
+            refer(Target::Concept, "service type");
+            if let Some(status) = ctx.get("service status")
+                && !["enabled", "disabled"].contains(&status.to_lowercase().as_str())
+            {
+                sink.emit(
+                    Code::InvalidValue,
+                    &ctx.loc("service status"),
+                    format!("Service status '{status}' is neither Enabled nor Disabled"),
+                );
+            }
+        }
+        "cashieritemprices" => {
+            refer(Target::PaymentMode, "payment mode");
+            refer(Target::BillableService, "billable service");
+            let _ = ctx.f64("price", sink);
+            let item = ctx.get("stock item").is_some();
+            let service = ctx.get("billable service").is_some();
+            if item == service {
+                sink.emit(
+                    Code::InvalidValue,
+                    &ctx.row_loc(),
+                    format!(
+                        "Price '{name}' must be for exactly one of a stock item or a billable service"
+                    ),
+                )
+                .help = Some(
+                    "fill either 'Stock Item' or 'Billable Service' (the billing module refuses both or neither)".into(),
+                );
+            }
+        }
+        "appointmentservicedefinitions" => {
+            refer(Target::Speciality, "speciality");
+            refer(Target::Location, "location");
+            let _ = ctx.int::<u32>("duration", sink);
+            let _ = ctx.int::<u32>("max load", sink);
+            for column in ["start time", "end time"] {
+                if let Some(t) = ctx.get(column)
+                    && !is_time(t)
+                {
+                    sink.emit(
+                        Code::InvalidValue,
+                        &ctx.loc(column),
+                        format!("'{t}' is not a time of day (HH:mm)"),
+                    );
+                }
+            }
+        }
+        "appointmentservicetypes" => {
+            refer(Target::ServiceDefinition, "service definition");
+            let _ = ctx.int::<u32>("duration", sink);
+        }
+        _ => {}
+    }
+    let row = ctx.entry(ServiceRow { name, references });
+    let registry = match domain {
+        "cashpoints" => &mut loaded.services.cash_points,
+        "billableservices" => &mut loaded.services.billable_services,
+        "cashieritemprices" => &mut loaded.services.prices,
+        "appointmentspecialities" => &mut loaded.services.specialities,
+        "appointmentservicedefinitions" => &mut loaded.services.definitions,
+        _ => &mut loaded.services.types,
+    };
+    registry.insert(uuid, row, sink);
+}
+
+/// `H:mm` or `HH:mm`, as the appointments loader parses times.
+fn is_time(t: &str) -> bool {
+    let Some((h, m)) = t.split_once(':') else {
+        return false;
+    };
+    m.len() == 2 && matches!((h.parse::<u8>(), m.parse::<u8>()), (Ok(h), Ok(m)) if h < 24 && m < 60)
+}
+
+/// Checks every reference once the metadata they name is linked.
+pub fn check(
+    services: &Services,
+    locations: &Lookup,
+    concepts: &ConceptIndex,
+    payment_modes: &std::collections::BTreeSet<String>,
+    sink: &mut Sink,
+) {
+    let by_name = |r: &Registry<ServiceRow>| {
+        Lookup::new(
+            r.items
+                .iter()
+                .map(|(u, e)| (e.value.name.as_str(), u.as_str())),
+        )
+    };
+    let specialities = by_name(&services.specialities);
+    let definitions = by_name(&services.definitions);
+    let all: [&Registry<ServiceRow>; 6] = [
+        &services.cash_points,
+        &services.billable_services,
+        &services.prices,
+        &services.specialities,
+        &services.definitions,
+        &services.types,
+    ];
+    for registry in all {
+        for Entry { value, .. } in registry.items.values() {
+            for r in &value.references {
+                match r.target {
+                    Target::Location => {
+                        locations.resolve(&r.value, "Location", &r.loc, sink);
+                    }
+                    Target::Concept => {
+                        concepts.resolve(&r.value, &r.loc, sink);
+                    }
+                    Target::PaymentMode => {
+                        if !payment_modes.contains(&r.value) {
+                            sink.unknown_reference(&r.loc, "Payment mode", &r.value)
+                                .help =
+                                Some("the billing module finds payment modes by uuid only".into());
+                        }
+                    }
+                    Target::BillableService => {
+                        if services.billable_services.get(&r.value).is_none() {
+                            sink.unknown_reference(&r.loc, "Billable service", &r.value)
+                                .help = Some(
+                                "the billing module finds billable services by uuid only".into(),
+                            );
+                        }
+                    }
+                    Target::Speciality => {
+                        specialities.resolve(&r.value, "Appointment speciality", &r.loc, sink);
+                    }
+                    Target::ServiceDefinition => {
+                        definitions.resolve(&r.value, "Appointment service", &r.loc, sink);
+                    }
+                }
+            }
+        }
+    }
+}
