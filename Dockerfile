@@ -2,7 +2,7 @@
 #   docker build --build-arg BUILD_TYPE=site --build-arg MVN_PROJECT=makala -t dse-rdc/backend:makala .
 # A content error fails the build and prints the compiler's diagnostics, unless the
 # baseline records it: validator-baseline.json at the root, or the file named by
-# --build-arg VALIDATOR_BASELINE=<path in the context>.
+# --build-arg VALIDATOR_BASELINE=baselines/<name>.json.
 
 FROM rust:1.95-slim-bookworm AS build
 ARG BUILD_TYPE=distro
@@ -12,6 +12,7 @@ WORKDIR /src
 # The baseline is optional: the wildcard copies it only where it exists.
 COPY Cargo.toml Cargo.lock content.properties validator-baseline.jso[n] ./
 COPY content-packages ./content-packages
+COPY baselines ./baselines
 COPY compiler ./compiler
 COPY runtime ./runtime
 COPY openmrs_config ./openmrs_config

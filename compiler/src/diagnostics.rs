@@ -369,11 +369,20 @@ pub const MISSING_DICTIONARY_THRESHOLD: usize = 10;
 ///   reference: those unknown-concept errors are withheld (the archive's error says how many);
 /// - otherwise, many distinct missing concepts get one summary first (`missing-dictionary`).
 pub fn summarise(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    // An archive that could not be read at all: not a zip, too large, or its export not
+    // UTF-8 or not JSON.
     let unreadable_archive = |d: &Diagnostic| {
-        d.code == Code::BadArchive.id()
+        let unreadable = [
+            Code::Io,
+            Code::InvalidUtf8,
+            Code::TooLarge,
+            Code::BadArchive,
+            Code::JsonSyntax,
+        ];
+        unreadable.iter().any(|c| c.id() == d.code)
             && d.position
                 .as_ref()
-                .is_some_and(|p| p.path.contains("/ocl/"))
+                .is_some_and(|p| p.path.contains("/ocl/") && p.path.contains(".zip"))
     };
     if diagnostics.iter().any(unreadable_archive) {
         let before = diagnostics.len();

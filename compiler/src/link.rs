@@ -127,7 +127,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         match privilege_lookup.find(name) {
             Some(uuid) => privilege_name[&uuid].clone(),
             None => {
-                sink.emit(Code::UnknownPrivilege, loc, format!("Privilege '{name}' is defined neither by the package nor by OpenMRS core"))
+                sink.emit(Code::UnknownPrivilege, loc, format!("Privilege '{name}' is defined neither by the package nor by OpenMRS core and its common modules"))
                     .help = Some("if a module provides it, this is fine; otherwise define it in privileges/ or check the spelling".into());
                 name.to_string()
             }
@@ -368,10 +368,15 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     for (tag, header) in &location_tag_columns {
         let key = (header.path().unwrap_or("").to_string(), tag.to_lowercase());
         if tag_lookup.find(tag).is_none() && reported.insert(key) {
-            sink.unknown_reference(header, "Location tag", tag)
-                .notes
-                .push("OpenMRS Initializer fails every row of a file whose Tag| column names an unknown tag".into());
-            sink.last_mut().expect("just emitted").help = Some(
+            let d = sink.emit(
+                Code::UnknownReference,
+                header,
+                format!(
+                    "Location tag '{tag}' of a Tag| column not found: Initializer would fail every row of this file"
+                ),
+            );
+            d.label = Some("no location tag with this name or uuid".into());
+            d.help = Some(
                 "define the tag in locationtags/ (here or in a package this one depends on), or correct the column's name".into(),
             );
         }
