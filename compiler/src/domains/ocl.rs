@@ -686,6 +686,11 @@ impl Merger {
                 )
             })
         };
+        let from_described = describe(
+            &m.from_concept_url,
+            &m.from_source_name,
+            &m.from_concept_code,
+        );
         let Some(from) = self.find(
             m.from_concept_url.as_deref(),
             m.from_source_name.as_deref(),
@@ -699,18 +704,10 @@ impl Merger {
             let d = sink.emit(
                 Code::OrphanMapping,
                 &loc,
-                format!(
-                    "OCL mapping of concept '{}', which no archive defines, is ignored",
-                    describe(
-                        &m.from_concept_url,
-                        &m.from_source_name,
-                        &m.from_concept_code
-                    )
-                ),
+                format!("OCL mapping of concept '{from_described}', which no archive defines, is ignored"),
             );
-            if let Some(url) = &m.url {
-                d.notes.push(format!("mapping {url}"));
-            }
+            d.notes
+                .extend(m.url.iter().map(|url| format!("mapping {url}")));
             d.help = Some(
                 "add the concept to an archive, or export the collection with its concepts".into(),
             );
@@ -743,16 +740,10 @@ impl Merger {
                         &describe(&m.to_concept_url, &m.to_source_name, &m.to_concept_code),
                     );
                     d.notes.push(format!(
-                        "{role} of concept '{}' ({owner}), by a {kind} mapping",
-                        describe(
-                            &m.from_concept_url,
-                            &m.from_source_name,
-                            &m.from_concept_code
-                        )
+                        "{role} of concept '{from_described}' ({owner}), by a {kind} mapping"
                     ));
-                    if let Some(url) = &m.url {
-                        d.notes.push(format!("mapping {url}"));
-                    }
+                    d.notes
+                        .extend(m.url.iter().map(|url| format!("mapping {url}")));
                     return None;
                 };
                 let concept = &mut self
