@@ -44,8 +44,8 @@ fn main() {
             if let Some(summary) = &embedded.baseline_summary {
                 println!("cargo::warning=content baseline {summary}");
             }
-            for d in &embedded.warnings {
-                println!("cargo::warning=content: {} {}", d.code, d.message);
+            for line in embedded.warning_lines() {
+                println!("cargo::warning={line}");
             }
             std::fs::write(&out, &embedded.bytes).expect("write the bundle into OUT_DIR");
         }

@@ -202,7 +202,7 @@ impl Sink {
             loc,
             format!("Concept with UUID '{reference}' not found"),
         );
-        d.label = Some("not defined in base, site or OCL concepts".into());
+        d.label = Some("not defined by any package or OCL archive".into());
         d.help = Some(
             "refer to a concept by uuid, by SOURCE:CODE, or by its fully specified name".into(),
         );
@@ -291,23 +291,47 @@ pub fn render_report(diagnostics: &[Diagnostic], color: bool) -> String {
     use std::collections::BTreeMap;
     /// (code, message): one finding, whatever its place.
     type Key<'a> = (&'a str, &'a str);
+    // While an OCL archive cannot be read, the concepts it defines cannot be told from
+    // missing ones: unknown-concept findings are counted, not shown (the list, and so
+    // JSON output, exit status and baselines, keeps them).
+    let withheld = if diagnostics.iter().any(is_unreadable_archive) {
+        diagnostics
+            .iter()
+            .filter(|d| d.code == Code::UnknownConcept.id())
+            .count()
+    } else {
+        0
+    };
     let mut shown: BTreeMap<Key, usize> = BTreeMap::new();
     // Finding → file → how many were folded, in first-seen order of findings.
     let mut folded: Vec<(Key, BTreeMap<&str, usize>)> = Vec::new();
+    let mut folded_index: BTreeMap<Key, usize> = BTreeMap::new();
     let mut out = String::new();
     for d in diagnostics {
+        if withheld > 0 && d.code == Code::UnknownConcept.id() {
+            continue;
+        }
         let key = (d.code.as_str(), d.message.as_str());
         let n = shown.entry(key).or_default();
         *n += 1;
         if *n <= FOLD_AFTER {
-            out.push_str(&render_human(d, color));
+            if withheld > 0 && is_unreadable_archive(d) {
+                let mut d = d.clone();
+                d.notes.push(format!(
+                    "{withheld} unknown-concept error(s) not shown: the concepts of an unreadable archive cannot be told apart from missing ones; fix the archive and check again"
+                ));
+                out.push_str(&render_human(&d, color));
+            } else {
+                out.push_str(&render_human(d, color));
+            }
             continue;
         }
         let path = d.position.as_ref().map_or("", |p| p.path.as_str());
-        match folded.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, files)) => *files.entry(path).or_default() += 1,
-            None => folded.push((key, BTreeMap::from([(path, 1)]))),
-        }
+        let i = *folded_index.entry(key).or_insert_with(|| {
+            folded.push((key, BTreeMap::new()));
+            folded.len() - 1
+        });
+        *folded[i].1.entry(path).or_default() += 1;
     }
     for ((code, message), files) in &folded {
         let _ = writeln!(out, "{code}: {message}");
@@ -364,37 +388,28 @@ pub fn is_ciel_reference(reference: &str) -> bool {
 /// was written for a dictionary it does not contain.
 pub const MISSING_DICTIONARY_THRESHOLD: usize = 10;
 
-/// Findings that only make sense together, once every stage has run:
-/// - when an OCL archive could not be read, the concepts it defines are unknown to every
-///   reference: those unknown-concept errors are withheld (the archive's error says how many);
-/// - otherwise, many distinct missing concepts get one summary first (`missing-dictionary`).
+/// An OCL archive that could not be read at all: not a zip, too large, or its export not
+/// UTF-8 or not JSON.
+fn is_unreadable_archive(d: &Diagnostic) -> bool {
+    let unreadable = [
+        Code::Io,
+        Code::InvalidUtf8,
+        Code::TooLarge,
+        Code::BadArchive,
+        Code::JsonSyntax,
+    ];
+    unreadable.iter().any(|c| c.id() == d.code)
+        && d.position
+            .as_ref()
+            .is_some_and(|p| p.path.contains("/ocl/") && p.path.contains(".zip"))
+}
+
+/// Adds the findings that only make sense once every stage has run: when many distinct
+/// concepts are missing (and no archive failed to read, which would explain them), one
+/// `missing-dictionary` summary first. Its message is fixed, so a baseline keeps matching
+/// it while the counts (in its notes) change.
 pub fn summarise(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
-    // An archive that could not be read at all: not a zip, too large, or its export not
-    // UTF-8 or not JSON.
-    let unreadable_archive = |d: &Diagnostic| {
-        let unreadable = [
-            Code::Io,
-            Code::InvalidUtf8,
-            Code::TooLarge,
-            Code::BadArchive,
-            Code::JsonSyntax,
-        ];
-        unreadable.iter().any(|c| c.id() == d.code)
-            && d.position
-                .as_ref()
-                .is_some_and(|p| p.path.contains("/ocl/") && p.path.contains(".zip"))
-    };
-    if diagnostics.iter().any(unreadable_archive) {
-        let before = diagnostics.len();
-        diagnostics.retain(|d| d.code != Code::UnknownConcept.id());
-        let withheld = before - diagnostics.len();
-        if withheld > 0 {
-            for d in diagnostics.iter_mut().filter(|d| unreadable_archive(d)) {
-                d.notes.push(format!(
-                    "{withheld} unknown-concept error(s) withheld: the concepts of an unreadable archive cannot be told apart from missing ones; fix the archive and check again"
-                ));
-            }
-        }
+    if diagnostics.iter().any(is_unreadable_archive) {
         return diagnostics;
     }
     let mut places = 0;
@@ -410,12 +425,12 @@ pub fn summarise(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         let summary = Diagnostic::new(
             Code::MissingDictionary,
             &Loc::None,
-            format!(
-                "The content refers to {} concepts it does not define ({ciel} of them by CIEL identifier), in {places} places",
-                distinct.len()
-            ),
+            "The content refers to many concepts it does not define: it was written for a dictionary it does not contain",
         )
-        .note("the package was written to run on a concept dictionary it does not contain")
+        .note(format!(
+            "{} distinct concepts are missing, {ciel} of them named by CIEL identifier, in {places} places",
+            distinct.len()
+        ))
         .help(
             "declare the dictionary as a dependency: its OCL export in content-packages/<name>/openmrs_config/ocl/ (or configuration/backend_configuration/ocl/) and content.<name>=<version> in content.properties; the unknown-concept errors below are the details",
         );

@@ -21,6 +21,40 @@ pub struct Embedded {
     pub baseline_summary: Option<String>,
 }
 
+impl Embedded {
+    /// The warnings as the build prints them, one line each: at most a few per code, then
+    /// how many more (a large package can have thousands; `compiler check` shows them all).
+    pub fn warning_lines(&self) -> Vec<String> {
+        const PER_CODE: usize = 3;
+        let mut per_code: std::collections::BTreeMap<(&str, &str), Vec<&Diagnostic>> =
+            Default::default();
+        for d in &self.warnings {
+            per_code
+                .entry((d.code.as_str(), d.name.as_str()))
+                .or_default()
+                .push(d);
+        }
+        let mut lines = Vec::new();
+        for ((code, name), found) in per_code {
+            for d in found.iter().take(PER_CODE) {
+                let place = d
+                    .position
+                    .as_ref()
+                    .map(|p| format!(" ({}:{})", p.path, p.line))
+                    .unwrap_or_default();
+                lines.push(format!("content: {code} {}{place}", d.message));
+            }
+            if found.len() > PER_CODE {
+                lines.push(format!(
+                    "content: … and {} more {code} {name}; `compiler check` lists them all",
+                    found.len() - PER_CODE
+                ));
+            }
+        }
+        lines
+    }
+}
+
 /// `default_root` is the project root used without `CONTENT_ROOT`.
 pub fn bundle_for_build(
     env: impl Fn(&str) -> Option<String>,
@@ -87,6 +121,7 @@ pub fn bundle_for_build(
         "frontend/assets",
         crate::packages::PACKAGES_DIR,
         crate::packages::PROPERTIES_FILE,
+        "pom.xml",
         "validator-baseline.json",
     ]
     .iter()
@@ -183,6 +218,28 @@ mod tests {
         assert!(
             err.ends_with("the content has 1 error(s) (validator-baseline.json: 1 known problem(s) accepted, 0 stale entries); the runtime is not built"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn many_warnings_print_a_few_lines_per_code() {
+        let rows: String = (0..41).map(|i| format!(",Visit {i}\n")).collect();
+        let p = project(&[(
+            "openmrs_config/visittypes/v.csv",
+            &format!("Uuid,Name\n{rows}"),
+        )]);
+        let built = bundle_for_build(
+            env(&[("CONTENT_ROOT", p.path().to_str().unwrap())]),
+            Path::new("/x"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(built.warnings.len(), 41);
+        let lines = built.warning_lines();
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert!(lines[0].starts_with("content: W0005 "), "{lines:?}");
+        assert_eq!(
+            lines[3],
+            "content: … and 38 more W0005 derived-uuid; `compiler check` lists them all"
         );
     }
 

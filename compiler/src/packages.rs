@@ -14,6 +14,7 @@ use crate::builtin;
 use crate::diagnostics::{Code, Sink};
 use crate::source::{Loc, TextFile};
 use crate::version::{Range, Version};
+use crate::vfs::ExtraFile;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,8 +85,6 @@ pub struct Package {
     pub config_dir: PathBuf,
     /// Its front-end configuration files (`configuration/frontend_configuration/*.json`).
     pub frontend_files: Vec<PathBuf>,
-    /// `content.properties` (and `pom.xml`) as read, for the content hash.
-    pub descriptors: Vec<PathBuf>,
 }
 
 /// Every package under the project, dependencies first.
@@ -95,12 +94,13 @@ pub struct Resolved {
     /// The base package's own name and version, when the root `content.properties` has them.
     pub base_name: Option<String>,
     pub base_version: Option<String>,
-    /// The root `content.properties`, when there is one.
-    pub root_descriptor: Option<PathBuf>,
+    /// Every `content.properties` and `pom.xml` read, for the content hash.
+    pub descriptors: Vec<ExtraFile>,
 }
 
 struct Resolver<'a> {
     root: &'a Path,
+    descriptors: Vec<ExtraFile>,
     /// Resolved packages by name, with the version they declared.
     done: BTreeMap<String, Option<Version>>,
     order: Vec<Package>,
@@ -115,32 +115,94 @@ pub fn resolve(root: &Path, sink: &mut Sink) -> Resolved {
     if !path.is_file() {
         return resolved;
     }
-    let Some(file) = read_text(root, &path, sink) else {
+    let mut resolver = Resolver {
+        root,
+        descriptors: Vec::new(),
+        done: BTreeMap::new(),
+        order: Vec::new(),
+        stack: Vec::new(),
+        sink,
+    };
+    let Some(file) = resolver.read_text(&path) else {
+        resolved.descriptors = resolver.descriptors;
         return resolved;
     };
     let props = parse_properties(&file);
-    resolved.root_descriptor = Some(path);
-    let pom = read_pom(root);
-    resolved.base_name = declared(&props, "name", pom.as_ref(), sink);
-    resolved.base_version = declared(&props, "version", pom.as_ref(), sink);
-    let mut resolver = Resolver {
-        root,
-        done: BTreeMap::new(),
-        order: Vec::new(),
-        stack: vec![
-            resolved
-                .base_name
-                .clone()
-                .unwrap_or_else(|| "(base)".into()),
-        ],
-        sink,
-    };
+    let pom = resolver.read_pom(root);
+    resolved.base_name = declared(&props, "name", pom.as_ref(), resolver.sink)
+        .ok()
+        .flatten();
+    resolved.base_version = declared(&props, "version", pom.as_ref(), resolver.sink)
+        .ok()
+        .flatten();
+    resolver.stack.push(
+        resolved
+            .base_name
+            .clone()
+            .unwrap_or_else(|| "(base)".into()),
+    );
     resolver.requirements(&props);
     resolved.dependencies = resolver.order;
+    resolved.descriptors = resolver.descriptors;
     resolved
 }
 
 impl Resolver<'_> {
+    /// Reads a descriptor (with the size cap of every input), keeping its bytes for the
+    /// content hash.
+    fn read_text(&mut self, path: &Path) -> Option<Arc<TextFile>> {
+        let display: Arc<str> = crate::vfs::relative(path, self.root).into();
+        let bytes = crate::vfs::read_capped(path, &display, self.sink)?;
+        self.descriptors.push(ExtraFile {
+            display: display.clone(),
+            bytes: bytes.clone(),
+        });
+        crate::domains::decode_bytes(display, bytes, self.sink)
+    }
+
+    /// The `pom.xml` in `dir`, when there is one: what `${…}` placeholders can name.
+    fn read_pom(&mut self, dir: &Path) -> Option<Pom> {
+        let path = dir.join("pom.xml");
+        if !path.is_file() {
+            return None;
+        }
+        let file = self.read_text(&path)?;
+        let tree = match crate::xml::parse(&file.text) {
+            Ok(t) => t,
+            Err(e) => {
+                self.sink.emit(
+                    Code::XmlSyntax,
+                    &file.loc(e.offset, 0),
+                    format!("Invalid XML: {}", e.message),
+                );
+                return None;
+            }
+        };
+        let mut values = BTreeMap::new();
+        let parent = tree.child("parent");
+        for field in ["artifactId", "version", "groupId", "name"] {
+            let own = tree.child_text(field);
+            // A module's pom inherits the parent's version (and group) when it has none.
+            let value = own.or_else(|| {
+                (field != "artifactId")
+                    .then(|| parent.and_then(|p| p.child_text(field)))
+                    .flatten()
+            });
+            if let Some(v) = value {
+                values.insert(format!("project.{field}"), v);
+            }
+            if let Some(v) = parent.and_then(|p| p.child_text(field)) {
+                values.insert(format!("project.parent.{field}"), v);
+            }
+        }
+        if let Some(props) = tree.child("properties") {
+            for p in &props.children {
+                values.insert(p.name.clone(), p.text.trim().to_string());
+            }
+        }
+        Some(Pom { values })
+    }
+
     /// Follows the `content.*` lines of one package and checks its module requirements.
     fn requirements(&mut self, props: &[Property]) {
         for p in props {
@@ -230,9 +292,24 @@ impl Resolver<'_> {
             self.check_version(name, version.clone().as_ref(), range, at);
             return;
         }
+        let valid_name = !name.is_empty()
+            && !name.starts_with('.')
+            && !name.contains(['/', '\\', ':'])
+            && !name.chars().any(char::is_control);
+        if !valid_name {
+            self.sink
+                .emit(
+                    Code::UnresolvedDependency,
+                    at,
+                    format!("'{name}' is not a content package name"),
+                )
+                .help = Some(format!(
+                "a package's name is the name of its folder in {PACKAGES_DIR}/: no '/', '\\' or ':', not starting with '.'"
+            ));
+            return;
+        }
         let dir = self.root.join(PACKAGES_DIR).join(name);
-        let valid_name = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\']);
-        if !valid_name || !dir.is_dir() {
+        if !dir.is_dir() {
             let available = available_packages(self.root);
             self.sink
                 .emit(
@@ -251,9 +328,8 @@ impl Resolver<'_> {
             return;
         }
         let props_path = dir.join(PROPERTIES_FILE);
-        let mut descriptors = vec![props_path.clone()];
         let props = if props_path.is_file() {
-            match read_text(self.root, &props_path, self.sink) {
+            match self.read_text(&props_path) {
                 Some(f) => parse_properties(&f),
                 None => return,
             }
@@ -269,11 +345,13 @@ impl Resolver<'_> {
             ));
             return;
         };
-        let pom = read_pom(&dir);
-        if pom.is_some() {
-            descriptors.push(dir.join("pom.xml"));
-        }
-        let version_text = declared(&props, "version", pom.as_ref(), self.sink);
+        let pom = self.read_pom(&dir);
+        // A placeholder nothing defines was reported; the version is then unknown, which
+        // is not reported again.
+        let (version_text, reported) = match declared(&props, "version", pom.as_ref(), self.sink) {
+            Ok(v) => (v, false),
+            Err(()) => (None, true),
+        };
         let version = version_text.as_deref().and_then(Version::parse);
         if version_text.is_some() && version.is_none() {
             let loc = props
@@ -290,7 +368,9 @@ impl Resolver<'_> {
                 ),
             );
         }
-        self.check_version(name, version.as_ref(), range, at);
+        if version.is_some() || (version_text.is_none() && !reported) {
+            self.check_version(name, version.as_ref(), range, at);
+        }
         let (config_dir, frontend_files) = match layout(&dir) {
             Some(l) => l,
             None => {
@@ -315,7 +395,6 @@ impl Resolver<'_> {
             version: version_text,
             config_dir,
             frontend_files,
-            descriptors,
         });
     }
 
@@ -385,63 +464,31 @@ fn available_packages(root: &Path) -> Vec<String> {
     names
 }
 
-fn read_text(root: &Path, path: &Path, sink: &mut Sink) -> Option<Arc<TextFile>> {
-    let display: Arc<str> = crate::vfs::relative(path, root).into();
-    match std::fs::read(path) {
-        Ok(bytes) => crate::domains::decode_bytes(display, bytes, sink),
-        Err(e) => {
-            sink.emit(
-                Code::Io,
-                &Loc::File(display),
-                format!("Cannot read file: {e}"),
-            );
-            None
-        }
-    }
-}
-
 /// What a `pom.xml` beside a package says, for `${…}` placeholders.
 struct Pom {
     values: BTreeMap<String, String>,
 }
 
-fn read_pom(dir: &Path) -> Option<Pom> {
-    let path = dir.join("pom.xml");
-    let text = std::fs::read_to_string(&path).ok()?;
-    let tree = crate::xml::parse(&text).ok()?;
-    let mut values = BTreeMap::new();
-    let parent = tree.child("parent");
-    for field in ["artifactId", "version", "groupId", "name"] {
-        let own = tree.child_text(field);
-        // A module's pom inherits the parent's version (and group) when it has none.
-        let value = own.or_else(|| {
-            (field != "artifactId")
-                .then(|| parent.and_then(|p| p.child_text(field)))
-                .flatten()
-        });
-        if let Some(v) = value {
-            values.insert(format!("project.{field}"), v);
-        }
-        if let Some(v) = parent.and_then(|p| p.child_text(field)) {
-            values.insert(format!("project.parent.{field}"), v);
-        }
-    }
-    if let Some(props) = tree.child("properties") {
-        for p in &props.children {
-            values.insert(p.name.clone(), p.text.trim().to_string());
-        }
-    }
-    Some(Pom { values })
-}
-
-/// A `name` or `version` line, its `${…}` placeholders resolved from the `pom.xml`.
-fn declared(props: &[Property], key: &str, pom: Option<&Pom>, sink: &mut Sink) -> Option<String> {
-    let p = props.iter().find(|p| p.key == key)?;
+/// A `name` or `version` line (the last one, as Java reads properties), its `${…}`
+/// placeholders resolved from the `pom.xml`. `Err` when a placeholder cannot be resolved
+/// (reported here).
+fn declared(
+    props: &[Property],
+    key: &str,
+    pom: Option<&Pom>,
+    sink: &mut Sink,
+) -> Result<Option<String>, ()> {
+    let Some(p) = props.iter().rev().find(|p| p.key == key) else {
+        return Ok(None);
+    };
     let mut out = String::new();
     let mut rest = p.value.as_str();
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let Some(end) = rest[start..].find('}') else {
+            // An unclosed `${` is kept as written.
+            out.push_str(&rest[start..]);
+            rest = "";
             break;
         };
         let placeholder = &rest[start + 2..start + end];
@@ -458,13 +505,13 @@ fn declared(props: &[Property], key: &str, pom: Option<&Pom>, sink: &mut Sink) -
                 } else {
                     "the pom.xml beside content.properties does not define it".into()
                 });
-                return None;
+                return Err(());
             }
         }
         rest = &rest[start + end + 1..];
     }
     out.push_str(rest);
-    Some(out)
+    Ok(Some(out))
 }
 
 #[cfg(test)]

@@ -67,8 +67,12 @@ impl<T> Registry<T> {
         sink: &mut Sink,
     ) -> bool {
         if let Some(existing) = self.items.get(&key) {
-            if existing.layer >= entry.layer {
+            if existing.layer == entry.layer {
                 sink.duplicate_uuid(&entry.loc, &key, &existing.loc);
+                return false;
+            }
+            if existing.layer > entry.layer {
+                // Already overridden by a later package: loading order never decides.
                 return false;
             }
             merge(existing, &mut entry);

@@ -13,12 +13,21 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Equal when they order equal (`1.1` and `1.1.0` are the same version).
+#[derive(Debug, Clone)]
 pub struct Version {
     pub text: String,
     numbers: Vec<u64>,
     qualifier: String,
 }
+
+impl PartialEq for Version {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Version {}
 
 impl Version {
     pub fn parse(text: &str) -> Option<Version> {
@@ -26,18 +35,15 @@ impl Version {
         if t.is_empty() {
             return None;
         }
-        let split = t.find(['-', '+']).unwrap_or(t.len());
-        let (numeric, rest) = t.split_at(split);
+        // Build metadata (`+…`) does not order.
+        let ordered = t.split('+').next().unwrap_or("");
+        let split = ordered.find('-').unwrap_or(ordered.len());
+        let (numeric, rest) = ordered.split_at(split);
         let mut numbers = Vec::new();
         for part in numeric.split('.') {
             numbers.push(part.parse::<u64>().ok()?);
         }
-        let qualifier = rest
-            .trim_start_matches(['-', '+'])
-            .split('+') // build metadata does not order
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let qualifier = rest.trim_start_matches('-').to_ascii_lowercase();
         Some(Version {
             text: t.to_string(),
             numbers,
@@ -56,9 +62,14 @@ impl fmt::Display for Version {
     }
 }
 
-/// Maven's order of well-known qualifiers; unknown ones come after them, alphabetically.
-fn qualifier_rank(q: &str) -> (u8, &str) {
+/// Maven's order of well-known qualifiers (unknown ones after them, alphabetically), then
+/// the qualifier's trailing number (`rc9 < rc10`).
+fn qualifier_rank(q: &str) -> (u8, &str, u64) {
     let head = q.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let number = q[head.len()..]
+        .trim_start_matches(['.', '-'])
+        .parse::<u64>()
+        .unwrap_or(0);
     let rank = match head {
         "alpha" | "a" => 0,
         "beta" | "b" => 1,
@@ -69,7 +80,7 @@ fn qualifier_rank(q: &str) -> (u8, &str) {
         "sp" => 6,
         _ => 7,
     };
-    (rank, if rank == 7 { q } else { "" })
+    (rank, if rank == 7 { head } else { "" }, number)
 }
 
 impl Ord for Version {
@@ -80,7 +91,6 @@ impl Ord for Version {
             .find(|o| o.is_ne())
             .unwrap_or(Ordering::Equal)
             .then_with(|| qualifier_rank(&self.qualifier).cmp(&qualifier_rank(&other.qualifier)))
-            .then_with(|| self.qualifier.cmp(&other.qualifier))
     }
 }
 
@@ -210,14 +220,14 @@ fn comparators(word: &str, whole: &str) -> Result<Vec<Comparator>, String> {
         let i = (0..parts)
             .find(|&i| low.number(i) != 0)
             .unwrap_or(parts.saturating_sub(1));
-        return Ok(vec![c(Op::Ge, low.clone()), c(Op::Lt, bump(&low, i))]);
+        return Ok(vec![c(Op::Ge, low.clone()), c(Op::Lt, bump(&low, i)?)]);
     }
     if let Some(v) = word.strip_prefix('~') {
         // Patch-level changes when a minor is given, minor-level otherwise.
         let low = version(v, whole)?;
         let parts = v.split(['-', '+']).next().unwrap_or("").split('.').count();
         let i = if parts >= 2 { 1 } else { 0 };
-        return Ok(vec![c(Op::Ge, low.clone()), c(Op::Lt, bump(&low, i))]);
+        return Ok(vec![c(Op::Ge, low.clone()), c(Op::Lt, bump(&low, i)?)]);
     }
     let parts: Vec<&str> = word.split('.').collect();
     if let Some(w) = parts.iter().position(|p| matches!(*p, "x" | "X" | "*")) {
@@ -226,7 +236,7 @@ fn comparators(word: &str, whole: &str) -> Result<Vec<Comparator>, String> {
             return Ok(Vec::new());
         }
         let low = version(&parts[..w].join("."), whole)?;
-        return Ok(vec![c(Op::Ge, low.clone()), c(Op::Lt, bump(&low, w - 1))]);
+        return Ok(vec![c(Op::Ge, low.clone()), c(Op::Lt, bump(&low, w - 1)?)]);
     }
     exact_or_partial(word, whole)
 }
@@ -254,39 +264,44 @@ fn exact_or_partial(word: &str, whole: &str) -> Result<Vec<Comparator>, String> 
         },
         Comparator {
             op: Op::Lt,
-            version: bump(&v, parts - 1),
+            version: bump(&v, parts - 1)?,
         },
     ])
 }
 
 /// The smallest release above every version whose parts up to `i` equal `v`'s.
-fn bump(v: &Version, i: usize) -> Version {
+fn bump(v: &Version, i: usize) -> Result<Version, String> {
     let mut numbers: Vec<u64> = (0..=i).map(|k| v.number(k)).collect();
-    numbers[i] += 1;
+    numbers[i] = numbers[i]
+        .checked_add(1)
+        .ok_or_else(|| format!("'{v}' has no next version"))?;
     let text = numbers
         .iter()
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(".");
-    // The first pre-release of the next version, so `<2` excludes `2.0.0-alpha` too.
-    Version::parse(&format!("{text}-alpha")).expect("a bumped version parses")
+    // The first pre-release of the next version, so `^1.0` excludes `2.0.0-alpha` too.
+    Ok(Version::parse(&format!("{text}-alpha")).expect("a bumped version parses"))
 }
 
 fn maven_range(part: &str, whole: &str) -> Result<Vec<Comparator>, String> {
-    let inclusive_low = part.starts_with('[');
-    let inclusive_high = part.ends_with(']');
-    let inner = &part[1..part.len() - 1];
+    let mut chars = part.chars();
+    let (Some(open @ ('[' | '(')), Some(close @ (']' | ')'))) = (chars.next(), chars.next_back())
+    else {
+        return Err(format!("'{part}' in '{whole}' is not a bracketed range"));
+    };
+    let inner = chars.as_str();
     let c = |op, version| Comparator { op, version };
     match inner.split_once(',') {
         None => Ok(vec![c(Op::Eq, version(inner, whole)?)]),
         Some((low, high)) => {
             let mut out = Vec::new();
             if !low.trim().is_empty() {
-                let op = if inclusive_low { Op::Ge } else { Op::Gt };
+                let op = if open == '[' { Op::Ge } else { Op::Gt };
                 out.push(c(op, version(low, whole)?));
             }
             if !high.trim().is_empty() {
-                let op = if inclusive_high { Op::Le } else { Op::Lt };
+                let op = if close == ']' { Op::Le } else { Op::Lt };
                 out.push(c(op, version(high, whole)?));
             }
             Ok(out)
@@ -315,6 +330,9 @@ mod tests {
         assert_eq!(v("1.1").cmp(&v("1.1.0")), Ordering::Equal);
         assert!(v("2.0.0") > v("1.99.99"));
         assert!(Version::parse("one").is_none());
+        assert!(v("1.0-rc9") < v("1.0-rc10"));
+        assert_eq!(v("1.0.0+build.7"), v("1.0.0"));
+        assert_eq!(v("1.1"), v("1.1.0"));
     }
 
     #[test]
@@ -341,5 +359,18 @@ mod tests {
         assert!(Range::parse(">=banana").is_err());
         assert!(Range::parse("").is_err());
         assert!(Range::parse("[1.0,2.0").is_err());
+        // Hostile input is an error, never a panic.
+        for bad in [
+            "[1.0]]",
+            "[1.0]é]",
+            "]",
+            "[",
+            "()",
+            "^18446744073709551615",
+            "18446744073709551615.x",
+            "~18446744073709551615",
+        ] {
+            assert!(Range::parse(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -211,17 +211,7 @@ pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
         .collect();
     project.logo = read_extra(root.join("frontend/assets/logo.png"), sink);
     // Package descriptors decide the layers, so they count as inputs too.
-    let descriptors: Vec<ExtraFile> = packages
-        .root_descriptor
-        .iter()
-        .chain(
-            packages
-                .dependencies
-                .iter()
-                .flat_map(|d| d.descriptors.iter()),
-        )
-        .filter_map(|p| read_extra(p.clone(), sink))
-        .collect();
+    let descriptors = &packages.descriptors;
 
     let mut hasher = Sha256::new();
     hasher.update(selection.build_type.as_str());
@@ -235,7 +225,7 @@ pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
         .frontend_configs
         .iter()
         .chain(&project.logo)
-        .chain(&descriptors);
+        .chain(descriptors);
     for e in extras {
         hash_file(&mut hasher, &e.display, &e.bytes);
     }
@@ -308,7 +298,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, sink: &mut Sink, root: &Path) {
     }
 }
 
-fn read_capped(path: &Path, display: &Arc<str>, sink: &mut Sink) -> Option<Vec<u8>> {
+pub(crate) fn read_capped(path: &Path, display: &Arc<str>, sink: &mut Sink) -> Option<Vec<u8>> {
     let loc = Loc::File(display.clone());
     match std::fs::metadata(path) {
         Ok(m) if m.len() > MAX_FILE_BYTES => {

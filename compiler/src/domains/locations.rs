@@ -33,6 +33,14 @@ pub const COLUMNS: Columns = Columns {
 /// `Loaded::location_tag_columns`. Resolved to uuids by `link`, which reports a column
 /// naming an unknown tag once, at its header.
 pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
+    // The file's Tag| columns, once, whatever its first row holds.
+    if std::ptr::eq(ctx.row, &ctx.table.rows[0]) {
+        for (i, tag) in ctx.table.prefixed("tag|") {
+            loaded
+                .location_tag_columns
+                .push((tag.to_string(), ctx.table.header_cell_loc(i)));
+        }
+    }
     let Some(name) = ctx.required("name", sink) else {
         return;
     };
@@ -42,12 +50,6 @@ pub fn load_row(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     let tags = ctx.list("tags");
     let mut column_tags = Vec::new();
     for (i, tag) in ctx.table.prefixed("tag|") {
-        let first_row = std::ptr::eq(ctx.row, &ctx.table.rows[0]);
-        if first_row {
-            loaded
-                .location_tag_columns
-                .push((tag.to_string(), ctx.table.header_cell_loc(i)));
-        }
         if let Some(v) = ctx.table.cell(ctx.row, i) {
             let loc = ctx.table.cell_loc(ctx.row, i);
             let header = &ctx.table.headers[i].name;

@@ -173,6 +173,8 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
         let (mut wanted, stray): (Vec<&InputFile>, Vec<&InputFile>) = files
             .iter()
             .partition(|f| *ext == "*" || f.extension() == *ext);
+        // Packages in the order they are laid down, then by path within each.
+        wanted.sort_by(|a, b| (a.layer, &a.rel).cmp(&(b.layer, &b.rel)));
         for f in stray {
             sink.emit(
                 Code::StrayFile,
@@ -206,8 +208,11 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
                         Table::parse(text, columns, sink).map(|t| (t, f.layer))
                     })
                     .collect();
-                tables
-                    .sort_by(|a, b| (a.0.order, &a.0.file.path).cmp(&(b.0.order, &b.0.file.path)));
+                // Layer first: a later package's rows override, whatever `_order` and
+                // file names say within each package.
+                tables.sort_by(|a, b| {
+                    (a.1, a.0.order, &a.0.file.path).cmp(&(b.1, b.0.order, &b.0.file.path))
+                });
                 for (table, layer) in &tables {
                     for row in &table.rows {
                         let ctx = Ctx {

@@ -192,9 +192,10 @@ pub fn parse_archive_name(file_name: &str) -> Option<(String, String)> {
     let stem = file_name.strip_suffix(".zip")?;
     let (before, _) = stem.split_once("_autoexpand-")?;
     let (head, version) = before.rsplit_once("_v")?;
-    // OCL version ids are free-form (`3`, `2024-03-15`, `1.2.0-beta`, `v2`).
+    // OCL version ids are free-form (`3`, `2024-03-15`, `1.2.0-beta`, `v2`) but start with
+    // a digit: `drc_hiv_visits_autoexpand-1.zip` has no version.
     let version = version.trim_start_matches(['v', 'V']);
-    if version.is_empty() || version.contains(char::is_whitespace) {
+    if !version.starts_with(|c: char| c.is_ascii_digit()) || version.contains(char::is_whitespace) {
         return None;
     }
     let (_, content) = head.split_once('_')?;
@@ -728,7 +729,13 @@ impl Merger {
                         .loaded
                         .concepts
                         .get(&from)
-                        .and_then(|c| c.value.display_name("en", &[]).map(|n| n.name.clone()))
+                        .and_then(|c| {
+                            // English if it has it, else any name it has.
+                            c.value
+                                .display_name("en", &[])
+                                .or_else(|| c.value.names.first())
+                                .map(|n| n.name.clone())
+                        })
                         .unwrap_or_default();
                     let role = if kind == "Q-AND-A" {
                         "an answer"
@@ -855,6 +862,7 @@ mod tests {
             Some(("ciel".into(), "20250401".into()))
         );
         assert_eq!(parse_archive_name("export.zip"), None);
+        assert_eq!(parse_archive_name("drc_hiv_visits_autoexpand-1.zip"), None);
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Fixture-per-diagnostic tests: `tests/fixtures/<CODE>-<name>.txt` is a multi-file
-//! project (see `fixture.rs`); its diagnostics, rendered as a content author sees them,
+//! project (see `fixture.rs`); its report, rendered as a content author sees it (folded,
+//! with the tally per code),
 //! must equal `<CODE>-<name>.stderr`. Run with `UPDATE_EXPECT=1` to rewrite expectations
 //! after an intended change, then review the diff.
 
 use crate::fixture::materialize;
-use compiler::diagnostics::{Code, render_human};
+use compiler::diagnostics::{Code, render_report};
 use compiler::vfs::Selection;
 use std::path::{Path, PathBuf};
 
@@ -40,7 +41,7 @@ pub fn run(text: &str) -> (String, Vec<String>) {
             serde_json::from_str(&json).expect("baseline json");
         diagnostics = b.apply(diagnostics, "validator-baseline.json").0;
     }
-    let rendered: String = diagnostics.iter().map(|d| render_human(d, false)).collect();
+    let rendered = render_report(&diagnostics, false);
     let codes = diagnostics.iter().map(|d| d.code.clone()).collect();
     (rendered, codes)
 }

@@ -60,7 +60,11 @@ impl XorShift {
 
 #[test]
 fn mutated_inputs_of_every_kind_never_panic() {
-    let seeds: [(&str, &[u8]); 6] = [
+    let seeds: [(&str, &[u8]); 10] = [
+        ("content.properties", b"name=${project.artifactId}\nversion=1.0-${x\ncontent.dep=[1.0,2.0)\nomod.fhir2=>=2.5.0 || ^1\nwar.openmrs=[2.6]]\n"),
+        ("content-packages/dep/content.properties", b"version=${project.version}\ncontent.dep=~1.2\n"),
+        ("content-packages/dep/pom.xml", b"<project><parent><version>1.5.0-SNAPSHOT</version></parent><artifactId>dep</artifactId></project>"),
+        ("content-packages/dep/openmrs_config/cashpoints/c.csv", b"Uuid,Name,Location\n,Caisse,Nowhere\n"),
         ("openmrs_config/concepts/c.csv", b"Uuid,Fully specified name:en,Data class,Data type,Answers\n1000AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA,\"Yes, sure\",Misc,Coded,No;x\n"),
         ("openmrs_config/locations/l.csv", b"Uuid,Name,Parent,Tag|Login Location\n3f1c2b7e-9a4d-4c1e-8b2f-6d5e4c3b2a10,Ward,Ward,true\n"),
         ("openmrs_config/globalproperties/g.xml", b"<config><globalProperties><globalProperty><property>a</property><value>&amp;b</value></globalProperty></globalProperties></config>"),

@@ -334,3 +334,19 @@ fn billing_and_appointments_content_is_checked_and_carried() {
         ]
     );
 }
+
+#[test]
+fn a_tag_column_is_checked_even_when_the_first_row_is_unusable() {
+    let text = format!(
+        "//- openmrs_config/locations/locations.csv\nUuid,Name,Tag|Nowhere Location\n\
+         {A},,TRUE\n{B},Pavillon,TRUE\n"
+    );
+    let (_, problems) = compile(&text, Selection::distro());
+    assert!(
+        problems
+            .iter()
+            .any(|p| p
+                .starts_with("E0203 Location tag 'Nowhere Location' of a Tag| column not found")),
+        "{problems:?}"
+    );
+}

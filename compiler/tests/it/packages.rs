@@ -161,3 +161,75 @@ fn placeholders_without_a_pom_and_packages_without_configuration_are_errors() {
         ]
     );
 }
+
+#[test]
+fn the_layer_decides_an_override_not_names_or_file_order() {
+    // `zeta` is laid down first (the base names it first and `alpha` needs it), though
+    // its name sorts last; the base's file has an `_order` and the dependencies' do not.
+    let text = format!(
+        "//- content.properties\ncontent.zeta=*\ncontent.alpha=*\n\
+         //- content-packages/zeta/content.properties\nversion=1.0\n\
+         //- content-packages/zeta/openmrs_config/visittypes/z.csv\nUuid,Name,Description\n{A},Outpatient,zeta\n{B},Inpatient,zeta\n\
+         //- content-packages/zeta/openmrs_config/ocl/z_dict_v1_autoexpand-1.zip!export.json\n{}\n\
+         //- content-packages/alpha/content.properties\nversion=1.0\ncontent.zeta=*\n\
+         //- content-packages/alpha/openmrs_config/visittypes/a.csv\nUuid,Name,Description\n{A},Outpatient,alpha\n\
+         //- content-packages/alpha/openmrs_config/ocl/a_dict_v1_autoexpand-1.zip!export.json\n{}\n\
+         //- openmrs_config/visittypes/base.csv\nUuid,Name,Description,_order:1\n{B},Inpatient,base\n",
+        ocl_concept("Fièvre (zeta)"),
+        ocl_concept("Fièvre (alpha)"),
+    );
+    let project = materialize(&text);
+    let c = compiler::compile(project.root(), &Selection::distro(), &compiler::NoProgress);
+    assert!(problems(&c).is_empty(), "{:?}", problems(&c));
+    let layers: Vec<&str> = c.header.layers.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(layers, ["zeta", "alpha", "openmrs_config"]);
+    let described: Vec<_> = c
+        .content
+        .visit_types
+        .iter()
+        .map(|v| (v.name.as_str(), v.description.as_deref()))
+        .collect();
+    assert_eq!(
+        described,
+        [("Outpatient", Some("alpha")), ("Inpatient", Some("base"))]
+    );
+    // The later package's archive wins for the same concept.
+    let concept = &c.content.concepts[0];
+    assert_eq!(concept.names[0].name, "Fièvre (alpha)");
+}
+
+fn ocl_concept(name: &str) -> String {
+    format!(
+        "{{\"type\":\"Collection Version\",\"concepts\":[{{\"id\":\"1\",\"external_id\":\"140238AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\",\"concept_class\":\"Diagnosis\",\"datatype\":\"N/A\",\"url\":\"/orgs/X/sources/X/concepts/1/\",\"names\":[{{\"name\":\"{name}\",\"locale\":\"fr\",\"name_type\":\"FULLY_SPECIFIED\"}}]}}],\"mappings\":[]}}"
+    )
+}
+
+#[test]
+fn a_package_name_that_is_a_path_is_refused_as_a_name() {
+    for bad in ["..", "../x", "a/b", ".hidden"] {
+        let text = format!(
+            "//- content.properties\ncontent.{bad}=*\n//- openmrs_config/visittypes/v.csv\nUuid,Name\n"
+        );
+        let project = materialize(&text);
+        let c = compiler::compile(project.root(), &Selection::distro(), &compiler::NoProgress);
+        assert_eq!(
+            problems(&c),
+            [format!("E0006 '{bad}' is not a content package name")],
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn a_version_problem_is_reported_once() {
+    let text = "//- content.properties\ncontent.a=>=1.0\n\
+                //- content-packages/a/content.properties\nversion=next-one\n\
+                //- content-packages/a/openmrs_config/visittypes/a.csv\nUuid,Name\n\
+                //- openmrs_config/visittypes/v.csv\nUuid,Name\n";
+    let project = materialize(text);
+    let c = compiler::compile(project.root(), &Selection::distro(), &compiler::NoProgress);
+    assert_eq!(
+        problems(&c),
+        ["E0006 Version 'next-one' of content package 'a' is not a version"]
+    );
+}
