@@ -180,6 +180,7 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Patient Overview - View Relationships",
     "Purge Field Types",
     "Purge Global Properties",
+    "Purge Patients",
     "Purge Users",
     "Remove Allergies",
     "Remove Problems",

@@ -270,6 +270,8 @@ fn seed(data: &std::path::Path, type_uuid: &str) {
             voided: false,
             date_created: "2026-01-01T00:00:00Z".into(),
             creator: String::new(),
+            changed: None,
+            voiding: None,
         };
         batch.push((p, vec![(format!("{type_uuid}||{id}"), id)]));
         if batch.len() == 10_000 {

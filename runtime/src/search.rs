@@ -90,6 +90,15 @@ impl SearchIndex {
             .map(|&i| self.slots[i as usize].clone())
     }
 
+    /// Forgets a purged patient: no search or read finds it again. Its slot stays, empty
+    /// of tokens, so other slots keep their numbers.
+    pub fn remove(&mut self, uuid: &str) {
+        if let Some(slot) = self.by_uuid.remove(uuid) {
+            self.unlink(slot);
+            self.slot_visibility[slot as usize] = Visibility::Voided;
+        }
+    }
+
     /// Adds a patient, or replaces the one with the same uuid.
     pub fn upsert(&mut self, p: PatientRecord) {
         if let Some(&slot) = self.by_uuid.get(&p.uuid) {
@@ -382,6 +391,8 @@ mod tests {
             voided: false,
             date_created: String::new(),
             creator: String::new(),
+            changed: None,
+            voiding: None,
         }
     }
 

@@ -74,12 +74,20 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/patient/"),
             get(patient::search).post(patient::create),
         )
-        .route(&rest("/patient/{uuid}"), get(patient::read))
+        .route(
+            &rest("/patient/{uuid}"),
+            get(patient::read)
+                .post(patient::update)
+                .delete(patient::delete),
+        )
         .route(
             &rest("/patient/{uuid}/identifier"),
             get(user::patient_identifiers),
         )
-        .route(&rest("/person/{uuid}"), get(user::person))
+        .route(
+            &rest("/person/{uuid}"),
+            get(user::person).post(patient::update_person_resource),
+        )
         .route(
             &rest("/person/{uuid}/attribute"),
             get(user::person_attributes),

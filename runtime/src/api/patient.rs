@@ -8,12 +8,12 @@ use crate::error::{ApiError, ApiResult, Invalid};
 use crate::identifiers::{self, CheckError};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested, nested_list, render};
 use crate::store::{
-    AddressRecord, AttributeRecord, IdentifierRecord, NameRecord, PatientRecord, StoreError,
-    identifier_key,
+    AddressRecord, AttributeRecord, IdentifierRecord, NameRecord, PatientRecord, PatientVoiding,
+    StoreError, identifier_key,
 };
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use chrono::{Datelike, NaiveDate};
 use model::{PatientIdentifierType, PersonAttributeType};
 use serde_json::{Map, Value, json};
@@ -199,7 +199,17 @@ impl Resource for PatientRes<'_> {
 }
 
 fn audit(p: &PatientRecord) -> Value {
-    json!({"creator": {"uuid": p.creator, "display": null}, "dateCreated": format_datetime(&p.date_created), "changedBy": null, "dateChanged": null})
+    let (changed_by, date_changed) = match &p.changed {
+        Some((by, at)) => (json!({"uuid": by, "display": null}), format_datetime(at)),
+        None => (Value::Null, Value::Null),
+    };
+    let mut audit = json!({"creator": {"uuid": p.creator, "display": null}, "dateCreated": format_datetime(&p.date_created), "changedBy": changed_by, "dateChanged": date_changed});
+    if let Some(v) = &p.voiding {
+        audit["voidedBy"] = json!({"uuid": v.voided_by, "display": null});
+        audit["dateVoided"] = format_datetime(&v.date_voided);
+        audit["voidReason"] = json!(v.void_reason);
+    }
+    audit
 }
 
 impl Resource for PersonRes<'_> {
@@ -1310,6 +1320,8 @@ fn build_patient(
             .as_ref()
             .map(|u| u.uuid.clone())
             .unwrap_or_default(),
+        changed: None,
+        voiding: None,
     };
     Ok((record, keys))
 }
@@ -1443,6 +1455,388 @@ pub async fn create(
         &caller.ctx(&state, &catalog),
     )?;
     Ok(json(StatusCode::CREATED, body))
+}
+
+/// The create-shaped body of a stored patient, so that an edit is checked by exactly the
+/// rules of a creation once the change is laid over it.
+fn as_body(p: &PatientRecord) -> Map<String, Value> {
+    let some = |pairs: Vec<(&str, Value)>| -> Value {
+        Value::Object(
+            pairs
+                .into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
+    };
+    let names: Vec<Value> = p
+        .names
+        .iter()
+        .map(|n| {
+            some(vec![
+                ("uuid", json!(n.uuid)),
+                ("preferred", json!(n.preferred)),
+                ("givenName", json!(n.given_name)),
+                ("middleName", json!(n.middle_name)),
+                ("familyName", json!(n.family_name)),
+                ("familyName2", json!(n.family_name2)),
+                ("prefix", json!(n.prefix)),
+                ("degree", json!(n.degree)),
+            ])
+        })
+        .collect();
+    let addresses: Vec<Value> = p
+        .addresses
+        .iter()
+        .map(|a| {
+            let mut o = Map::new();
+            o.insert("uuid".into(), json!(a.uuid));
+            o.insert("preferred".into(), json!(a.preferred));
+            for (k, v) in &a.fields {
+                o.insert(k.clone(), json!(v));
+            }
+            Value::Object(o)
+        })
+        .collect();
+    let attributes: Vec<Value> = p
+        .attributes
+        .iter()
+        .map(|a| json!({"uuid": a.uuid, "attributeType": a.attribute_type, "value": a.value}))
+        .collect();
+    let identifiers: Vec<Value> = p
+        .identifiers
+        .iter()
+        .map(|i| {
+            some(vec![
+                ("uuid", json!(i.uuid)),
+                ("identifier", json!(i.identifier)),
+                ("identifierType", json!(i.identifier_type)),
+                ("location", json!(i.location)),
+                ("preferred", json!(i.preferred)),
+            ])
+        })
+        .collect();
+    let person = some(vec![
+        ("uuid", json!(p.uuid)),
+        ("names", json!(names)),
+        ("gender", json!(p.gender)),
+        ("birthdate", json!(p.birthdate)),
+        ("birthdateEstimated", json!(p.birthdate_estimated)),
+        ("dead", json!(p.dead)),
+        ("deathDate", json!(p.death_date)),
+        ("causeOfDeath", json!(p.cause_of_death)),
+        ("attributes", json!(attributes)),
+        ("addresses", json!(addresses)),
+    ]);
+    let mut body = Map::new();
+    body.insert("person".into(), person);
+    body.insert("identifiers".into(), json!(identifiers));
+    body
+}
+
+/// The uuid a list item names, if any.
+fn item_uuid(v: &Value) -> Option<&str> {
+    v.get("uuid").and_then(Value::as_str)
+}
+
+/// Lays a person change over the stored person, as OpenMRS applies `POST person/{uuid}`:
+/// names and addresses with a known uuid are changed, others added (a new address becomes
+/// the preferred one); an attribute replaces the one of its type (an empty value removes
+/// it); `dead: false` clears the death date and cause.
+fn merge_person(base: &mut Map<String, Value>, change: &Map<String, Value>) -> ApiResult<()> {
+    for (key, value) in change {
+        match (key.as_str(), value) {
+            ("uuid", Value::String(u)) if base.get("uuid").and_then(Value::as_str) != Some(u) => {
+                return Err(not_allowed(vec!["uuid"]));
+            }
+            ("names" | "addresses", Value::Array(items)) => {
+                let list = base
+                    .entry(key.clone())
+                    .or_insert_with(|| json!([]))
+                    .as_array_mut()
+                    .ok_or_else(|| ApiError::BadRequest(format!("person.{key} must be a list")))?;
+                for item in items {
+                    let Value::Object(fields) = item else {
+                        return Err(ApiError::BadRequest(format!(
+                            "person.{key} must be a list of objects"
+                        )));
+                    };
+                    let known = item_uuid(item)
+                        .and_then(|u| list.iter_mut().find(|e| item_uuid(e) == Some(u)));
+                    match known {
+                        Some(existing) => {
+                            if let Value::Object(e) = existing {
+                                e.extend(fields.clone());
+                            }
+                        }
+                        None if key == "addresses" => {
+                            let mut fields = fields.clone();
+                            if fields.keys().all(|k| k == "uuid" || k == "preferred") {
+                                continue; // O3 sends `{}` when no address was entered.
+                            }
+                            if fields.get("preferred") != Some(&json!(false)) {
+                                for e in list.iter_mut() {
+                                    e["preferred"] = json!(false);
+                                }
+                                fields.insert("preferred".into(), json!(true));
+                            }
+                            list.push(Value::Object(fields));
+                        }
+                        None => {
+                            let mut fields = fields.clone();
+                            if fields.get("preferred") == Some(&json!(true)) {
+                                for e in list.iter_mut() {
+                                    e["preferred"] = json!(false);
+                                }
+                            } else {
+                                fields.insert("preferred".into(), json!(false));
+                            }
+                            list.push(Value::Object(fields));
+                        }
+                    }
+                }
+            }
+            ("attributes", Value::Array(items)) => {
+                let list = base
+                    .entry("attributes")
+                    .or_insert_with(|| json!([]))
+                    .as_array_mut()
+                    .ok_or_else(|| {
+                        ApiError::BadRequest("person.attributes must be a list".into())
+                    })?;
+                for item in items {
+                    let type_ref = reference(item.get("attributeType")).ok_or_else(|| {
+                        ApiError::BadRequest("person.attributes: attributeType is missing".into())
+                    })?;
+                    let empty = matches!(item.get("value"), None | Some(Value::Null))
+                        || item.get("value") == Some(&json!(""));
+                    let position = list.iter().position(|e| {
+                        reference(e.get("attributeType")).as_deref() == Some(&type_ref)
+                    });
+                    match (position, empty) {
+                        (Some(i), true) => {
+                            list.remove(i);
+                        }
+                        (Some(i), false) => {
+                            list[i]["value"] = item["value"].clone();
+                        }
+                        (None, true) => {}
+                        (None, false) => {
+                            let mut fresh = item.clone();
+                            fresh["attributeType"] = json!(type_ref);
+                            list.push(fresh);
+                        }
+                    }
+                }
+            }
+            ("dead", Value::Bool(false)) => {
+                base.insert("dead".into(), json!(false));
+                for k in ["deathDate", "causeOfDeath", "causeOfDeathNonCoded"] {
+                    base.remove(k);
+                }
+            }
+            ("birthdate", _) => {
+                base.remove("age");
+                base.insert(key.clone(), value.clone());
+            }
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    // A death without `dead: true` said is still a death.
+    if change.get("dead").is_none() && change.get("deathDate").is_some_and(|d| !d.is_null()) {
+        base.insert("dead".into(), json!(true));
+    }
+    Ok(())
+}
+
+/// Applies a person change to a stored patient, checked as a creation would be, and stores
+/// it. Identifiers are not changed this way (OpenMRS ignores them on update too).
+async fn update_person(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    uuid: &str,
+    change: &Map<String, Value>,
+) -> ApiResult<PatientRecord> {
+    let st = state.clone();
+    let id = uuid.to_string();
+    let stored = blocking(move || st.store.patient(&id).map_err(ApiError::from))
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let mut body = as_body(&stored);
+    let Some(Value::Object(person)) = body.get_mut("person") else {
+        return Err(ApiError::internal("a stored patient renders as a person"));
+    };
+    merge_person(person, change)?;
+    let (mut record, _) = build_patient(state, caller, &body)?;
+    record.date_created = stored.date_created.clone();
+    record.creator = stored.creator.clone();
+    record.voided = stored.voided;
+    record.voiding = stored.voiding.clone();
+    let who = caller
+        .user
+        .as_ref()
+        .map(|u| u.uuid.clone())
+        .unwrap_or_default();
+    record.changed = Some((who, chrono::Utc::now().to_rfc3339()));
+    let st = state.clone();
+    let saved = record.clone();
+    blocking(move || st.store.update_patient(&saved).map_err(ApiError::from)).await?;
+    state
+        .index
+        .write()
+        .map_err(ApiError::internal)?
+        .upsert(record.clone());
+    Ok(record)
+}
+
+/// `POST patient/{uuid}` — privilege: Edit Patients. Only `person` changes (identifiers
+/// have their own sub-resource, as in OpenMRS); answers the default representation.
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Patients"])?;
+    check_keys(&body, &["uuid", "person", "identifiers"])?;
+    if let Some(Value::String(u)) = body.get("uuid")
+        && *u != uuid
+    {
+        return Err(not_allowed(vec!["uuid"]));
+    }
+    let change = match body.get("person") {
+        Some(Value::Object(p)) => p.clone(),
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return Err(ApiError::BadRequest("person must be an object".into())),
+    };
+    let record = update_person(&state, &caller, &uuid, &change).await?;
+    let catalog = state.catalog.load();
+    Ok(ok(render(
+        &PatientRes(&record),
+        &Rep::Default,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
+/// `POST person/{uuid}` — privilege: Edit People. The persons this server keeps are its
+/// patients'; answers the person's default representation.
+pub async fn update_person_resource(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit People"])?;
+    let record = update_person(&state, &caller, &uuid, &body).await?;
+    let catalog = state.catalog.load();
+    Ok(ok(render(
+        &PersonRes(&record),
+        &Rep::Default,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
+/// `DELETE patient/{uuid}` — voids the patient (privilege: Delete Patients; `reason`
+/// defaults to OpenMRS's "web service call"); with `purge` (privilege: Purge Patients)
+/// removes it for good, which is refused while any visit, encounter, diagnosis or
+/// programme enrolment (even voided) refers to it. Answers 204.
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    let purge = param(&query, "purge").is_some_and(|v| v != "false");
+    caller.require(&[if purge {
+        "Purge Patients"
+    } else {
+        "Delete Patients"
+    }])?;
+    let st = state.clone();
+    let id = uuid.clone();
+    let stored = blocking(move || st.store.patient(&id).map_err(ApiError::from))
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    if purge {
+        let st = state.clone();
+        let id = uuid.clone();
+        blocking(move || {
+            let clinical = clinical_records(&st, &id)?;
+            if !clinical.is_empty() {
+                return Err(ApiError::BadRequest(format!(
+                    "The patient cannot be purged: {} still refer to them; void the patient instead",
+                    clinical.join(", ")
+                )));
+            }
+            st.store.purge_patient(&id).map_err(ApiError::from)
+        })
+        .await?;
+        state
+            .index
+            .write()
+            .map_err(ApiError::internal)?
+            .remove(&uuid);
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    if !stored.voided {
+        let mut record = stored;
+        record.voided = true;
+        record.voiding = Some(PatientVoiding {
+            voided_by: caller
+                .user
+                .as_ref()
+                .map(|u| u.uuid.clone())
+                .unwrap_or_default(),
+            date_voided: chrono::Utc::now().to_rfc3339(),
+            void_reason: param(&query, "reason")
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or("web service call")
+                .to_string(),
+        });
+        let st = state.clone();
+        let saved = record.clone();
+        blocking(move || st.store.update_patient(&saved).map_err(ApiError::from)).await?;
+        state
+            .index
+            .write()
+            .map_err(ApiError::internal)?
+            .upsert(record);
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// What clinical records of the patient exist, voided ones included, by kind.
+fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static str>> {
+    use crate::domains::{diagnosis, encounter, programme, visit};
+    let one = crate::domains::Window {
+        start: 0,
+        limit: 1,
+        count_all: false,
+    };
+    let mut found = Vec::new();
+    if !visit::store::visits_of(&state.store, patient)?.is_empty() {
+        found.push("visits");
+    }
+    let q = encounter::store::EncounterQuery {
+        patient: Some(patient.to_string()),
+        include_voided: true,
+        ..Default::default()
+    };
+    if !encounter::store::list(&state.store, &q, one)?.0.is_empty() {
+        found.push("encounters");
+    }
+    if !diagnosis::store::of_patient(&state.store, patient, true, one)?
+        .0
+        .is_empty()
+    {
+        found.push("diagnoses");
+    }
+    if !programme::store::all_of_patient(&state.store, patient)?.is_empty() {
+        found.push("programme enrolments");
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

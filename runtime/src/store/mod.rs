@@ -125,6 +125,20 @@ pub struct PatientRecord {
     /// RFC 3339.
     pub date_created: String,
     pub creator: String,
+    /// The last change through `POST patient/{uuid}` or `POST person/{uuid}` (user uuid,
+    /// RFC 3339); absent until the first.
+    #[serde(default)]
+    pub changed: Option<(String, String)>,
+    /// Who voided the patient, when (RFC 3339) and why.
+    #[serde(default)]
+    pub voiding: Option<PatientVoiding>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatientVoiding {
+    pub voided_by: String,
+    pub date_voided: String,
+    pub void_reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -635,6 +649,37 @@ impl Store {
         })
     }
 
+    /// Replaces a stored patient whose identifiers did not change (an edit, a void).
+    pub fn update_patient(&self, p: &PatientRecord) -> StoreResult<()> {
+        self.write(|txn| {
+            txn.open_table(PATIENTS)?
+                .insert(p.uuid.as_str(), encode(p).as_slice())?;
+            Ok(())
+        })
+    }
+
+    /// Removes a patient and frees its identifiers. The caller has checked that nothing
+    /// clinical refers to it.
+    pub fn purge_patient(&self, uuid: &str) -> StoreResult<()> {
+        self.write(|txn| {
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            // Purging is rare: a scan finds the identifiers whatever the content's
+            // uniqueness rules were when they were stored.
+            let keys: Vec<String> = ids
+                .iter()?
+                .filter_map(|row| {
+                    let (k, v) = row.ok()?;
+                    (v.value() == uuid).then(|| k.value().to_string())
+                })
+                .collect();
+            for k in keys {
+                ids.remove(k.as_str())?;
+            }
+            txn.open_table(PATIENTS)?.remove(uuid)?;
+            Ok(())
+        })
+    }
+
     pub fn patient(&self, uuid: &str) -> StoreResult<Option<PatientRecord>> {
         let txn = self.begin_read()?;
         let t = txn.open_table(PATIENTS)?;
@@ -760,6 +805,8 @@ mod tests {
             voided: false,
             date_created: String::new(),
             creator: String::new(),
+            changed: None,
+            voiding: None,
         }
     }
 

@@ -423,6 +423,8 @@ mod tests {
             voided: false,
             date_created: String::new(),
             creator: String::new(),
+            changed: None,
+            voiding: None,
         };
         s.insert_patient(&p, &[]).unwrap();
         s.next_counter("src").unwrap();

@@ -925,3 +925,82 @@ async fn a_concept_set_is_a_fhir_value_set() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert_eq!(r.body["resourceType"], "OperationOutcome");
 }
+
+#[tokio::test]
+async fn a_patient_with_clinical_records_cannot_be_purged_and_edits_need_their_privileges() {
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let p = patient(&mut admin, &st, "200016").await;
+    start_visit(&mut admin, &st, &p, &ago(30)).await;
+    let r = admin
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{p}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("visits still refer to them"),
+        "{:?}",
+        r.body
+    );
+    assert!(st.store.patient(&p).unwrap().is_some());
+
+    // A user whose roles grant no patient privileges may neither edit nor delete.
+    let nobody = UserRecord {
+        v: 1,
+        uuid: "0b6e5a1c-0000-4000-8000-000000000021".into(),
+        username: "lecteur".into(),
+        system_id: "lecteur".into(),
+        person_uuid: "0b6e5a1c-0000-4000-8000-000000000022".into(),
+        person_name: "Agent Lecteur".into(),
+        password_hash: hash_password("Reader-pass-1"),
+        roles: vec![],
+        properties: Default::default(),
+        retired: false,
+        failed_logins: 0,
+        locked_until: None,
+        audit: None,
+        retiring: None,
+    };
+    st.store.put_user(&nobody).unwrap();
+    let mut c = Client::new(st.clone());
+    c.login("lecteur", "Reader-pass-1").await;
+    let r = c
+        .post(
+            &format!("{REST}/patient/{p}"),
+            &json!({"person": {"gender": "M"}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Edit Patients")
+    );
+    let r = c
+        .send("DELETE", &format!("{REST}/patient/{p}"), &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{p}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Purge Patients")
+    );
+}

@@ -492,3 +492,255 @@ async fn input_limits_are_enforced_with_the_field_named() {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
 }
+
+const REST: &str = "/openmrs/ws/rest/v1";
+
+async fn register(
+    c: &mut Client,
+    st: &runtime::AppState,
+    given: &str,
+    family: &str,
+    id: &str,
+) -> serde_json::Value {
+    let r = c
+        .post(
+            &format!("{REST}/patient"),
+            &patient_body(st, given, family, id),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    r.body
+}
+
+#[tokio::test]
+async fn an_edit_changes_the_person_as_the_registration_app_sends_it() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let created = register(&mut c, &st, "Hélène", "Mbuyi", "100101").await;
+    let uuid = created["uuid"].as_str().unwrap();
+    let name_uuid = created["person"]["preferredName"]["uuid"].as_str().unwrap();
+    // What the O3 registration app posts on save: the whole patient, names with their
+    // uuids, the address without one, only attributes that have a value, identifiers
+    // (which the server leaves alone).
+    let edit = json!({
+        "uuid": uuid,
+        "person": {
+            "uuid": uuid,
+            "names": [{"uuid": name_uuid, "preferred": true, "givenName": "Hélène", "familyName": "Tshisekedi"}],
+            "gender": "F",
+            "birthdate": "1991-5-20",
+            "birthdateEstimated": false,
+            "addresses": [{"cityVillage": "Limete", "stateProvince": "Kinshasa", "country": "République démocratique du Congo"}],
+            "attributes": [{"attributeType": "14d4f066-15f5-102d-96e4-000c29c2a5d7", "value": "+243990000000"}],
+            "dead": false
+        },
+        "identifiers": created["identifiers"].clone()
+    });
+    let r = c
+        .post(&format!("{REST}/patient/{uuid}"), &edit.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        r.body["display"],
+        format!("{} - Hélène Tshisekedi", emr_id("100101"))
+    );
+    let full = c.get(&format!("{REST}/patient/{uuid}?v=full")).await.body;
+    let person = &full["person"];
+    assert_eq!(person["names"].as_array().unwrap().len(), 1);
+    assert_eq!(person["birthdate"], "1991-05-20T00:00:00.000+0000");
+    assert_eq!(person["preferredAddress"]["cityVillage"], "Limete");
+    assert_eq!(person["attributes"].as_array().unwrap().len(), 1);
+    assert_eq!(person["attributes"][0]["value"], "+243990000000");
+    assert_eq!(
+        full["identifiers"],
+        c.get(&format!("{REST}/patient/{uuid}?v=full")).await.body["identifiers"]
+    );
+    assert_eq!(full["identifiers"].as_array().unwrap().len(), 1);
+    assert!(
+        full["auditInfo"]["changedBy"]["uuid"].is_string(),
+        "{:?}",
+        full["auditInfo"]
+    );
+    assert!(full["auditInfo"]["dateChanged"].is_string());
+    // Search sees the new name at once, and no longer the old one.
+    let found = c.get(&format!("{REST}/patient?q=Tshisekedi")).await.body;
+    assert_eq!(found["results"].as_array().unwrap().len(), 1);
+    let gone = c.get(&format!("{REST}/patient?q=Mbuyi")).await.body;
+    assert_eq!(gone["results"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn an_edit_is_checked_like_a_registration() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let created = register(&mut c, &st, "Paul", "Kasongo", "100102").await;
+    let uuid = created["uuid"].as_str().unwrap();
+    let before = c.get(&format!("{REST}/patient/{uuid}?v=full")).await.body;
+    for (change, expected) in [
+        (
+            json!({"person": {"deathDate": "1980-01-01", "dead": true}}),
+            "The death date cannot be before the birth date",
+        ),
+        (json!({"person": {"gender": "X"}}), "Please select a gender"),
+        (
+            json!({"person": {"birthdate": "2999-01-01"}}),
+            "Cannot be a date in the future",
+        ),
+    ] {
+        let r = c
+            .post(&format!("{REST}/patient/{uuid}"), &change.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{change}");
+        assert!(
+            r.body.to_string().contains(expected),
+            "{change}: {:?}",
+            r.body
+        );
+    }
+    let r = c
+        .post(
+            &format!("{REST}/patient/{uuid}"),
+            &json!({"uuid": "00000000-0000-4000-8000-000000000000", "person": {}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c
+        .post(
+            &format!("{REST}/patient/{uuid}"),
+            &json!({"person": {"nickname": "P"}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c
+        .post(
+            &format!("{REST}/patient/00000000-0000-4000-8000-000000000000"),
+            &json!({"person": {"gender": "M"}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // Nothing refused was stored.
+    assert_eq!(
+        c.get(&format!("{REST}/patient/{uuid}?v=full")).await.body,
+        before
+    );
+}
+
+#[tokio::test]
+async fn a_death_is_recorded_and_undone_through_the_person() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let created = register(&mut c, &st, "Marie", "Ilunga", "100103").await;
+    let uuid = created["uuid"].as_str().unwrap();
+    // Cholera, from the project's dictionary.
+    let cause = st
+        .catalog
+        .load()
+        .concept("DRC-EMR:2001")
+        .unwrap()
+        .uuid
+        .clone();
+    let r = c
+        .post(
+            &format!("{REST}/person/{uuid}"),
+            &json!({"dead": true, "deathDate": "2026-01-05", "causeOfDeath": cause}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["dead"], true);
+    assert_eq!(r.body["deathDate"], "2026-01-05T00:00:00.000+0000");
+    assert_eq!(r.body["causeOfDeath"]["uuid"], cause.as_str());
+    // The living search no longer finds her; the one that includes the dead does.
+    assert_eq!(
+        c.get(&format!("{REST}/patient?q=Ilunga")).await.body["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    let r = c
+        .post(
+            &format!("{REST}/person/{uuid}"),
+            &json!({"dead": false}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["dead"], false);
+    assert!(
+        r.body["deathDate"].is_null() && r.body["causeOfDeath"].is_null(),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(
+        c.get(&format!("{REST}/patient?q=Ilunga")).await.body["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_patient_registered_in_error_is_voided_with_a_reason_or_purged() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let created = register(&mut c, &st, "Joseph", "Doublon", "100104").await;
+    let uuid = created["uuid"].as_str().unwrap();
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{uuid}?reason=enregistr%C3%A9%20deux%20fois"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let full = c.get(&format!("{REST}/patient/{uuid}?v=full")).await;
+    assert_eq!(full.status, StatusCode::OK);
+    assert_eq!(full.body["voided"], true);
+    assert_eq!(full.body["auditInfo"]["voidReason"], "enregistré deux fois");
+    assert_eq!(
+        c.get(&format!("{REST}/patient?q=Doublon")).await.body["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    // Voiding keeps the identifier: another patient cannot take it.
+    let r = c
+        .post(
+            &format!("{REST}/patient"),
+            &patient_body(&st, "Autre", "Personne", "100104"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+
+    // Purging removes the record and frees the identifier.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{uuid}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{:?}", r.body);
+    assert_eq!(
+        c.get(&format!("{REST}/patient/{uuid}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(st.store.patient(uuid).unwrap().is_none());
+    let again = register(&mut c, &st, "Autre", "Personne", "100104").await;
+    assert_eq!(
+        again["identifiers"][0]["display"],
+        format!("Numéro patient DSE = {}", emr_id("100104"))
+    );
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{uuid}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}

@@ -221,6 +221,8 @@ fn patient(i: usize) -> runtime::store::PatientRecord {
         voided: false,
         date_created: "2026-11-23T10:00:00.000Z".into(),
         creator: "admin".into(),
+        changed: None,
+        voiding: None,
     }
 }
 
