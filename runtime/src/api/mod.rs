@@ -42,7 +42,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -82,7 +82,15 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(
             &rest("/patient/{uuid}/identifier"),
-            get(user::patient_identifiers),
+            get(user::patient_identifiers).post(patient::add_identifier),
+        )
+        .route(
+            &rest("/patient/{uuid}/identifier/{identifier}"),
+            post(patient::update_identifier).delete(patient::delete_identifier),
+        )
+        .route(
+            &rest("/person/{uuid}/{kind}/{item}"),
+            delete(patient::delete_person_item),
         )
         .route(
             &rest("/person/{uuid}"),

@@ -1534,6 +1534,20 @@ fn as_body(p: &PatientRecord) -> Map<String, Value> {
     body
 }
 
+/// The identifiers of a create-shaped body.
+fn identifiers_of(body: &mut Map<String, Value>) -> ApiResult<&mut Vec<Value>> {
+    body.get_mut("identifiers")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| ApiError::internal("a stored patient has identifiers"))
+}
+
+/// Clears `preferred` on every item, before another one becomes the preferred one.
+fn prefer_none(list: &mut [Value]) {
+    for e in list {
+        e["preferred"] = json!(false);
+    }
+}
+
 /// The uuid a list item names, if any.
 fn item_uuid(v: &Value) -> Option<&str> {
     v.get("uuid").and_then(Value::as_str)
@@ -1575,9 +1589,7 @@ fn merge_person(base: &mut Map<String, Value>, change: &Map<String, Value>) -> A
                                 continue; // O3 sends `{}` when no address was entered.
                             }
                             if fields.get("preferred") != Some(&json!(false)) {
-                                for e in list.iter_mut() {
-                                    e["preferred"] = json!(false);
-                                }
+                                prefer_none(list);
                                 fields.insert("preferred".into(), json!(true));
                             }
                             list.push(Value::Object(fields));
@@ -1585,9 +1597,7 @@ fn merge_person(base: &mut Map<String, Value>, change: &Map<String, Value>) -> A
                         None => {
                             let mut fields = fields.clone();
                             if fields.get("preferred") == Some(&json!(true)) {
-                                for e in list.iter_mut() {
-                                    e["preferred"] = json!(false);
-                                }
+                                prefer_none(list);
                             } else {
                                 fields.insert("preferred".into(), json!(false));
                             }
@@ -1651,13 +1661,30 @@ fn merge_person(base: &mut Map<String, Value>, change: &Map<String, Value>) -> A
     Ok(())
 }
 
-/// Applies a person change to a stored patient, checked as a creation would be, and stores
-/// it. Identifiers are not changed this way (OpenMRS ignores them on update too).
-async fn update_person(
+/// The uniqueness keys a stored patient's identifiers hold (see `identifier_key`).
+fn keys_of(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Vec<String> {
+    p.identifiers
+        .iter()
+        .filter_map(|i| {
+            let t = catalog.identifier_type(&i.identifier_type)?;
+            identifier_key(
+                &t.uuid,
+                t.uniqueness_behavior,
+                i.location.as_deref(),
+                &i.identifier,
+            )
+        })
+        .collect()
+}
+
+/// Changes a stored patient: `change` edits its create-shaped body (see `as_body`), the
+/// result is checked by every rule of a registration and stored with who changed it. Every
+/// edit (person, names, attributes, identifiers) goes through here.
+async fn change_patient(
     state: &Arc<AppState>,
     caller: &Caller,
     uuid: &str,
-    change: &Map<String, Value>,
+    change: impl FnOnce(&mut Map<String, Value>) -> ApiResult<()>,
 ) -> ApiResult<PatientRecord> {
     let st = state.clone();
     let id = uuid.to_string();
@@ -1665,11 +1692,8 @@ async fn update_person(
         .await?
         .ok_or(ApiError::NotFound)?;
     let mut body = as_body(&stored);
-    let Some(Value::Object(person)) = body.get_mut("person") else {
-        return Err(ApiError::internal("a stored patient renders as a person"));
-    };
-    merge_person(person, change)?;
-    let (mut record, _) = build_patient(state, caller, &body)?;
+    change(&mut body)?;
+    let (mut record, new_keys) = build_patient(state, caller, &body)?;
     record.date_created = stored.date_created.clone();
     record.creator = stored.creator.clone();
     record.voided = stored.voided;
@@ -1680,15 +1704,189 @@ async fn update_person(
         .map(|u| u.uuid.clone())
         .unwrap_or_default();
     record.changed = Some((who, chrono::Utc::now().to_rfc3339()));
+    let old_keys = keys_of(&stored, &state.catalog.load());
     let st = state.clone();
     let saved = record.clone();
-    blocking(move || st.store.update_patient(&saved).map_err(ApiError::from)).await?;
+    blocking(
+        move || match st.store.replace_patient(&saved, &old_keys, &new_keys) {
+            Ok(()) => Ok(()),
+            Err(StoreError::IdentifierInUse(id)) => {
+                let mut inv = Invalid::default();
+                inv.global(format!("Identifier {id} already in use by another patient"));
+                Err(ApiError::Invalid(inv))
+            }
+            Err(e) => Err(ApiError::from(e)),
+        },
+    )
+    .await?;
     state
         .index
         .write()
         .map_err(ApiError::internal)?
         .upsert(record.clone());
     Ok(record)
+}
+
+/// Applies a person change to a stored patient (see `merge_person`). Identifiers are not
+/// changed this way (OpenMRS ignores them on update too).
+async fn update_person(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    uuid: &str,
+    change: &Map<String, Value>,
+) -> ApiResult<PatientRecord> {
+    change_patient(state, caller, uuid, |body| match body.get_mut("person") {
+        Some(Value::Object(person)) => merge_person(person, change),
+        _ => Err(ApiError::internal("a stored patient renders as a person")),
+    })
+    .await
+}
+
+/// Removes the item with `item` uuid from the list `key` of a body object, or answers 404.
+fn remove_item(list_owner: &mut Map<String, Value>, key: &str, item: &str) -> ApiResult<()> {
+    let list = list_owner
+        .get_mut(key)
+        .and_then(Value::as_array_mut)
+        .ok_or(ApiError::NotFound)?;
+    let before = list.len();
+    list.retain(|e| item_uuid(e) != Some(item));
+    if list.len() == before {
+        return Err(ApiError::NotFound);
+    }
+    Ok(())
+}
+
+/// `DELETE person/{uuid}/name/{name}` and `DELETE person/{uuid}/attribute/{attribute}`
+/// (`?purge` or not: the item goes; a person keeps at least one name) — privilege: Edit
+/// People. Answers 204.
+pub async fn delete_person_item(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((uuid, kind, item)): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    caller.require(&["Edit People"])?;
+    let key = match kind.as_str() {
+        "name" => "names",
+        "attribute" => "attributes",
+        "address" => "addresses",
+        _ => return Err(ApiError::NotFound),
+    };
+    change_patient(&state, &caller, &uuid, |body| {
+        match body.get_mut("person") {
+            Some(Value::Object(person)) => remove_item(person, key, &item),
+            _ => Err(ApiError::internal("a stored patient renders as a person")),
+        }
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST patient/{uuid}/identifier` — adds an identifier (checked as at registration:
+/// type, format, check digit, uniqueness, location); privilege: Edit Patients. Answers 201
+/// with the identifier.
+pub async fn add_identifier(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Patients"])?;
+    let mut fresh = body.clone();
+    let new_uuid = match fresh.get("uuid").and_then(Value::as_str) {
+        Some(u) => u.to_string(),
+        None => uuid::Uuid::new_v4().to_string(),
+    };
+    fresh.insert("uuid".into(), json!(new_uuid));
+    let record = change_patient(&state, &caller, &uuid, |b| {
+        let list = identifiers_of(b)?;
+        if fresh.get("preferred") == Some(&json!(true)) {
+            prefer_none(list);
+        }
+        list.push(Value::Object(fresh));
+        Ok(())
+    })
+    .await?;
+    identifier_answer(&state, &caller, &record, &new_uuid, StatusCode::CREATED)
+}
+
+/// `POST patient/{uuid}/identifier/{identifier}` — changes an identifier's value, type,
+/// location or preference, checked as at registration; privilege: Edit Patients.
+pub async fn update_identifier(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((uuid, item)): Path<(String, String)>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Patients"])?;
+    let record = change_patient(&state, &caller, &uuid, |b| {
+        let list = identifiers_of(b)?;
+        let i = list
+            .iter()
+            .position(|e| item_uuid(e) == Some(&item))
+            .ok_or(ApiError::NotFound)?;
+        if body.get("preferred") == Some(&json!(true)) {
+            prefer_none(list);
+        }
+        if let Value::Object(existing) = &mut list[i] {
+            for (k, v) in &body {
+                if k == "uuid" && v.as_str() != Some(item.as_str()) {
+                    return Err(not_allowed(vec!["uuid"]));
+                }
+                existing.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    identifier_answer(&state, &caller, &record, &item, StatusCode::OK)
+}
+
+/// `DELETE patient/{uuid}/identifier/{identifier}` (`?purge` or not: it goes, and its
+/// value is free again) — refused when it is the last one or the only one of a required
+/// type; privilege: Edit Patients. Answers 204.
+pub async fn delete_identifier(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((uuid, item)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Patients"])?;
+    change_patient(&state, &caller, &uuid, |b| {
+        let list = identifiers_of(b)?;
+        let before = list.len();
+        list.retain(|e| item_uuid(e) != Some(&item));
+        if list.len() == before {
+            return Err(ApiError::NotFound);
+        }
+        if list.is_empty() {
+            return Err(ApiError::BadRequest(
+                "At least one nonvoided Patient Identifier is required".into(),
+            ));
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The default representation of one identifier of a patient.
+fn identifier_answer(
+    state: &AppState,
+    caller: &Caller,
+    record: &PatientRecord,
+    item: &str,
+    status: StatusCode,
+) -> ApiResult<Response> {
+    let rendered = render(
+        &PatientRes(record),
+        &Rep::Full,
+        &caller.ctx(state, &state.catalog.load()),
+    )?;
+    let found = rendered["identifiers"]
+        .as_array()
+        .and_then(|l| l.iter().find(|i| i["uuid"] == item))
+        .cloned()
+        .ok_or_else(|| ApiError::internal("a stored identifier renders"))?;
+    Ok(json(status, found))
 }
 
 /// `POST patient/{uuid}` — privilege: Edit Patients. Only `person` changes (identifiers

@@ -649,7 +649,38 @@ impl Store {
         })
     }
 
-    /// Replaces a stored patient whose identifiers did not change (an edit, a void).
+    /// Replaces a stored patient whose identifiers may have changed: the uniqueness keys
+    /// it no longer holds are freed, new ones are refused when another patient holds them.
+    pub fn replace_patient(
+        &self,
+        p: &PatientRecord,
+        old_keys: &[String],
+        new_keys: &[(String, String)],
+    ) -> StoreResult<()> {
+        self.write(|txn| {
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            for (key, identifier) in new_keys {
+                if let Some(owner) = ids.get(key.as_str())?
+                    && owner.value() != p.uuid
+                {
+                    return Err(StoreError::IdentifierInUse(identifier.clone()));
+                }
+            }
+            for key in old_keys {
+                if !new_keys.iter().any(|(k, _)| k == key) {
+                    ids.remove(key.as_str())?;
+                }
+            }
+            for (key, _) in new_keys {
+                ids.insert(key.as_str(), p.uuid.as_str())?;
+            }
+            txn.open_table(PATIENTS)?
+                .insert(p.uuid.as_str(), encode(p).as_slice())?;
+            Ok(())
+        })
+    }
+
+    /// Replaces a stored patient whose identifiers did not change (a void).
     pub fn update_patient(&self, p: &PatientRecord) -> StoreResult<()> {
         self.write(|txn| {
             txn.open_table(PATIENTS)?

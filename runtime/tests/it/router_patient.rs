@@ -744,3 +744,177 @@ async fn a_patient_registered_in_error_is_voided_with_a_reason_or_purged() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn identifiers_names_and_attributes_change_through_their_sub_resources() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let created = register(&mut c, &st, "Odette", "Kalala", "100105").await;
+    let other = register(&mut c, &st, "Rose", "Kalala", "100106").await;
+    let uuid = created["uuid"].as_str().unwrap();
+    let national = "93ec706a-3859-49fb-a0ba-79a3d25ac7c7";
+    // A national number is added, checked against its format and uniqueness.
+    let r = c
+        .post(
+            &format!("{REST}/patient/{uuid}/identifier"),
+            &json!({"identifier": "12-3456-789012", "identifierType": national}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["identifier"], "12-3456-789012");
+    let national_uuid = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/patient/{uuid}/identifier"),
+            &json!({"identifier": "12-34", "identifierType": national}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let other_uuid = other["uuid"].as_str().unwrap();
+    let r = c
+        .post(
+            &format!("{REST}/patient/{other_uuid}/identifier"),
+            &json!({"identifier": "12-3456-789012", "identifierType": national}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body.to_string().contains("already in use"),
+        "{:?}",
+        r.body
+    );
+    // Corrected, the old value is free again.
+    let r = c
+        .post(
+            &format!("{REST}/patient/{uuid}/identifier/{national_uuid}"),
+            &json!({"identifier": "12-3456-000001"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["identifier"], "12-3456-000001");
+    let r = c
+        .post(
+            &format!("{REST}/patient/{other_uuid}/identifier"),
+            &json!({"identifier": "12-3456-789012", "identifierType": national}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let found = c
+        .get(&format!("{REST}/patient?identifier=12-3456-000001"))
+        .await
+        .body;
+    assert_eq!(found["results"][0]["uuid"], uuid);
+    // The required EHR number cannot go; the national one can (the app sends `?purge`).
+    let ehr_uuid = c.get(&format!("{REST}/patient/{uuid}?v=full")).await.body["identifiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["identifierType"]["uuid"] != national)
+        .unwrap()["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{uuid}/identifier/{ehr_uuid}?purge"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{uuid}/identifier/{national_uuid}?purge"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        c.get(&format!("{REST}/patient?identifier=12-3456-000001"))
+            .await
+            .body["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+
+    // A second name is added, then removed; the last name cannot be.
+    let name_uuid = created["person"]["preferredName"]["uuid"].as_str().unwrap();
+    let r = c
+        .post(
+            &format!("{REST}/person/{uuid}"),
+            &json!({"names": [{"givenName": "Odette", "familyName": "Mwamba"}]}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let names =
+        c.get(&format!("{REST}/patient/{uuid}?v=full")).await.body["person"]["names"].clone();
+    assert_eq!(names.as_array().unwrap().len(), 2);
+    let second = names
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["uuid"] != name_uuid)
+        .unwrap()["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        c.get(&format!("{REST}/patient?q=Mwamba")).await.body["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/person/{uuid}/name/{second}"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        c.get(&format!("{REST}/patient?q=Mwamba")).await.body["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/person/{uuid}/name/{name_uuid}"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    // The phone number attribute is removed.
+    let attribute = created["person"]["attributes"][0]["uuid"].as_str().unwrap();
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/person/{uuid}/attribute/{attribute}"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let person = c.get(&format!("{REST}/patient/{uuid}?v=full")).await.body["person"].clone();
+    assert_eq!(person["attributes"].as_array().unwrap().len(), 0);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/person/{uuid}/attribute/{attribute}"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
