@@ -1315,11 +1315,7 @@ fn build_patient(
         attributes,
         voided: false,
         date_created: chrono::Utc::now().to_rfc3339(),
-        creator: caller
-            .user
-            .as_ref()
-            .map(|u| u.uuid.clone())
-            .unwrap_or_default(),
+        creator: caller.user_uuid(),
         changed: None,
         voiding: None,
     };
@@ -1698,11 +1694,7 @@ async fn change_patient(
     record.creator = stored.creator.clone();
     record.voided = stored.voided;
     record.voiding = stored.voiding.clone();
-    let who = caller
-        .user
-        .as_ref()
-        .map(|u| u.uuid.clone())
-        .unwrap_or_default();
+    let who = caller.user_uuid();
     record.changed = Some((who, chrono::Utc::now().to_rfc3339()));
     let old_keys = keys_of(&stored, &state.catalog.load());
     let st = state.clone();
@@ -1982,11 +1974,7 @@ pub async fn delete(
         let mut record = stored;
         record.voided = true;
         record.voiding = Some(PatientVoiding {
-            voided_by: caller
-                .user
-                .as_ref()
-                .map(|u| u.uuid.clone())
-                .unwrap_or_default(),
+            voided_by: caller.user_uuid(),
             date_voided: chrono::Utc::now().to_rfc3339(),
             void_reason: param(&query, "reason")
                 .filter(|r| !r.trim().is_empty())
