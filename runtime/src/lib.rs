@@ -227,6 +227,8 @@ pub enum StartError {
     DataDir(PathBuf, std::io::Error),
     #[error("the embedded front end is unusable: {0}")]
     Spa(String),
+    #[error("cannot start the patient index loader: {0}")]
+    Thread(std::io::Error),
 }
 
 /// What start-up did, for the start-up log line.
@@ -235,12 +237,11 @@ pub struct StartReport {
     /// API roles dropped because the content now defines roles of the same names.
     pub dropped_roles: Vec<String>,
     pub admin_created: bool,
-    pub patients: usize,
     pub elapsed: Duration,
 }
 
 /// Builds the state: decodes the bundle, applies the overlay rule to the store, creates the
-/// administrator on a first start, and rebuilds the search index.
+/// administrator on a first start, and starts loading the patient search index.
 pub fn start(
     config: Config,
     bundle: Vec<u8>,
@@ -257,14 +258,12 @@ pub fn start(
         &config.admin_username,
         config.admin_password.as_deref(),
     )?;
-    let index = search::SearchIndex::build(store.patients()?);
-    let patients = index.len();
     let max_age = Duration::from_secs(12 * 3600);
     let state = AppState {
         sessions: auth::Sessions::new(config.session_idle, max_age),
         catalog: ArcSwap::from_pointee(catalog),
         store,
-        index: RwLock::new(index),
+        index: RwLock::new(search::SearchIndex::default()),
         config,
         sealed_bundle: bundle,
         reload_lock: tokio::sync::Mutex::new(()),
@@ -274,16 +273,59 @@ pub fn start(
         access: ArcSwap::from_pointee(access),
         login_throttle: throttle::LoginThrottle::default(),
     };
+    let state = Arc::new(state);
+    spawn_index_load(&state)?;
     Ok((
-        Arc::new(state),
+        state,
         StartReport {
             dropped_settings,
             dropped_roles,
             admin_created,
-            patients,
             elapsed: began.elapsed(),
         },
     ))
+}
+
+/// Loads the patient search index from the store on a thread of its own, so that start-up
+/// does not grow with the number of patients. The thread holds the index's write lock from
+/// before this returns until the index is complete: a search, or a patient write (which
+/// updates the index after its commit), waits for it rather than seeing a partial index.
+/// A write committed while the index loads is either in the loader's snapshot or applied
+/// after it; both apply the same record, so neither order loses it.
+fn spawn_index_load(state: &Arc<AppState>) -> Result<(), StartError> {
+    let (taken, wait) = std::sync::mpsc::sync_channel(1);
+    let st = state.clone();
+    std::thread::Builder::new()
+        .name("patient-index".into())
+        .spawn(move || {
+            let mut index = st
+                .index
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _ = taken.send(());
+            let began = Instant::now();
+            match store::medium::catch_panic(|| search::SearchIndex::load(&st.store)) {
+                Ok(Ok(loaded)) => {
+                    *index = loaded;
+                    tracing::info!(
+                        patients = index.len(),
+                        load_ms = began.elapsed().as_secs_f64() * 1000.0,
+                        "patient index ready"
+                    );
+                }
+                Ok(Err(e)) => {
+                    tracing::error!("the patient index could not be loaded: {e}");
+                    index.fail(e.to_string());
+                }
+                Err(panic) => {
+                    tracing::error!("the patient index could not be loaded: {panic}");
+                    index.fail(format!("the store is damaged: {panic}"));
+                }
+            }
+        })
+        .map_err(StartError::Thread)?;
+    let _ = wait.recv();
+    Ok(())
 }
 
 /// Refuses a first start (no store file yet) that could not create the administrator,

@@ -133,7 +133,7 @@ fn main() -> ExitCode {
         return restore(&store, &file);
     }
     let listen = config.listen;
-    // Start-up reads the store (the patients for the search index); redb may panic on a
+    // Start-up reads the store (settings, roles, the administrator); redb may panic on a
     // page damaged outside it, which is reported as damage rather than a crash.
     let store_path = config.data_dir.join("store.redb");
     let started =
@@ -180,7 +180,6 @@ fn main() -> ExitCode {
                 build_type = h.build_type.as_str(),
                 site = h.site.as_deref().unwrap_or("-"),
                 entities = %counts.join(" "),
-                patients = report.patients,
                 admin_created = report.admin_created,
                 dropped_settings = ?report.dropped_settings,
                 address = %listen,

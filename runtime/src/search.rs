@@ -1,11 +1,15 @@
-//! The in-memory patient index: every patient by uuid, name tokens for word-prefix search
-//! (case- and accent-insensitive: `helene` finds Hélène) and identifiers for exact match.
-//! Rebuilt from the store at start, updated on every write before it is acknowledged.
+//! The in-memory patient search index: name tokens for word-prefix search (case- and
+//! accent-insensitive: `helene` finds Hélène) and identifiers for exact match. It holds no
+//! patient records, only what finding them needs (a uuid, tokens, identifiers and whether
+//! the patient is living, dead or voided per slot): the records stay in redb and only a
+//! page's are read. It is loaded from the store in the background after start
+//! (`spawn_load`), so start-up does not grow with the number of patients, and updated on
+//! every write before it is acknowledged.
 
-use crate::store::PatientRecord;
+use crate::store::{PatientRecord, Store, StoreError, StoreResult};
+use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use unicode_normalization::UnicodeNormalization;
 
 /// Lower case without accents (NFD, combining marks removed).
@@ -36,16 +40,83 @@ fn tokens(name: &str) -> Vec<String> {
 /// spares each search that needs it from building one.
 const DENSE_RATIO: usize = 64;
 
+/// What the index needs of a patient, borrowed from a record or read straight from its
+/// stored JSON (the other fields are skipped, not decoded).
+#[derive(Deserialize)]
+pub struct Searchable<'a> {
+    #[serde(borrow)]
+    uuid: Cow<'a, str>,
+    #[serde(default)]
+    dead: bool,
+    #[serde(default)]
+    voided: bool,
+    #[serde(default, borrow)]
+    names: Vec<SearchableName<'a>>,
+    #[serde(default, borrow)]
+    identifiers: Vec<SearchableIdentifier<'a>>,
+}
+
+#[derive(Deserialize)]
+struct SearchableName<'a> {
+    #[serde(default, borrow)]
+    given_name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    middle_name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    family_name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    family_name2: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct SearchableIdentifier<'a> {
+    #[serde(borrow)]
+    identifier: Cow<'a, str>,
+}
+
+impl<'a> From<&'a PatientRecord> for Searchable<'a> {
+    fn from(p: &'a PatientRecord) -> Self {
+        let text = |s: &'a Option<String>| s.as_deref().map(Cow::Borrowed);
+        Searchable {
+            uuid: Cow::Borrowed(&p.uuid),
+            dead: p.dead,
+            voided: p.voided,
+            names: p
+                .names
+                .iter()
+                .map(|n| SearchableName {
+                    given_name: text(&n.given_name),
+                    middle_name: text(&n.middle_name),
+                    family_name: text(&n.family_name),
+                    family_name2: text(&n.family_name2),
+                })
+                .collect(),
+            identifiers: p
+                .identifiers
+                .iter()
+                .map(|i| SearchableIdentifier {
+                    identifier: Cow::Borrowed(&i.identifier),
+                })
+                .collect(),
+        }
+    }
+}
+
 pub struct SearchIndex {
-    slots: Vec<Arc<PatientRecord>>,
-    by_uuid: HashMap<String, u32>,
-    by_token: BTreeMap<String, Postings>,
+    /// Each slot's patient uuid, in creation order.
+    slots: Vec<Box<str>>,
+    by_uuid: HashMap<Box<str>, u32>,
+    by_token: BTreeMap<Box<str>, Postings>,
     dense_ratio: usize,
-    /// Each slot's tokens, to unlink them when the patient changes.
-    slot_tokens: Vec<Vec<String>>,
+    /// Each slot's tokens and lower-cased identifiers, to unlink them when it changes.
+    slot_tokens: Vec<Box<[Box<str>]>>,
+    slot_identifiers: Vec<Box<[Box<str>]>>,
     /// Each slot's visibility, so candidates are filtered without reading their records.
     slot_visibility: Vec<Visibility>,
-    by_identifier: HashMap<String, Vec<u32>>,
+    by_identifier: HashMap<Box<str>, Vec<u32>>,
+    /// Why loading the index from the store failed, if it did: searches then answer an
+    /// error rather than an empty list.
+    failure: Option<String>,
 }
 
 impl Default for SearchIndex {
@@ -55,12 +126,18 @@ impl Default for SearchIndex {
 }
 
 impl SearchIndex {
-    pub fn build(patients: Vec<PatientRecord>) -> SearchIndex {
+    /// Reads every patient's searchable fields from the store.
+    pub fn load(store: &Store) -> StoreResult<SearchIndex> {
         let mut index = SearchIndex::default();
-        for p in patients {
-            index.upsert(p);
-        }
-        index
+        store.scan_patients(|bytes| {
+            let p: Searchable = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+                table: "patients",
+                detail: e.to_string(),
+            })?;
+            index.upsert_searchable(&p);
+            Ok(())
+        })?;
+        Ok(index)
     }
 
     /// An empty index with another density threshold (tests use it to reach both paths).
@@ -71,8 +148,10 @@ impl SearchIndex {
             by_token: BTreeMap::new(),
             dense_ratio,
             slot_tokens: Vec::new(),
+            slot_identifiers: Vec::new(),
             slot_visibility: Vec::new(),
             by_identifier: HashMap::new(),
+            failure: None,
         }
     }
 
@@ -84,14 +163,18 @@ impl SearchIndex {
         self.slots.is_empty()
     }
 
-    pub fn get(&self, uuid: &str) -> Option<Arc<PatientRecord>> {
-        self.by_uuid
-            .get(uuid)
-            .map(|&i| self.slots[i as usize].clone())
+    /// Why the index could not be loaded, if it could not.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
     }
 
-    /// Forgets a purged patient: no search or read finds it again. Its slot stays, empty
-    /// of tokens, so other slots keep their numbers.
+    /// Records why loading failed.
+    pub fn fail(&mut self, why: String) {
+        self.failure = Some(why);
+    }
+
+    /// Forgets a purged patient: no search finds it again. Its slot stays, empty of
+    /// tokens, so other slots keep their numbers.
     pub fn remove(&mut self, uuid: &str) {
         if let Some(slot) = self.by_uuid.remove(uuid) {
             self.unlink(slot);
@@ -100,20 +183,24 @@ impl SearchIndex {
     }
 
     /// Adds a patient, or replaces the one with the same uuid.
-    pub fn upsert(&mut self, p: PatientRecord) {
-        if let Some(&slot) = self.by_uuid.get(&p.uuid) {
+    pub fn upsert(&mut self, p: &PatientRecord) {
+        self.upsert_searchable(&Searchable::from(p));
+    }
+
+    fn upsert_searchable(&mut self, p: &Searchable) {
+        if let Some(&slot) = self.by_uuid.get(&*p.uuid) {
             self.unlink(slot);
-            self.link(slot, &p);
-            self.slot_visibility[slot as usize] = Visibility::of(&p);
-            self.slots[slot as usize] = Arc::new(p);
+            self.link(slot, p);
+            self.slot_visibility[slot as usize] = Visibility::of(p);
             return;
         }
         let slot = self.slots.len() as u32;
-        self.by_uuid.insert(p.uuid.clone(), slot);
-        self.slot_tokens.push(Vec::new());
-        self.slot_visibility.push(Visibility::of(&p));
-        let p = Arc::new(p);
-        self.slots.push(p.clone());
+        let uuid: Box<str> = p.uuid.as_ref().into();
+        self.by_uuid.insert(uuid.clone(), slot);
+        self.slots.push(uuid);
+        self.slot_tokens.push(Box::default());
+        self.slot_identifiers.push(Box::default());
+        self.slot_visibility.push(Visibility::of(p));
         // As the index grows, tokens that were dense may no longer be: look at every token
         // each time the size doubles.
         if self.slots.len().is_power_of_two() {
@@ -122,10 +209,10 @@ impl SearchIndex {
                 postings.rebalance(count, ratio);
             }
         }
-        self.link(slot, &p);
+        self.link(slot, p);
     }
 
-    fn link(&mut self, slot: u32, p: &PatientRecord) {
+    fn link(&mut self, slot: u32, p: &Searchable) {
         let mut toks: Vec<String> = p
             .names
             .iter()
@@ -143,18 +230,25 @@ impl SearchIndex {
         toks.sort();
         toks.dedup();
         let (count, ratio) = (self.slots.len(), self.dense_ratio);
+        let toks: Box<[Box<str>]> = toks.into_iter().map(String::into_boxed_str).collect();
         for t in &toks {
-            let postings = self.by_token.entry(t.clone()).or_default();
+            let postings = match self.by_token.get_mut(t) {
+                Some(postings) => postings,
+                None => self.by_token.entry(t.clone()).or_default(),
+            };
             postings.add(slot);
             postings.rebalance(count, ratio);
         }
         self.slot_tokens[slot as usize] = toks;
-        for id in &p.identifiers {
-            self.by_identifier
-                .entry(id.identifier.to_lowercase())
-                .or_default()
-                .push(slot);
+        let ids: Box<[Box<str>]> = p
+            .identifiers
+            .iter()
+            .map(|i| i.identifier.to_lowercase().into_boxed_str())
+            .collect();
+        for id in &ids {
+            self.by_identifier.entry(id.clone()).or_default().push(slot);
         }
+        self.slot_identifiers[slot as usize] = ids;
     }
 
     fn unlink(&mut self, slot: u32) {
@@ -163,26 +257,32 @@ impl SearchIndex {
             if let Some(postings) = self.by_token.get_mut(&t) {
                 postings.remove(slot);
                 postings.rebalance(count, ratio);
+                if postings.slots.is_empty() {
+                    self.by_token.remove(&t);
+                }
             }
         }
-        for id in &self.slots[slot as usize].identifiers {
-            if let Some(list) = self.by_identifier.get_mut(&id.identifier.to_lowercase()) {
+        for id in std::mem::take(&mut self.slot_identifiers[slot as usize]) {
+            if let Some(list) = self.by_identifier.get_mut(&id) {
                 list.retain(|&s| s != slot);
+                if list.is_empty() {
+                    self.by_identifier.remove(&id);
+                }
             }
         }
     }
 
-    /// Patients matching `q`: every word of it starts a word of a name, or `q` equals an
-    /// identifier. Voided patients never match; dead ones only with `include_dead`.
-    /// Results come in creation order.
-    pub fn search(&self, q: &str, include_dead: bool, min_chars: usize) -> Vec<&PatientRecord> {
+    /// The uuids of the patients matching `q`: every word of it starts a word of a name,
+    /// or `q` equals an identifier. Voided patients never match; dead ones only with
+    /// `include_dead`. Results come in creation order.
+    pub fn search(&self, q: &str, include_dead: bool, min_chars: usize) -> Vec<&str> {
         let q = q.trim();
         if q.chars().count() < min_chars.max(1) {
             return Vec::new();
         }
         let mut hits: Vec<u32> = self
             .by_identifier
-            .get(&q.to_lowercase())
+            .get(q.to_lowercase().as_str())
             .cloned()
             .unwrap_or_default();
         let folded = fold(q);
@@ -209,7 +309,25 @@ impl SearchIndex {
         }
         hits.sort_unstable();
         hits.dedup();
-        hits.into_iter()
+        self.visible(hits, include_dead)
+    }
+
+    /// The uuids of the patients, dead or living but not voided, holding an identifier
+    /// equal to `q` (ignoring case), in creation order.
+    pub fn by_identifier(&self, q: &str) -> Vec<&str> {
+        let mut hits = self
+            .by_identifier
+            .get(q.trim().to_lowercase().as_str())
+            .cloned()
+            .unwrap_or_default();
+        hits.sort_unstable();
+        hits.dedup();
+        self.visible(hits, true)
+    }
+
+    fn visible(&self, slots: Vec<u32>, include_dead: bool) -> Vec<&str> {
+        slots
+            .into_iter()
             .filter(|&s| match self.slot_visibility[s as usize] {
                 Visibility::Living => true,
                 Visibility::Dead => include_dead,
@@ -247,7 +365,7 @@ enum Visibility {
 }
 
 impl Visibility {
-    fn of(p: &PatientRecord) -> Visibility {
+    fn of(p: &Searchable) -> Visibility {
         match (p.voided, p.dead) {
             (true, _) => Visibility::Voided,
             (false, true) => Visibility::Dead,
@@ -396,13 +514,21 @@ mod tests {
         }
     }
 
-    fn uuids(v: Vec<&PatientRecord>) -> Vec<String> {
-        v.into_iter().map(|p| p.uuid.clone()).collect()
+    fn uuids(v: Vec<&str>) -> Vec<String> {
+        v.into_iter().map(str::to_string).collect()
+    }
+
+    fn build(patients: Vec<PatientRecord>) -> SearchIndex {
+        let mut index = SearchIndex::default();
+        for p in &patients {
+            index.upsert(p);
+        }
+        index
     }
 
     #[test]
     fn word_prefixes_ignore_case_and_accents() {
-        let idx = SearchIndex::build(vec![
+        let idx = build(vec![
             patient("a", "Hélène", "Mbuyi", "100A", false),
             patient("b", "Jean-Pierre", "Kabila", "200B", false),
             patient("c", "Helena", "Tshisekedi", "300C", true),
@@ -422,11 +548,38 @@ mod tests {
 
     #[test]
     fn upsert_replaces_tokens() {
-        let mut idx = SearchIndex::build(vec![patient("a", "Marie", "Lukusa", "1", false)]);
-        idx.upsert(patient("a", "Anne", "Lukusa", "1", false));
+        let mut idx = build(vec![patient("a", "Marie", "Lukusa", "1", false)]);
+        idx.upsert(&patient("a", "Anne", "Lukusa", "1", false));
         assert!(idx.search("marie", false, 2).is_empty());
         assert_eq!(uuids(idx.search("anne", false, 2)), ["a"]);
         assert_eq!(idx.len(), 1);
+    }
+
+    #[test]
+    fn loads_from_stored_records_and_forgets_removed_identifiers() {
+        let store = Store::in_memory().unwrap();
+        // A quote and a backslash make the stored JSON escape, so the loader cannot borrow.
+        let odd = patient("b", "Jean \"Jeannot\"", "Ka\\bila", "200B", true);
+        for p in [patient("a", "Hélène", "Mbuyi", "100A", false), odd.clone()] {
+            store.insert_patient(&p, &[]).unwrap();
+        }
+        let mut idx = SearchIndex::load(&store).unwrap();
+        assert_eq!(idx.len(), 2);
+        assert_eq!(uuids(idx.search("helene mb", false, 2)), ["a"]);
+        assert_eq!(uuids(idx.search("jean \"jeannot\"", true, 2)), ["b"]);
+        assert_eq!(uuids(idx.search("ka\\b", true, 2)), ["b"]);
+        assert!(idx.search("jean", false, 2).is_empty());
+        // The dead are found by identifier, the voided and removed are not.
+        assert_eq!(uuids(idx.by_identifier(" 200b ")), ["b"]);
+        let mut changed = odd;
+        changed.identifiers[0].identifier = "201B".into();
+        idx.upsert(&changed);
+        assert!(idx.by_identifier("200B").is_empty());
+        assert_eq!(uuids(idx.by_identifier("201B")), ["b"]);
+        idx.remove("b");
+        assert!(idx.by_identifier("201B").is_empty());
+        assert!(idx.search("jean", true, 2).is_empty());
+        assert_eq!(idx.failure(), None);
     }
 
     /// What `search` means, written as a scan over every patient.
@@ -477,19 +630,19 @@ mod tests {
                 .collect();
             let mut idx = SearchIndex::with_dense_ratio(dense_ratio);
             for p in &list {
-                idx.upsert(p.clone());
+                idx.upsert(p);
             }
             for &(who, g) in &renames {
                 let who = who % list.len();
                 let family = list[who].names[0].family_name.clone().unwrap();
                 let renamed = patient(&list[who].uuid, GIVEN[g], &family, &format!("{who}X"), list[who].dead);
-                idx.upsert(renamed.clone());
+                idx.upsert(&renamed);
                 list[who] = renamed;
             }
             for &who in &voids {
                 let who = who % list.len();
                 list[who].voided = true;
-                idx.upsert(list[who].clone());
+                idx.upsert(&list[who]);
             }
             for include_dead in [false, true] {
                 proptest::prop_assert_eq!(uuids(idx.search(&q, include_dead, 1)), naive(&list, &q, include_dead));

@@ -51,7 +51,7 @@ fn role_names(state: &AppState, v: &Value, inv: &mut Invalid) -> ApiResult<Vec<S
 /// or the uuid of a registered patient's person.
 fn person_of(state: &AppState, v: Option<&Value>, inv: &mut Invalid) -> (String, String) {
     match v {
-        Some(Value::String(uuid)) => match state.index.read().ok().and_then(|i| i.get(uuid)) {
+        Some(Value::String(uuid)) => match state.store.patient(uuid).ok().flatten() {
             Some(p) => {
                 let name = p
                     .names

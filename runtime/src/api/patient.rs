@@ -750,39 +750,43 @@ pub async fn search(
     let include_dead = by_identifier
         || param(&query, "includeDead").is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let min_chars = state.int_setting("minSearchCharacters", 2) as usize;
-    let index = state.index.read().map_err(ApiError::internal)?;
-    let found = index.search(q, include_dead, if by_identifier { 1 } else { min_chars });
-    let hits: Vec<&PatientRecord> = if by_identifier {
-        found
-            .into_iter()
-            .filter(|p| {
-                p.identifiers
-                    .iter()
-                    .any(|i| i.identifier.eq_ignore_ascii_case(q.trim()))
-            })
-            .collect()
-    } else {
-        found
+    // The matches are found under the index's lock; only the requested page's records are
+    // then read from the store.
+    let (total, page): (usize, Vec<String>) = {
+        let index = state.index.read().map_err(ApiError::internal)?;
+        if let Some(why) = index.failure() {
+            return Err(ApiError::Internal(format!(
+                "the patient index is unavailable: {why}"
+            )));
+        }
+        let hits = if by_identifier {
+            index.by_identifier(q)
+        } else {
+            index.search(q, include_dead, min_chars)
+        };
+        let page = hits
+            .iter()
+            .skip(paging.start)
+            .take(paging.limit)
+            .map(|u| u.to_string())
+            .collect();
+        (hits.len(), page)
     };
-    if hits.is_empty() {
+    if total == 0 {
         return Ok(ok(json!({"results": []})));
     }
+    let page: Vec<&str> = page.iter().map(String::as_str).collect();
+    let records = state.store.patients_in(&page)?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(&state, &catalog);
-    // Only the requested page is rendered; the rest is counted.
-    let total = hits.len();
-    let mut items: Vec<Value> = vec![Value::Null; total];
-    for (i, p) in hits
+    let results = records
         .iter()
-        .enumerate()
-        .skip(paging.start)
-        .take(paging.limit)
-    {
-        items[i] = render(&PatientRes(p), &rep, &ctx)?;
-    }
-    drop(index);
-    Ok(ok(paging.page(
-        items,
+        .map(|p| render(&PatientRes(p), &rep, &ctx))
+        .collect::<ApiResult<Vec<Value>>>()?;
+    Ok(ok(paging.answer(
+        results,
+        paging.start + paging.limit < total,
+        paging.total_count.then_some(total),
         &caller.request_url(&state, "/patient", &query),
     )))
 }
@@ -796,12 +800,7 @@ pub async fn read(
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
-    let patient = state
-        .index
-        .read()
-        .map_err(ApiError::internal)?
-        .get(&uuid)
-        .ok_or(ApiError::NotFound)?;
+    let patient = state.store.patient(&uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     Ok(ok(render(
         &PatientRes(&patient),
@@ -862,7 +861,7 @@ fn reference(v: Option<&Value>) -> Option<String> {
 
 fn new_uuid(given: Option<String>, what: &str) -> ApiResult<String> {
     match given {
-        None => Ok(uuid::Uuid::new_v4().to_string()),
+        None => Ok(crate::domains::new_uuid()),
         Some(u)
             if u.len() <= 38
                 && !u.is_empty()
@@ -1443,7 +1442,7 @@ pub async fn create(
         .index
         .write()
         .map_err(ApiError::internal)?
-        .upsert(record.clone());
+        .upsert(&record);
     let catalog = state.catalog.load();
     let body = render(
         &PatientRes(&record),
@@ -1715,7 +1714,7 @@ async fn change_patient(
         .index
         .write()
         .map_err(ApiError::internal)?
-        .upsert(record.clone());
+        .upsert(&record);
     Ok(record)
 }
 
@@ -1786,7 +1785,7 @@ pub async fn add_identifier(
     let mut fresh = body.clone();
     let new_uuid = match fresh.get("uuid").and_then(Value::as_str) {
         Some(u) => u.to_string(),
-        None => uuid::Uuid::new_v4().to_string(),
+        None => crate::domains::new_uuid(),
     };
     fresh.insert("uuid".into(), json!(new_uuid));
     let record = change_patient(&state, &caller, &uuid, |b| {
@@ -1988,7 +1987,7 @@ pub async fn delete(
             .index
             .write()
             .map_err(ApiError::internal)?
-            .upsert(record);
+            .upsert(&record);
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -136,12 +136,7 @@ pub async fn person(
 ) -> ApiResult<Response> {
     caller.require(&["Get People"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
-    let patient = state
-        .index
-        .read()
-        .map_err(ApiError::internal)?
-        .get(&uuid)
-        .ok_or(ApiError::NotFound)?;
+    let patient = state.store.patient(&uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     Ok(ok(render(
         &super::patient::PersonRes(&patient),
@@ -159,12 +154,7 @@ fn patient_sub_list(
     items: impl Fn(&crate::store::PatientRecord) -> Vec<Box<dyn Resource + '_>>,
 ) -> ApiResult<Response> {
     let rep = Rep::parse(param(query, "v"))?.unwrap_or(Rep::Ref);
-    let patient = state
-        .index
-        .read()
-        .map_err(ApiError::internal)?
-        .get(uuid)
-        .ok_or(ApiError::NotFound)?;
+    let patient = state.store.patient(uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(state, &catalog);
     let values = items(&patient)

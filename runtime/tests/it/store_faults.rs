@@ -353,16 +353,20 @@ fn damage(path: &Path, offset: u64, len: usize) {
     f.sync_all().unwrap();
 }
 
-/// What `main` does before serving: open the store, then start (which reads every
-/// patient), catching a panic inside redb as the binary does.
+/// What `main` does before serving, and then the patient index's load (which reads every
+/// patient): open the store, start, wait for the index; a panic inside redb is caught as
+/// the binary catches it. Answers the number of patients indexed.
 fn open_and_start(path: &Path) -> Result<usize, String> {
     runtime::store::medium::catch_panic(|| {
         let store = Store::open(path).map_err(|e| e.to_string())?;
         let mut config = Config::for_tests(PASSWORD);
         config.admin_password = None;
-        start(config, EMBEDDED_BUNDLE.to_vec(), store)
-            .map(|(_, report)| report.patients)
-            .map_err(|e| e.to_string())
+        let (st, _) = start(config, EMBEDDED_BUNDLE.to_vec(), store).map_err(|e| e.to_string())?;
+        let index = st.index.read().map_err(|e| e.to_string())?;
+        match index.failure() {
+            Some(why) => Err(why.to_string()),
+            None => Ok(index.len()),
+        }
     })
     .map_err(|panic| format!("panicked: {panic}"))?
 }
