@@ -4,12 +4,13 @@
 
 use super::{Caller, QueryPairs};
 use crate::AppState;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::store::PatientRecord;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use model::Location;
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -71,32 +72,116 @@ pub fn search_bundle(
     count: usize,
     resources: Vec<Value>,
 ) -> Value {
+    let entries = resources
+        .into_iter()
+        .map(|r| (r["id"].as_str().unwrap_or("").to_string(), r))
+        .collect();
+    serde_json::to_value(search_bundle_of(
+        base, kind, query, total, offset, count, entries,
+    ))
+    .unwrap_or(Value::Null)
+}
+
+/// A searchset Bundle of typed resources, each given with its id: serialised straight to
+/// bytes (`fhir_of`), without building a JSON tree first.
+pub fn search_bundle_of<T: Serialize>(
+    base: &str,
+    kind: &str,
+    query: &[(String, String)],
+    total: usize,
+    offset: usize,
+    count: usize,
+    resources: Vec<(String, T)>,
+) -> Bundle<T> {
     let q: String = query
         .iter()
         .filter(|(k, _)| k != "_getpagesoffset")
         .map(|(k, v)| format!("{}={}", crate::repr::encode(k), crate::repr::encode(v)))
         .collect::<Vec<_>>()
         .join("&");
-    let mut links = vec![json!({"relation": "self", "url": format!("{base}/{kind}?{q}")})];
+    let mut link = vec![BundleLink {
+        relation: "self",
+        url: format!("{base}/{kind}?{q}"),
+    }];
     if offset + count < total {
-        links.push(json!({"relation": "next", "url": format!("{base}/{kind}?{q}&_getpagesoffset={}", offset + count)}));
+        link.push(BundleLink {
+            relation: "next",
+            url: format!("{base}/{kind}?{q}&_getpagesoffset={}", offset + count),
+        });
     }
     if offset > 0 {
-        links.push(json!({"relation": "previous", "url": format!("{base}/{kind}?{q}&_getpagesoffset={}", offset.saturating_sub(count))}));
+        link.push(BundleLink {
+            relation: "previous",
+            url: format!(
+                "{base}/{kind}?{q}&_getpagesoffset={}",
+                offset.saturating_sub(count)
+            ),
+        });
     }
-    let entries: Vec<Value> = resources
-        .into_iter()
-        .map(|r| json!({"fullUrl": format!("{base}/{kind}/{}", r["id"].as_str().unwrap_or("")), "resource": r}))
-        .collect();
-    json!({
-        "resourceType": "Bundle",
-        "id": uuid::Uuid::new_v4().to_string(),
-        "meta": {"lastUpdated": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)},
-        "type": "searchset",
-        "total": total,
-        "link": links,
-        "entry": entries,
-    })
+    Bundle {
+        resource_type: "Bundle",
+        id: uuid::Uuid::new_v4().to_string(),
+        meta: BundleMeta {
+            last_updated: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        },
+        kind: "searchset",
+        total,
+        link,
+        entry: resources
+            .into_iter()
+            .map(|(id, resource)| BundleEntry {
+                full_url: format!("{base}/{kind}/{id}"),
+                resource,
+            })
+            .collect(),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bundle<T> {
+    resource_type: &'static str,
+    id: String,
+    meta: BundleMeta,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    total: usize,
+    link: Vec<BundleLink>,
+    entry: Vec<BundleEntry<T>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BundleMeta {
+    last_updated: String,
+}
+
+#[derive(Serialize)]
+struct BundleLink {
+    relation: &'static str,
+    url: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BundleEntry<T> {
+    full_url: String,
+    resource: T,
+}
+
+/// A FHIR answer serialised straight from a typed body.
+pub fn fhir_of(status: StatusCode, body: &impl Serialize) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => {
+            let mut res = (status, bytes).into_response();
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/fhir+json;charset=UTF-8"),
+            );
+            res
+        }
+        Err(e) => crate::error::ApiError::internal(e).into_response(),
+    }
 }
 
 /// `GET Location?_tag=&name:contains=&name=&_id=&_count=&_getpagesoffset=` — privilege:
@@ -270,7 +355,7 @@ pub async fn patient(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
-    let found = state.index.read().map_err(ApiError::internal)?.get(&id);
+    let found = state.store.patient(&id)?;
     let catalog = state.catalog.load();
     Ok(match found {
         Some(p) if !p.voided => fhir(StatusCode::OK, patient_json(&p, &catalog)),

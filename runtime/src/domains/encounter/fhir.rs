@@ -6,19 +6,21 @@
 use super::store::{self, EncounterQuery, ObsQuery};
 use super::{EncounterRecord, ObsRecord, ObsValue};
 use crate::AppState;
-use crate::api::fhir::{base, fhir, not_found, search_bundle};
+use crate::api::fhir::{base, fhir, fhir_of, not_found, search_bundle, search_bundle_of};
 use crate::api::{Caller, QueryPairs, param};
 use crate::domains::Window;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 const RANGE_MEANING: &str = "http://terminology.hl7.org/CodeSystem/referencerange-meaning";
 const OPENMRS_RANGE: &str = "http://fhir.openmrs.org/ext/obs/reference-range";
 const INTERPRETATION: &str = "http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation";
+const CATEGORY: &str = "http://terminology.hl7.org/CodeSystem/observation-category";
 
 fn iso(key: &str) -> Value {
     crate::domains::parse_key(key)
@@ -26,19 +28,59 @@ fn iso(key: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn concept_codeable(catalog: &crate::catalog::Catalog, uuid: &str, locale: &str) -> Value {
+/// A concept as a CodeableConcept: its uuid as the first coding, then its mappings, each
+/// with the name in the caller's locale.
+#[derive(Serialize)]
+struct Codeable<'a> {
+    coding: Vec<Coding<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Coding<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display: Option<&'a str>,
+}
+
+fn concept_codeable<'a>(
+    catalog: &'a crate::catalog::Catalog,
+    uuid: &'a str,
+    locale: &str,
+) -> Codeable<'a> {
     let Some(c) = catalog.concept(uuid) else {
-        return json!({"coding": [{"code": uuid}]});
+        return Codeable {
+            coding: vec![Coding {
+                system: None,
+                code: Some(uuid),
+                display: None,
+            }],
+            text: None,
+        };
     };
     let name = c
         .display_name(locale, &[catalog.default_locale()])
-        .map(|n| n.name.clone())
-        .unwrap_or_default();
-    let mut coding = vec![json!({"code": c.uuid, "display": name})];
+        .map_or("", |n| n.name.as_str());
+    let mut coding = vec![Coding {
+        system: None,
+        code: Some(&c.uuid),
+        display: Some(name),
+    }];
     for m in &c.mappings {
-        coding.push(json!({"system": m.source, "code": m.code, "display": name}));
+        coding.push(Coding {
+            system: Some(&m.source),
+            code: Some(&m.code),
+            display: Some(name),
+        });
     }
-    json!({"coding": coding, "text": name})
+    Codeable {
+        coding,
+        text: Some(name),
+    }
 }
 
 fn interpretation(n: f64, num: &model::ConceptNumeric) -> Option<(&'static str, &'static str)> {
@@ -57,92 +99,206 @@ fn interpretation(n: f64, num: &model::ConceptNumeric) -> Option<(&'static str, 
     })
 }
 
-pub fn observation_json(
-    o: &ObsRecord,
-    catalog: &crate::catalog::Catalog,
+/// A FHIR R4 Observation, serialised straight from the record (a chart's vitals page holds
+/// a hundred of them; building JSON trees first cost most of the answer's time).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observation<'a> {
+    resource_type: &'static str,
+    id: &'a str,
+    status: &'static str,
+    code: Codeable<'a>,
+    subject: Reference,
+    effective_date_time: Option<String>,
+    issued: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    category: Option<[Codeable<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    encounter: Option<Reference>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_quantity: Option<Quantity<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reference_range: Option<Vec<ReferenceRange<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_codeable_concept: Option<Codeable<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_string: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_boolean: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_date_time: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_time: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    has_member: Option<Vec<Reference>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interpretation: Option<[Codeable<'a>; 1]>,
+}
+
+#[derive(Serialize)]
+struct Reference {
+    reference: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl Reference {
+    fn to(kind: &'static str, id: &str) -> Reference {
+        Reference {
+            reference: format!("{kind}/{id}"),
+            kind,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Quantity<'a> {
+    value: f64,
+    unit: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<Option<&'a str>>,
+}
+
+#[derive(Serialize)]
+struct ReferenceRange<'a> {
+    #[serde(rename = "type")]
+    kind: Codeable<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    low: Option<Quantity<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    high: Option<Quantity<'a>>,
+}
+
+fn iso_opt(key: &str) -> Option<String> {
+    crate::domains::parse_key(key).map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false))
+}
+
+fn one_coding<'a>(
+    system: &'a str,
+    code: Option<&'a str>,
+    display: Option<&'a str>,
+) -> [Codeable<'a>; 1] {
+    [Codeable {
+        coding: vec![Coding {
+            system: Some(system),
+            code,
+            display,
+        }],
+        text: None,
+    }]
+}
+
+pub fn observation_resource<'a>(
+    o: &'a ObsRecord,
+    catalog: &'a crate::catalog::Catalog,
     locale: &str,
     members: &[String],
-) -> Value {
+) -> Observation<'a> {
     let concept = catalog.concept(&o.concept);
-    let mut r = json!({
-        "resourceType": "Observation",
-        "id": o.uuid,
-        "status": match (o.voiding.voided, o.status.as_str()) {
+    let mut r = Observation {
+        resource_type: "Observation",
+        id: &o.uuid,
+        status: match (o.voiding.voided, o.status.as_str()) {
             (true, _) => "entered-in-error",
             (_, "PRELIMINARY") => "preliminary",
             (_, "AMENDED") => "amended",
             _ => "final",
         },
-        "code": concept_codeable(catalog, &o.concept, locale),
-        "subject": {"reference": format!("Patient/{}", o.person), "type": "Patient"},
-        "effectiveDateTime": iso(&o.datetime),
-        "issued": iso(&o.audit.date_created),
-    });
-    if let Some(class) = concept.map(|c| c.class.as_str()) {
-        let category = match class {
-            "Test" | "LabSet" => "laboratory",
-            "Finding" => "vital-signs",
-            _ => "exam",
-        };
-        r["category"] = json!([{"coding": [{"system": "http://terminology.hl7.org/CodeSystem/observation-category", "code": category}]}]);
-    }
-    if let Some(e) = &o.encounter {
-        r["encounter"] = json!({"reference": format!("Encounter/{e}"), "type": "Encounter"});
-    }
+        code: concept_codeable(catalog, &o.concept, locale),
+        subject: Reference::to("Patient", &o.person),
+        effective_date_time: iso_opt(&o.datetime),
+        issued: iso_opt(&o.audit.date_created),
+        category: concept.map(|c| {
+            let category = match c.class.as_str() {
+                "Test" | "LabSet" => "laboratory",
+                "Finding" => "vital-signs",
+                _ => "exam",
+            };
+            one_coding(CATEGORY, Some(category), None)
+        }),
+        encounter: o
+            .encounter
+            .as_deref()
+            .map(|e| Reference::to("Encounter", e)),
+        value_quantity: None,
+        reference_range: None,
+        value_codeable_concept: None,
+        value_string: None,
+        value_boolean: None,
+        value_date_time: None,
+        value_time: None,
+        has_member: None,
+        interpretation: None,
+    };
     let numeric = concept.and_then(|c| c.numeric.as_ref());
     match &o.value {
         ObsValue::Numeric(n) => {
-            let unit = numeric.and_then(|x| x.units.clone());
-            r["valueQuantity"] = json!({"value": n, "unit": unit, "system": "http://unitsofmeasure.org", "code": unit});
+            let unit = numeric.and_then(|x| x.units.as_deref());
+            r.value_quantity = Some(Quantity {
+                value: *n,
+                unit,
+                system: Some("http://unitsofmeasure.org"),
+                code: Some(unit),
+            });
             if let Some(num) = numeric {
-                let mut ranges = Vec::new();
-                let mut range = |low: Option<f64>, high: Option<f64>, system: &str, code: &str| {
-                    if low.is_some() || high.is_some() {
-                        let mut x = json!({"type": {"coding": [{"system": system, "code": code}]}});
-                        if let Some(l) = low {
-                            x["low"] = json!({"value": l, "unit": num.units});
-                        }
-                        if let Some(h) = high {
-                            x["high"] = json!({"value": h, "unit": num.units});
-                        }
-                        ranges.push(x);
-                    }
+                let bound = |v: Option<f64>| {
+                    v.map(|value| Quantity {
+                        value,
+                        unit,
+                        system: None,
+                        code: None,
+                    })
                 };
-                range(num.low_normal, num.hi_normal, RANGE_MEANING, "normal");
-                range(
-                    num.low_critical,
-                    num.hi_critical,
-                    RANGE_MEANING,
-                    "treatment",
+                let ranges = [
+                    (num.low_normal, num.hi_normal, RANGE_MEANING, "normal"),
+                    (
+                        num.low_critical,
+                        num.hi_critical,
+                        RANGE_MEANING,
+                        "treatment",
+                    ),
+                    (num.low_absolute, num.hi_absolute, OPENMRS_RANGE, "absolute"),
+                ];
+                r.reference_range = Some(
+                    ranges
+                        .into_iter()
+                        .filter(|(low, high, _, _)| low.is_some() || high.is_some())
+                        .map(|(low, high, system, code)| ReferenceRange {
+                            kind: one_coding(system, Some(code), None)
+                                .into_iter()
+                                .next()
+                                .expect("one coding"),
+                            low: bound(low),
+                            high: bound(high),
+                        })
+                        .collect(),
                 );
-                range(num.low_absolute, num.hi_absolute, OPENMRS_RANGE, "absolute");
-                r["referenceRange"] = json!(ranges);
                 if o.interpretation.is_none()
                     && let Some((code, display)) = interpretation(*n, num)
                 {
-                    r["interpretation"] = json!([{"coding": [{"system": INTERPRETATION, "code": code, "display": display}]}]);
+                    r.interpretation = Some(one_coding(INTERPRETATION, Some(code), Some(display)));
                 }
             }
         }
-        ObsValue::Coded(c) => r["valueCodeableConcept"] = concept_codeable(catalog, c, locale),
-        ObsValue::Text(t) => r["valueString"] = json!(t),
-        ObsValue::Boolean(b) => r["valueBoolean"] = json!(b),
-        ObsValue::Datetime(t) => r["valueDateTime"] = iso(t),
-        ObsValue::Date(d) => r["valueDateTime"] = json!(d),
-        ObsValue::Time(t) => r["valueTime"] = json!(t),
+        ObsValue::Coded(c) => r.value_codeable_concept = Some(concept_codeable(catalog, c, locale)),
+        ObsValue::Text(t) => r.value_string = Some(t),
+        ObsValue::Boolean(b) => r.value_boolean = Some(*b),
+        ObsValue::Datetime(t) => r.value_date_time = Some(iso_opt(t)),
+        ObsValue::Date(d) => r.value_date_time = Some(Some(d.clone())),
+        ObsValue::Time(t) => r.value_time = Some(t),
         ObsValue::Group => {
-            r["hasMember"] = json!(
+            r.has_member = Some(
                 members
                     .iter()
-                    .map(
-                        |m| json!({"reference": format!("Observation/{m}"), "type": "Observation"})
-                    )
-                    .collect::<Vec<_>>()
+                    .map(|m| Reference::to("Observation", m))
+                    .collect(),
             );
         }
     }
     if let Some(i) = &o.interpretation {
-        r["interpretation"] = json!([{"coding": [{"system": INTERPRETATION, "display": i}]}]);
+        r.interpretation = Some(one_coding(INTERPRETATION, None, Some(i)));
     }
     r
 }
@@ -230,12 +386,15 @@ pub async fn observations(
                 .collect(),
             _ => Vec::new(),
         };
-        resources.push(observation_json(o, &catalog, &locale, &members));
+        resources.push((
+            o.uuid.clone(),
+            observation_resource(o, &catalog, &locale, &members),
+        ));
     }
     let total = page.total.unwrap_or(resources.len());
-    Ok(fhir(
+    Ok(fhir_of(
         StatusCode::OK,
-        search_bundle(
+        &search_bundle_of(
             &base(&state, &caller),
             "Observation",
             &query,
@@ -261,9 +420,9 @@ pub async fn observation(
         .into_iter()
         .map(|m| m.uuid)
         .collect();
-    Ok(fhir(
+    Ok(fhir_of(
         StatusCode::OK,
-        observation_json(&o, &catalog, &caller.locale(&catalog), &members),
+        &observation_resource(&o, &catalog, &caller.locale(&catalog), &members),
     ))
 }
 
