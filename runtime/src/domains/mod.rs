@@ -29,6 +29,14 @@ pub const VOIDED: u8 = 1;
 /// A visit with a stop datetime.
 pub const ENDED: u8 = 2;
 
+/// A new record's uuid: version 7, which begins with its creation time, so records created
+/// together sit together in the uuid-keyed tables and a facility's daily inserts append to
+/// the B-trees instead of landing on random pages of years of data. Any uuid a client
+/// sends is kept as it is.
+pub fn new_uuid() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
 /// OpenMRS's daemon user, recorded as the author of what background jobs change.
 pub const DAEMON_USER: &str = "A4F30A1B-5EB9-11DF-A648-37A07F9C90FB";
 
@@ -38,7 +46,9 @@ pub struct Audit {
     pub creator: String,
     /// Index-key form (`datetime_key`).
     pub date_created: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date_changed: Option<String>,
 }
 
@@ -62,8 +72,11 @@ impl Audit {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Voiding {
     pub voided: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub voided_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date_voided: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub void_reason: Option<String>,
 }
 

@@ -197,6 +197,22 @@ impl Medium {
     }
 }
 
+/// redb's page cache when `EMR_STORE_CACHE_MB` does not say: enough for the pages a day's
+/// work touches (indexes, recent records), small enough that memory stays bounded over
+/// years of data; the kernel's page cache holds more when the machine has room.
+const DEFAULT_CACHE_MB: usize = 256;
+
+fn builder() -> redb::Builder {
+    let mb = std::env::var("EMR_STORE_CACHE_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&mb| mb >= 16)
+        .unwrap_or(DEFAULT_CACHE_MB);
+    let mut b = Database::builder();
+    b.set_cache_size(mb * 1024 * 1024);
+    b
+}
+
 /// Opens the store file. Only a missing file starts a new store: a file that exists but is
 /// empty or unreadable is damaged (a fresh start there would hide the facility's data
 /// behind a new, empty system). redb may panic on a file damaged outside it; that is
@@ -208,9 +224,7 @@ pub fn open_file(path: &Path) -> Result<Database, StoreError> {
     };
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Database::builder()
-                .create(path)
-                .map_err(|e| classify(e.into()));
+            return builder().create(path).map_err(|e| classify(e.into()));
         }
         Err(e) => return Err(damaged(format!("cannot read it: {e}"))),
         Ok(m) if m.len() == 0 => {
@@ -220,7 +234,7 @@ pub fn open_file(path: &Path) -> Result<Database, StoreError> {
         }
         Ok(_) => {}
     }
-    match catch_panic(|| Database::builder().open(path)) {
+    match catch_panic(|| builder().open(path)) {
         Ok(Ok(db)) => Ok(db),
         Ok(Err(DatabaseError::DatabaseAlreadyOpen)) => Err(StoreError::Redb(format!(
             "{} is already open in another process",

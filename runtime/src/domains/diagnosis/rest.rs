@@ -260,7 +260,7 @@ pub async fn create(
     }
     let mut d = DiagnosisRecord {
         v: 1,
-        uuid: opt_str(&body, "uuid")?.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        uuid: opt_str(&body, "uuid")?.unwrap_or_else(crate::domains::new_uuid),
         patient: patient.unwrap_or_default(),
         encounter: encounter.unwrap_or_default(),
         coded: None,

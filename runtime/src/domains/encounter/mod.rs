@@ -75,18 +75,27 @@ pub struct ObsRecord {
     pub uuid: String,
     pub person: String,
     pub concept: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encounter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub obs_group: Option<String>,
     /// Key form.
     pub datetime: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
     pub value: ObsValue,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub form_field_namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub form_field_path: Option<String>,
     pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interpretation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_version: Option<String>,
     pub audit: Audit,
     pub voiding: Voiding,
@@ -144,7 +153,7 @@ pub fn parse_obs(
     };
     let concept_ref = opt_ref(body, "concept")?;
     let concept = concept_ref.as_deref().and_then(|c| catalog.concept(c));
-    let uuid = opt_str(body, "uuid")?.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let uuid = opt_str(body, "uuid")?.unwrap_or_else(crate::domains::new_uuid);
     let datetime = opt_datetime(body, "obsDatetime")?
         .or_else(|| encounter.map(|e| e.datetime.clone()))
         .unwrap_or_else(|| audit.date_created.clone());

@@ -538,7 +538,7 @@ fn providers(
                 .and_then(ref_uuid)
                 .unwrap_or_else(|| UNKNOWN_ENCOUNTER_ROLE.into());
             Ok(EncounterProviderRecord {
-                uuid: uuid::Uuid::new_v4().to_string(),
+                uuid: crate::domains::new_uuid(),
                 user: user_of(&provider),
                 provider,
                 encounter_role: role,
@@ -612,7 +612,7 @@ pub async fn create(
         let e = EncounterRecord {
             v: 1,
             uuid: crate::domains::rest::opt_str(&body, "uuid")?
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+                .unwrap_or_else(crate::domains::new_uuid),
             patient: patient.clone(),
             encounter_type,
             datetime: opt_datetime(&body, "encounterDatetime")?

@@ -534,8 +534,7 @@ fn apply(
                         open.audit.changed(user, now);
                     }
                     e.states.push(StateRecord {
-                        uuid: opt_str(s, "uuid")?
-                            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+                        uuid: opt_str(s, "uuid")?.unwrap_or_else(crate::domains::new_uuid),
                         state: target,
                         start,
                         end: opt_datetime(s, "endDate")?,
@@ -598,7 +597,7 @@ pub async fn create(
     }
     let mut e = EnrolmentRecord {
         v: 1,
-        uuid: opt_str(&body, "uuid")?.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        uuid: opt_str(&body, "uuid")?.unwrap_or_else(crate::domains::new_uuid),
         patient,
         program: String::new(),
         location: None,

@@ -228,7 +228,7 @@ pub async fn create(
             "Visit type is required",
         ));
     }
-    let uuid = opt_str(&body, "uuid")?.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let uuid = opt_str(&body, "uuid")?.unwrap_or_else(crate::domains::new_uuid);
     let mut v = VisitRecord {
         v: 1,
         uuid,
