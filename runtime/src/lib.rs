@@ -151,6 +151,9 @@ pub struct AppState {
     pub access: ArcSwap<domains::role::Access>,
     /// Failed logins per client address.
     pub login_throttle: throttle::LoginThrottle,
+    /// The ticket each service point is serving (`queueutil/assignticket`), for the
+    /// waiting-room screen; in memory, as the queue module keeps it.
+    pub queue_tickets: std::sync::Mutex<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 impl AppState {
@@ -272,6 +275,7 @@ pub fn start(
         spa,
         access: ArcSwap::from_pointee(access),
         login_throttle: throttle::LoginThrottle::default(),
+        queue_tickets: Default::default(),
     };
     let state = Arc::new(state);
     spawn_index_load(&state)?;
@@ -310,7 +314,7 @@ fn spawn_index_load(state: &Arc<AppState>) -> Result<(), StartError> {
                     tracing::info!(
                         patients = index.len(),
                         load_ms = began.elapsed().as_secs_f64() * 1000.0,
-                        "patient index ready"
+                        "patient index loaded"
                     );
                 }
                 Ok(Err(e)) => {
