@@ -31,6 +31,7 @@ use crate::domains::diagnosis::rest as diagnosis;
 use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
 use crate::domains::programme::rest as programme;
+use crate::domains::queue::rest as queue;
 use crate::domains::role::rest as role;
 use crate::domains::visit::rest as visit;
 use crate::error::{ApiError, ApiResult, json_headers};
@@ -157,7 +158,31 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/metadatamapping/termmapping"),
             get(metadata::term_mappings),
         )
-        .route(&rest("/queue-entry"), empty_list("Get Patients"))
+        .route(
+            &rest("/queue-entry"),
+            get(queue::search).post(queue::create),
+        )
+        .route(
+            &rest("/queue-entry/transition"),
+            post(queue::transition).delete(queue::undo_transition),
+        )
+        .route(
+            &rest("/queue-entry/{uuid}"),
+            get(queue::read).post(queue::update).delete(queue::delete),
+        )
+        .route(&rest("/visit-queue-entry"), post(queue::create_for_visit))
+        .route(
+            &rest("/queue/{queue}/entry/{uuid}"),
+            post(queue::update_in_queue),
+        )
+        .route(&rest("/queue-entry-number"), get(queue::number))
+        .route(&rest("/queue-entry-metrics"), get(queue::metrics))
+        .route(&rest("/queue-metrics"), get(queue::queue_metrics))
+        .route(&rest("/queueutil/assignticket"), post(queue::assign_ticket))
+        .route(
+            &rest("/queueutil/active-tickets"),
+            get(queue::active_tickets),
+        )
         .route(&rest("/visit"), get(visit::search).post(visit::create))
         .route(
             &rest("/visit/{uuid}"),

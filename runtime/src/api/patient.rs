@@ -2021,6 +2021,9 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     if !programme::store::all_of_patient(&state.store, patient)?.is_empty() {
         found.push("programme enrolments");
     }
+    if crate::domains::queue::store::any_of_patient(&state.store, patient)? {
+        found.push("queue entries");
+    }
     Ok(found)
 }
 

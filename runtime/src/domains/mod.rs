@@ -15,6 +15,7 @@
 pub mod diagnosis;
 pub mod encounter;
 pub mod programme;
+pub mod queue;
 pub mod rest;
 pub mod role;
 pub mod visit;
@@ -165,6 +166,7 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     encounter::store::ENCOUNTER_RECORDS,
     encounter::store::OBS_RECORDS,
     programme::store::RECORDS,
+    queue::store::RECORDS,
     diagnosis::store::RECORDS,
     role::store::ROLE_RECORDS,
     role::store::PRIVILEGE_RECORDS,

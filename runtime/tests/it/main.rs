@@ -18,6 +18,7 @@ mod router_form;
 mod router_o3;
 mod router_patient;
 mod router_programme;
+mod router_queue;
 mod router_session;
 mod router_setting;
 mod router_spa;

@@ -440,7 +440,8 @@ pub fn validate(
     }
 }
 
-/// Voids a visit and, with it, its encounters and their observations, in one transaction.
+/// Voids a visit and, with it, its encounters and their observations and its queue entries,
+/// in one transaction.
 pub fn void_visit_encounters(
     state: &AppState,
     old: &VisitRecord,
@@ -464,8 +465,10 @@ pub fn void_visit_encounters(
     }
     let obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
         changed_obs.iter().map(|(o, n)| (Some(o), n)).collect();
+    let entries = super::queue::voided_with_visit(&state.store, &old.uuid, user, reason)?;
     state.store.write(|txn| {
         super::visit::store::put_in(txn, Some(old), voided)?;
+        super::queue::store::put_in(txn, &super::queue::changes(&entries))?;
         for (o, n) in &changed_enc {
             store::write_in(
                 txn,

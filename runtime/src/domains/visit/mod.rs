@@ -145,9 +145,14 @@ pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<u
         }
         let mut v = old.clone();
         // Now is after every encounter of the visit: encounters cannot be in the future.
-        v.stop = Some(datetime_key(now));
+        let stop = datetime_key(now);
+        v.stop = Some(stop.clone());
         v.audit.changed(DAEMON_USER, now);
-        store::put(&state.store, Some(&old), &v)?;
+        let entries = super::queue::ended_with_visit(&state.store, &old.uuid, &stop, DAEMON_USER)?;
+        state.store.write(|txn| {
+            store::put_in(txn, Some(&old), &v)?;
+            super::queue::store::put_in(txn, &super::queue::changes(&entries))
+        })?;
         closed += 1;
     }
     Ok(closed)

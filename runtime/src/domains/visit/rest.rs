@@ -286,7 +286,17 @@ pub async fn update(
         }
         v.audit.changed(&user, Utc::now());
         check(&st, &v)?;
-        store::put(&st.store, Some(&old), &v)?;
+        // Ending the visit ends its queue entries with it.
+        let entries = match (&old.stop, &v.stop) {
+            (None, Some(stop)) => {
+                crate::domains::queue::ended_with_visit(&st.store, &v.uuid, stop, &user)?
+            }
+            _ => Vec::new(),
+        };
+        st.store.write(|txn| {
+            store::put_in(txn, Some(&old), &v)?;
+            crate::domains::queue::store::put_in(txn, &crate::domains::queue::changes(&entries))
+        })?;
         Ok(v)
     })
     .await?;

@@ -1,0 +1,200 @@
+//! Service-queue entries: a patient waiting in, or being served by, one of the content's
+//! queues (triage, consultation, laboratory, pharmacy…), with a status and a priority from
+//! the queue's concept sets, from `started` until `ended`. Moving a patient on (a
+//! transition) ends the entry and opens a new one that remembers the queue it came from;
+//! undoing the transition voids the new entry and reopens the old one.
+//!
+//! Validated as the queue module's `QueueEntryValidator` does: a queue, a patient and a
+//! start are required; the status and priority must be members of the queue's status and
+//! priority concept sets; an entry with a visit is the visit's patient's and lies inside
+//! the visit; it ends after it starts; and a patient has at most one entry at a time in a
+//! queue (the module's `queue.entry.duplicate.patient`).
+
+pub mod rest;
+pub mod store;
+
+use super::{Audit, Voiding};
+use crate::AppState;
+use crate::error::Invalid;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueEntryRecord {
+    pub v: u32,
+    pub uuid: String,
+    /// A queue of the content.
+    pub queue: String,
+    pub patient: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visit: Option<String>,
+    /// Concept uuids: members of the queue's status and priority sets.
+    pub status: String,
+    pub priority: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_comment: Option<String>,
+    /// Higher first in a queue's list (the O3 app sends 1 for an emergency).
+    pub sort_weight: f64,
+    /// Key form (`domains::datetime_key`).
+    pub started: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location_waiting_for: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_waiting_for: Option<String>,
+    /// The queue of the entry this one was transitioned from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_coming_from: Option<String>,
+    pub audit: Audit,
+    pub voiding: Voiding,
+}
+
+impl QueueEntryRecord {
+    /// Whether the two entries' periods meet (an open entry lasts until further notice).
+    fn overlaps(&self, other: &QueueEntryRecord) -> bool {
+        let other_ends_after_start = other.ended.as_deref().is_none_or(|e| e > &*self.started);
+        let other_starts_before_end = self.ended.as_deref().is_none_or(|e| &*other.started < e);
+        other_ends_after_start && other_starts_before_end
+    }
+}
+
+/// The members of a queue's status or priority concept set (in the set's order).
+pub fn allowed(state: &AppState, set: Option<&str>) -> Vec<String> {
+    let catalog = state.catalog.load();
+    set.and_then(|s| catalog.concept(s))
+        .map(|s| s.set_members.clone())
+        .unwrap_or_default()
+}
+
+/// Checks an entry about to be saved (the duplicate rule is `duplicate`).
+pub fn validate(state: &AppState, e: &QueueEntryRecord) -> Invalid {
+    let mut inv = Invalid::default();
+    let catalog = state.catalog.load();
+    let queue = catalog.content.queues.iter().find(|q| q.uuid == e.queue);
+    match queue {
+        None => inv.field("queue", "error.invalid", "Unable to find queue"),
+        Some(q) => {
+            if !allowed(state, q.status_concept_set.as_deref()).contains(&e.status) {
+                inv.field(
+                    "status",
+                    "queueEntry.status.invalid",
+                    "The property status should be a member of configured queue status conceptSet.",
+                );
+            }
+            if !allowed(state, q.priority_concept_set.as_deref()).contains(&e.priority) {
+                inv.field(
+                    "priority",
+                    "queueEntry.priority.invalid",
+                    "The property priority should be a member of configured queue priority conceptSet.",
+                );
+            }
+        }
+    }
+    if let Some(ended) = &e.ended
+        && ended <= &e.started
+    {
+        inv.field(
+            "endedAt",
+            "queueEntry.endedAt.invalid",
+            "Queue entry endedAt should be after the startedAt date",
+        );
+    }
+    if let Some(visit) = &e.visit {
+        match super::visit::store::get(&state.store, visit).ok().flatten() {
+            None => inv.field("visit", "error.invalid", "Visit does not exist"),
+            Some(v) => {
+                if v.patient != e.patient {
+                    inv.field(
+                        "visit",
+                        "queueEntry.visit.patient.mismatch",
+                        "This queue entry is associated with a visit for the wrong patient",
+                    );
+                }
+                if e.started < v.start {
+                    inv.field(
+                        "startedAt",
+                        "queueEntry.startedAt.before.visit",
+                        "A queue entry cannot start before the associated visit start date",
+                    );
+                }
+                if let Some(stop) = &v.stop {
+                    if &e.started > stop {
+                        inv.field(
+                            "startedAt",
+                            "queueEntry.startedAt.after.visit",
+                            "A queue entry cannot start after the associated visit stop date",
+                        );
+                    }
+                    if e.ended.as_deref().is_none_or(|end| end > stop.as_str()) {
+                        inv.field(
+                            "endedAt",
+                            "queueEntry.endedAt.after.visit",
+                            "A queue entry cannot end after the associated visit stop date",
+                        );
+                    }
+                }
+            }
+        }
+    }
+    inv
+}
+
+/// Whether another entry of the patient is in the same queue over the same period; the
+/// queue module refuses such an entry with this message, which the O3 app recognises.
+pub fn duplicate(e: &QueueEntryRecord, others: &[QueueEntryRecord]) -> bool {
+    others.iter().any(|o| {
+        o.uuid != e.uuid
+            && !o.voiding.voided
+            && o.queue == e.queue
+            && o.patient == e.patient
+            && e.overlaps(o)
+    })
+}
+
+pub const DUPLICATE: &str = "queue.entry.duplicate.patient";
+
+/// A visit's open entries, ended when the visit ends (as the queue module's visit save
+/// handler ends them): the pairs (stored, changed) to write with the visit.
+pub fn ended_with_visit(
+    store: &crate::store::Store,
+    visit: &str,
+    stop: &str,
+    user: &str,
+) -> crate::store::StoreResult<Vec<(QueueEntryRecord, QueueEntryRecord)>> {
+    let now = chrono::Utc::now();
+    Ok(store::open_of_visit(store, visit)?
+        .into_iter()
+        .map(|old| {
+            let mut e = old.clone();
+            // An entry cannot end before it starts: one opened at the very end keeps its start.
+            e.ended = Some(stop.max(old.started.as_str()).to_string());
+            e.audit.changed(user, now);
+            (old, e)
+        })
+        .collect())
+}
+
+/// A visit's entries, voided with the visit.
+pub fn voided_with_visit(
+    store: &crate::store::Store,
+    visit: &str,
+    user: &str,
+    reason: &str,
+) -> crate::store::StoreResult<Vec<(QueueEntryRecord, QueueEntryRecord)>> {
+    let now = chrono::Utc::now();
+    Ok(store::read(store, store::Source::Visit(visit), false)?
+        .into_iter()
+        .map(|old| {
+            let mut e = old.clone();
+            e.voiding.void(user, now, reason);
+            (old, e)
+        })
+        .collect())
+}
+
+/// The pairs as `store::put_in` takes them.
+pub fn changes(
+    pairs: &[(QueueEntryRecord, QueueEntryRecord)],
+) -> Vec<(Option<&QueueEntryRecord>, &QueueEntryRecord)> {
+    pairs.iter().map(|(o, n)| (Some(o), n)).collect()
+}

@@ -1,0 +1,1059 @@
+//! The queue module's entry resources over REST, in its representations: `queue-entry`
+//! (search, read, create, update, void), `visit-queue-entry` (an entry for a visit),
+//! `queue/{queue}/entry/{entry}`, `queue-entry/transition` (move on, and undo),
+//! `queue-entry-number`, `queue-entry-metrics`, `queue-metrics`, and `queueutil`'s tickets
+//! for the waiting-room screen.
+
+use super::store::{self, Source};
+use super::{DUPLICATE, QueueEntryRecord};
+use crate::AppState;
+use crate::api::concept::ConceptRes;
+use crate::api::location::LocationRes;
+use crate::api::metadata::QueueRes;
+use crate::api::patient::PatientRes;
+use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::domains::encounter::rest::ProviderRes;
+use crate::domains::rest::{
+    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, rep_of,
+};
+use crate::domains::visit::rest::VisitRes;
+use crate::domains::{Audit, Voiding, datetime_key, parse_datetime, wire_datetime};
+use crate::error::{ApiError, ApiResult};
+use crate::repr::{Ctx, Paging, Props, Rep, Resource, render};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+pub struct QueueEntryRes<'a>(pub &'a QueueEntryRecord);
+
+fn concept_of(uuid: &str, rep: &Rep, ctx: &Ctx) -> Value {
+    nest(ctx.catalog.concept(uuid).map(ConceptRes), rep, ctx)
+}
+
+impl Resource for QueueEntryRes<'_> {
+    fn alias(&self) -> &'static str {
+        "queue-entry"
+    }
+    fn version(&self) -> &'static str {
+        "2.3"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    /// The patient's name, as the queue module shows an entry.
+    fn display(&self, ctx: &Ctx) -> String {
+        ctx.store
+            .patient(&self.0.patient)
+            .ok()
+            .flatten()
+            .map(|p| PatientRes(&p).display(ctx))
+            .map(|d| {
+                d.split_once(" - ")
+                    .map_or(d.clone(), |(_, name)| name.to_string())
+            })
+            .unwrap_or_else(|| self.0.uuid.clone())
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("voided", self.0.voiding.voided))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("queue", Rep::Default),
+            ("status", Rep::Default),
+            ("patient", Rep::Default),
+            ("visit", Rep::Default),
+            ("priority", Rep::Default),
+            ("priorityComment", Rep::Default),
+            ("sortWeight", Rep::Default),
+            ("startedAt", Rep::Default),
+            ("endedAt", Rep::Default),
+            ("locationWaitingFor", Rep::Default),
+            ("queueComingFrom", Rep::Default),
+            ("providerWaitingFor", Rep::Default),
+            ("previousQueueEntry", Rep::Ref),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("queue", Rep::Full),
+            ("status", Rep::Full),
+            ("patient", Rep::Full),
+            ("visit", Rep::Full),
+            ("priority", Rep::Full),
+            ("priorityComment", Rep::Default),
+            ("sortWeight", Rep::Default),
+            ("startedAt", Rep::Default),
+            ("endedAt", Rep::Default),
+            ("locationWaitingFor", Rep::Full),
+            ("queueComingFrom", Rep::Full),
+            ("providerWaitingFor", Rep::Full),
+            ("previousQueueEntry", Rep::Full),
+            ("voided", Rep::Default),
+            ("voidReason", Rep::Default),
+            ("auditInfo", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let e = self.0;
+        let queue = |uuid: Option<&str>| {
+            nest(
+                uuid.and_then(|u| ctx.catalog.content.queues.iter().find(|q| q.uuid == u))
+                    .map(QueueRes),
+                rep,
+                ctx,
+            )
+        };
+        Some(match name {
+            "queue" => queue(Some(&e.queue)),
+            "status" => concept_of(&e.status, rep, ctx),
+            "priority" => concept_of(&e.priority, rep, ctx),
+            "patient" => {
+                let p = ctx.store.patient(&e.patient).ok().flatten();
+                nest(p.as_ref().map(PatientRes), rep, ctx)
+            }
+            "visit" => {
+                let v = e.visit.as_deref().and_then(|v| {
+                    crate::domains::visit::store::get(ctx.store, v)
+                        .ok()
+                        .flatten()
+                });
+                nest(v.as_ref().map(VisitRes), rep, ctx)
+            }
+            "priorityComment" => json!(e.priority_comment),
+            "sortWeight" => json!(e.sort_weight),
+            "startedAt" => wire_datetime(&e.started),
+            "endedAt" => e.ended.as_deref().map_or(Value::Null, wire_datetime),
+            "locationWaitingFor" => nest(
+                e.location_waiting_for
+                    .as_deref()
+                    .and_then(|l| ctx.catalog.location(l))
+                    .map(LocationRes),
+                rep,
+                ctx,
+            ),
+            "providerWaitingFor" => nest(
+                e.provider_waiting_for
+                    .as_deref()
+                    .and_then(|p| ProviderRes::find(ctx, p)),
+                rep,
+                ctx,
+            ),
+            "queueComingFrom" => queue(e.queue_coming_from.as_deref()),
+            "previousQueueEntry" => {
+                let previous = previous_of(ctx.store, e).ok().flatten();
+                match previous {
+                    Some(p) => render(&QueueEntryRes(&p), rep, ctx).unwrap_or(Value::Null),
+                    None => Value::Null,
+                }
+            }
+            "voided" => json!(e.voiding.voided),
+            "voidReason" => json!(e.voiding.void_reason),
+            "auditInfo" => audit_info(&e.audit, ctx),
+            _ => return None,
+        })
+    }
+}
+
+/// The entry a transition ended to open `e`: the same patient and visit, in the queue `e`
+/// came from, ended exactly when `e` started (as the queue module finds it).
+fn previous_of(
+    store: &crate::store::Store,
+    e: &QueueEntryRecord,
+) -> ApiResult<Option<QueueEntryRecord>> {
+    let Some(from) = &e.queue_coming_from else {
+        return Ok(None);
+    };
+    let mut found: Vec<QueueEntryRecord> = store::read(store, Source::Patient(&e.patient), false)?
+        .into_iter()
+        .filter(|o| {
+            o.uuid != e.uuid
+                && &o.queue == from
+                && o.visit == e.visit
+                && o.ended.as_deref() == Some(e.started.as_str())
+        })
+        .collect();
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        _ => Err(ApiError::BadRequest(
+            "Multiple previous queue entries found".into(),
+        )),
+    }
+}
+
+/// A concept named by uuid, `SOURCE:CODE`, or exact name (in any language), as the queue
+/// module resolves its search parameters.
+fn concept_param(state: &AppState, s: &str) -> ApiResult<String> {
+    let catalog = state.catalog.load();
+    if let Some(c) = catalog.concept(s) {
+        return Ok(c.uuid.clone());
+    }
+    catalog
+        .content
+        .concepts
+        .iter()
+        .find(|c| {
+            c.names
+                .iter()
+                .any(|n| n.name.eq_ignore_ascii_case(s.trim()))
+        })
+        .map(|c| c.uuid.clone())
+        .ok_or_else(|| ApiError::BadRequest(format!("Unable to find concept: {s}")))
+}
+
+fn queue_param(state: &AppState, s: &str) -> ApiResult<model::Queue> {
+    let catalog = state.catalog.load();
+    catalog
+        .content
+        .queues
+        .iter()
+        .find(|q| q.uuid == s || q.name == s)
+        .cloned()
+        .ok_or_else(|| ApiError::BadRequest(format!("Unable to find queue: {s}")))
+}
+
+/// What a `queue-entry` search (or its metrics) asks for; each list is "any of".
+#[derive(Default)]
+struct Criteria {
+    queues: Vec<String>,
+    locations: Vec<String>,
+    services: Vec<String>,
+    statuses: Vec<String>,
+    priorities: Vec<String>,
+    patient: Option<String>,
+    visit: Option<String>,
+    has_visit: Option<bool>,
+    is_ended: Option<bool>,
+    include_voided: bool,
+    location_waiting_for: Vec<String>,
+    provider_waiting_for: Vec<String>,
+    queue_coming_from: Vec<String>,
+    started_from: Option<String>,
+    started_to: Option<String>,
+    ended_from: Option<String>,
+    ended_to: Option<String>,
+}
+
+fn all<'q>(query: &'q [(String, String)], name: &str) -> impl Iterator<Item = &'q str> {
+    query
+        .iter()
+        .filter(move |(k, v)| k == name && !v.trim().is_empty())
+        .map(|(_, v)| v.as_str())
+}
+
+fn date_param(query: &[(String, String)], name: &str) -> ApiResult<Option<String>> {
+    match param(query, name) {
+        None => Ok(None),
+        Some(s) => parse_datetime(&s.replace(' ', "T"))
+            .map(|t| Some(datetime_key(t)))
+            .ok_or_else(|| ApiError::BadRequest(format!("{name}: '{s}' is not a date and time"))),
+    }
+}
+
+impl Criteria {
+    fn parse(state: &AppState, query: &[(String, String)]) -> ApiResult<Criteria> {
+        let catalog = state.catalog.load();
+        let concepts = |name: &str| -> ApiResult<Vec<String>> {
+            all(query, name).map(|s| concept_param(state, s)).collect()
+        };
+        let locations = |name: &str| -> ApiResult<Vec<String>> {
+            all(query, name)
+                .map(|s| {
+                    catalog.location(s).map(|l| l.uuid.clone()).ok_or_else(|| {
+                        ApiError::BadRequest(format!("Unable to find location: {s}"))
+                    })
+                })
+                .collect()
+        };
+        let queues = |name: &str| -> ApiResult<Vec<String>> {
+            all(query, name)
+                .map(|s| queue_param(state, s).map(|q| q.uuid))
+                .collect()
+        };
+        Ok(Criteria {
+            queues: queues("queue")?,
+            locations: locations("location")?,
+            services: concepts("service")?,
+            statuses: concepts("status")?,
+            priorities: concepts("priority")?,
+            patient: param(query, "patient").map(str::to_string),
+            visit: param(query, "visit").map(str::to_string),
+            has_visit: flag(query, "hasVisit"),
+            is_ended: flag(query, "isEnded"),
+            include_voided: flag(query, "includedVoided").unwrap_or(false),
+            location_waiting_for: locations("locationWaitingFor")?,
+            provider_waiting_for: all(query, "providerWaitingFor")
+                .map(str::to_string)
+                .collect(),
+            queue_coming_from: queues("queueComingFrom")?,
+            started_from: date_param(query, "startedOnOrAfter")?,
+            started_to: date_param(query, "startedOnOrBefore")?,
+            ended_from: date_param(query, "endedOnOrAfter")?,
+            ended_to: date_param(query, "endedOnOrBefore")?,
+        })
+    }
+
+    /// The matching entries, in the queue module's order: heavier first, then the longest
+    /// waiting.
+    fn find(&self, state: &AppState) -> ApiResult<Vec<QueueEntryRecord>> {
+        let source = match (&self.patient, &self.visit, self.is_ended) {
+            (Some(p), _, _) => Source::Patient(p),
+            (None, Some(v), _) => Source::Visit(v),
+            (None, None, Some(false)) if !self.include_voided => Source::Open,
+            _ => Source::All,
+        };
+        let catalog = state.catalog.load();
+        let queue_of = |uuid: &str| catalog.content.queues.iter().find(|q| q.uuid == uuid);
+        let any = |list: &[String], v: Option<&str>| {
+            list.is_empty() || v.is_some_and(|v| list.iter().any(|x| x == v))
+        };
+        let mut found: Vec<QueueEntryRecord> =
+            store::read(&state.store, source, self.include_voided)?
+                .into_iter()
+                .filter(|e| {
+                    let queue = queue_of(&e.queue);
+                    any(&self.queues, Some(&e.queue))
+                        && any(&self.locations, queue.map(|q| q.location.as_str()))
+                        && any(&self.services, queue.map(|q| q.service.as_str()))
+                        && any(&self.statuses, Some(&e.status))
+                        && any(&self.priorities, Some(&e.priority))
+                        && self.patient.as_ref().is_none_or(|p| p == &e.patient)
+                        && self
+                            .visit
+                            .as_ref()
+                            .is_none_or(|v| e.visit.as_ref() == Some(v))
+                        && self.has_visit.is_none_or(|h| h == e.visit.is_some())
+                        && self.is_ended.is_none_or(|ended| ended == e.ended.is_some())
+                        && any(
+                            &self.location_waiting_for,
+                            e.location_waiting_for.as_deref(),
+                        )
+                        && any(
+                            &self.provider_waiting_for,
+                            e.provider_waiting_for.as_deref(),
+                        )
+                        && any(&self.queue_coming_from, e.queue_coming_from.as_deref())
+                        && self.started_from.as_ref().is_none_or(|t| &e.started >= t)
+                        && self.started_to.as_ref().is_none_or(|t| &e.started <= t)
+                        && self
+                            .ended_from
+                            .as_ref()
+                            .is_none_or(|t| e.ended.as_ref().is_some_and(|x| x >= t))
+                        && self
+                            .ended_to
+                            .as_ref()
+                            .is_none_or(|t| e.ended.as_ref().is_some_and(|x| x <= t))
+                })
+                .collect();
+        found.sort_by(|a, b| {
+            b.sort_weight
+                .total_cmp(&a.sort_weight)
+                .then_with(|| a.started.cmp(&b.started))
+                .then_with(|| a.audit.date_created.cmp(&b.audit.date_created))
+                .then_with(|| a.uuid.cmp(&b.uuid))
+        });
+        Ok(found)
+    }
+}
+
+/// `GET queue-entry?…` — privilege: Get Queue Entries. Without any criterion, every entry
+/// that is not voided (the whole history: the screens always narrow it).
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Queue Entries"])?;
+    let rep = rep_of(&query)?;
+    let paging = Paging::from_query(&query)?;
+    let st = state.clone();
+    let q = query.clone();
+    let found = blocking(move || Criteria::parse(&st, &q)?.find(&st)).await?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let results = found
+        .iter()
+        .skip(paging.start)
+        .take(paging.limit)
+        .map(|e| render(&QueueEntryRes(e), &rep, &ctx))
+        .collect::<ApiResult<Vec<Value>>>()?;
+    Ok(ok(paging.answer(
+        results,
+        paging.start + paging.limit < found.len(),
+        paging.total_count.then_some(found.len()),
+        &caller.request_url(&state, "/queue-entry", &query),
+    )))
+}
+
+/// `GET queue-entry/{uuid}` (voided and ended ones too) — privilege: Get Queue Entries.
+pub async fn read(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Queue Entries"])?;
+    let e = store::get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
+    answer(
+        &state,
+        &caller,
+        &QueueEntryRes(&e),
+        &rep_of(&query)?,
+        StatusCode::OK,
+    )
+}
+
+const CREATABLE: &[&str] = &[
+    "uuid",
+    "queue",
+    "status",
+    "priority",
+    "priorityComment",
+    "patient",
+    "visit",
+    "sortWeight",
+    "startedAt",
+    "locationWaitingFor",
+    "queueComingFrom",
+    "providerWaitingFor",
+];
+const UPDATABLE: &[&str] = &[
+    "status",
+    "priority",
+    "priorityComment",
+    "sortWeight",
+    "startedAt",
+    "endedAt",
+    "locationWaitingFor",
+    "providerWaitingFor",
+    "voided",
+];
+
+fn sort_weight(body: &Map<String, Value>) -> ApiResult<Option<f64>> {
+    match body.get("sortWeight") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::BadRequest(format!("sortWeight: '{s}' is not a number"))),
+        Some(_) => Err(ApiError::BadRequest("sortWeight must be a number".into())),
+    }
+}
+
+/// Applies the changeable fields a body carries.
+fn apply(e: &mut QueueEntryRecord, body: &Map<String, Value>) -> ApiResult<()> {
+    if let Some(s) = opt_ref(body, "status")? {
+        e.status = s;
+    }
+    if let Some(p) = opt_ref(body, "priority")? {
+        e.priority = p;
+    }
+    if body.contains_key("priorityComment") {
+        e.priority_comment = opt_str(body, "priorityComment")?;
+    }
+    if let Some(w) = sort_weight(body)? {
+        e.sort_weight = w;
+    }
+    if let Some(t) = opt_datetime(body, "startedAt")? {
+        e.started = t;
+    }
+    if body.contains_key("endedAt") {
+        e.ended = opt_datetime(body, "endedAt")?;
+    }
+    if body.contains_key("locationWaitingFor") {
+        e.location_waiting_for = opt_ref(body, "locationWaitingFor")?;
+    }
+    if body.contains_key("providerWaitingFor") {
+        e.provider_waiting_for = opt_ref(body, "providerWaitingFor")?;
+    }
+    Ok(())
+}
+
+fn required(field: &str) -> ApiError {
+    ApiError::invalid_field(
+        field,
+        "error.null",
+        &format!("The property {field} should not be null"),
+    )
+}
+
+/// A new entry from a creation body (`visit` given separately by `visit-queue-entry`).
+fn new_entry(
+    state: &AppState,
+    body: &Map<String, Value>,
+    visit: Option<String>,
+    user: &str,
+) -> ApiResult<QueueEntryRecord> {
+    only_known(body, "queue-entry", CREATABLE)?;
+    let now = Utc::now();
+    let queue = opt_ref(body, "queue")?.ok_or_else(|| required("queue"))?;
+    let patient = opt_ref(body, "patient")?.ok_or_else(|| required("patient"))?;
+    match state.store.patient(&patient)? {
+        Some(p) if !p.voided => {}
+        _ => {
+            return Err(ApiError::invalid_field(
+                "patient",
+                "error.invalid",
+                "Patient does not exist",
+            ));
+        }
+    }
+    let status = opt_ref(body, "status")?.ok_or_else(|| required("status"))?;
+    let priority = opt_ref(body, "priority")?.ok_or_else(|| required("priority"))?;
+    let started = opt_datetime(body, "startedAt")?.ok_or_else(|| required("startedAt"))?;
+    let mut e = QueueEntryRecord {
+        v: 1,
+        uuid: opt_str(body, "uuid")?.unwrap_or_else(crate::domains::new_uuid),
+        queue,
+        patient,
+        visit: visit.or(opt_ref(body, "visit")?),
+        status,
+        priority,
+        priority_comment: None,
+        sort_weight: 0.0,
+        started,
+        ended: None,
+        location_waiting_for: None,
+        provider_waiting_for: None,
+        queue_coming_from: opt_ref(body, "queueComingFrom")?,
+        audit: Audit::new(user, now),
+        voiding: Voiding::default(),
+    };
+    apply(&mut e, body)?;
+    if let Some(from) = &e.queue_coming_from {
+        e.queue_coming_from = Some(queue_param(state, from)?.uuid);
+    }
+    Ok(e)
+}
+
+/// Checks `e` (new or changed) and writes it with `also` (entries changed with it) in one
+/// transaction, under the store's write lock.
+fn save(
+    state: &AppState,
+    old: Option<&QueueEntryRecord>,
+    e: &QueueEntryRecord,
+    also: &[(&QueueEntryRecord, &QueueEntryRecord)],
+) -> ApiResult<()> {
+    if old.is_none() && store::get(&state.store, &e.uuid)?.is_some() {
+        return Err(ApiError::BadRequest(format!(
+            "A queue entry with uuid {} already exists",
+            e.uuid
+        )));
+    }
+    let inv = super::validate(state, e);
+    if !inv.is_empty() {
+        return Err(ApiError::Invalid(inv));
+    }
+    let mut others = store::read(&state.store, Source::Patient(&e.patient), false)?;
+    // The entries written with this one count as they will be, not as stored.
+    for (_, changed) in also {
+        if let Some(o) = others.iter_mut().find(|o| o.uuid == changed.uuid) {
+            *o = (*changed).clone();
+        }
+    }
+    if !e.voiding.voided && super::duplicate(e, &others) {
+        return Err(ApiError::BadRequest(DUPLICATE.into()));
+    }
+    let mut changes: Vec<(Option<&QueueEntryRecord>, &QueueEntryRecord)> =
+        also.iter().map(|(o, n)| (Some(*o), *n)).collect();
+    changes.push((old, e));
+    store::put_all(&state.store, &changes)?;
+    Ok(())
+}
+
+/// `POST queue-entry` — privilege: Manage Queue Entries.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Entries"])?;
+    let e = new_entry(&state, &body, None, &caller.user_uuid())?;
+    let st = state.clone();
+    let e = blocking(move || {
+        let _one_writer = st.store.write_lock();
+        save(&st, None, &e, &[])?;
+        Ok(e)
+    })
+    .await?;
+    answer(
+        &state,
+        &caller,
+        &QueueEntryRes(&e),
+        &rep_of(&query)?,
+        StatusCode::CREATED,
+    )
+}
+
+/// `POST visit-queue-entry` with `{visit, queueEntry: {…}}` — privilege: Manage Queue
+/// Entries. Answers 201 with `{uuid, display, visit, queueEntry}`.
+pub async fn create_for_visit(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Entries"])?;
+    only_known(&body, "visit-queue-entry", &["visit", "queueEntry"])?;
+    let visit = opt_ref(&body, "visit")?.ok_or_else(|| required("visit"))?;
+    let Some(Value::Object(entry)) = body.get("queueEntry") else {
+        return Err(required("queueEntry"));
+    };
+    let e = new_entry(&state, entry, Some(visit), &caller.user_uuid())?;
+    let st = state.clone();
+    let e = blocking(move || {
+        let _one_writer = st.store.write_lock();
+        save(&st, None, &e, &[])?;
+        Ok(e)
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let entry = render(&QueueEntryRes(&e), &Rep::Default, &ctx)?;
+    Ok(crate::api::json(
+        StatusCode::CREATED,
+        json!({
+            "uuid": e.uuid,
+            "display": entry["display"],
+            "visit": entry["visit"],
+            "queueEntry": entry,
+        }),
+    ))
+}
+
+/// Reads, changes and saves one entry under the write lock.
+async fn change(
+    state: &Arc<AppState>,
+    uuid: String,
+    f: impl FnOnce(&mut QueueEntryRecord) -> ApiResult<()> + Send + 'static,
+    user: String,
+) -> ApiResult<QueueEntryRecord> {
+    let st = state.clone();
+    blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let old = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
+        let mut e = old.clone();
+        f(&mut e)?;
+        e.audit.changed(&user, Utc::now());
+        save(&st, Some(&old), &e, &[])?;
+        Ok(e)
+    })
+    .await
+}
+
+/// `POST queue-entry/{uuid}` (status, priority, comment, sort weight, start, end, what it
+/// waits for; the queue, patient and visit cannot change) — privilege: Manage Queue
+/// Entries. Answers 200, which the O3 app requires.
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Entries"])?;
+    if let Some(k) = ["queue", "patient", "visit"]
+        .iter()
+        .find(|k| body.contains_key(**k))
+    {
+        return Err(ApiError::BadRequest(format!(
+            "The {k} of a queue entry cannot be changed"
+        )));
+    }
+    only_known(&body, "queue-entry", UPDATABLE)?;
+    let e = change(&state, uuid, move |e| apply(e, &body), caller.user_uuid()).await?;
+    answer(
+        &state,
+        &caller,
+        &QueueEntryRes(&e),
+        &rep_of(&query)?,
+        StatusCode::OK,
+    )
+}
+
+/// `POST queue/{queue}/entry/{entry}` (end it, or change its comment or sort weight) —
+/// privilege: Manage Queue Entries.
+pub async fn update_in_queue(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((queue, uuid)): Path<(String, String)>,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Entries"])?;
+    only_known(
+        &body,
+        "queue-entry",
+        &["priorityComment", "sortWeight", "endedAt"],
+    )?;
+    let e = change(
+        &state,
+        uuid,
+        move |e| {
+            if e.queue != queue {
+                return Err(ApiError::NotFound);
+            }
+            apply(e, &body)
+        },
+        caller.user_uuid(),
+    )
+    .await?;
+    answer(
+        &state,
+        &caller,
+        &QueueEntryRes(&e),
+        &rep_of(&query)?,
+        StatusCode::OK,
+    )
+}
+
+/// `DELETE queue-entry/{uuid}[?reason=]` voids it — privilege: Manage Queue Entries.
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Entries"])?;
+    if flag(&query, "purge") == Some(true) {
+        return Err(ApiError::BadRequest(
+            "Queue entries are kept: void the entry instead of purging it".into(),
+        ));
+    }
+    crate::domains::rest::void_answer(
+        state,
+        &caller,
+        uuid,
+        &query,
+        store::get,
+        |e| &mut e.voiding,
+        store::put,
+    )
+    .await
+}
+
+/// `POST queue-entry/transition`: ends an entry and opens the next one (another queue, a
+/// new status or priority) from the transition's time — privilege: Manage Queue Entries.
+/// Answers 200 with the new entry's ref representation, as the queue module does.
+pub async fn transition(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Entries"])?;
+    only_known(
+        &body,
+        "queue-entry/transition",
+        &[
+            "queueEntryToTransition",
+            "transitionDate",
+            "newQueue",
+            "newStatus",
+            "newPriority",
+            "newPriorityComment",
+            "newLocationWaitingFor",
+            "newProviderWaitingFor",
+        ],
+    )?;
+    let user = caller.user_uuid();
+    let from = opt_ref(&body, "queueEntryToTransition")?.ok_or_else(|| {
+        ApiError::BadRequest("queueEntryToTransition not specified or found".into())
+    })?;
+    let at = match opt_str(&body, "transitionDate")? {
+        None => datetime_key(Utc::now()),
+        Some(s) => parse_datetime(&s).map(datetime_key).ok_or_else(|| {
+            ApiError::BadRequest(format!("Invalid transition date specified: {s}"))
+        })?,
+    };
+    let new_queue = match opt_ref(&body, "newQueue")? {
+        Some(q) => Some(
+            queue_param(&state, &q)
+                .map_err(|_| ApiError::BadRequest(format!("Invalid queue specified: {q}")))?
+                .uuid,
+        ),
+        None => None,
+    };
+    let concept = |field: &str, what: &str| -> ApiResult<Option<String>> {
+        match opt_ref(&body, field)? {
+            Some(c) => concept_param(&state, &c)
+                .map(Some)
+                .map_err(|_| ApiError::BadRequest(format!("Invalid {what} specified: {c}"))),
+            None => Ok(None),
+        }
+    };
+    let new_status = concept("newStatus", "status")?;
+    let new_priority = concept("newPriority", "priority")?;
+    let st = state.clone();
+    let next = blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let old = store::get(&st.store, &from)?.ok_or_else(|| {
+            ApiError::BadRequest("queueEntryToTransition not specified or found".into())
+        })?;
+        if old.voiding.voided {
+            return Err(ApiError::BadRequest(
+                "Cannot transition a voided queue entry".into(),
+            ));
+        }
+        if old.ended.is_some() {
+            return Err(ApiError::BadRequest(
+                "Cannot transition a queue entry that has already ended".into(),
+            ));
+        }
+        if at <= old.started {
+            return Err(ApiError::BadRequest(format!(
+                "Queue entry endedAt ({}) must be after startedAt ({})",
+                wire_datetime(&at).as_str().unwrap_or_default(),
+                wire_datetime(&old.started).as_str().unwrap_or_default()
+            )));
+        }
+        let now = Utc::now();
+        let mut ended = old.clone();
+        ended.ended = Some(at.clone());
+        ended.audit.changed(&user, now);
+        let carried = |field: &str, before: &Option<String>| -> ApiResult<Option<String>> {
+            if body.contains_key(field) {
+                opt_ref(&body, field)
+            } else {
+                Ok(before.clone())
+            }
+        };
+        let next = QueueEntryRecord {
+            v: 1,
+            uuid: crate::domains::new_uuid(),
+            queue: new_queue.unwrap_or_else(|| old.queue.clone()),
+            patient: old.patient.clone(),
+            visit: old.visit.clone(),
+            status: new_status.unwrap_or_else(|| old.status.clone()),
+            priority: new_priority.unwrap_or_else(|| old.priority.clone()),
+            priority_comment: if body.contains_key("newPriorityComment") {
+                opt_str(&body, "newPriorityComment")?
+            } else {
+                old.priority_comment.clone()
+            },
+            sort_weight: old.sort_weight,
+            started: at,
+            ended: None,
+            location_waiting_for: carried("newLocationWaitingFor", &old.location_waiting_for)?,
+            provider_waiting_for: carried("newProviderWaitingFor", &old.provider_waiting_for)?,
+            queue_coming_from: Some(old.queue.clone()),
+            audit: Audit::new(&user, now),
+            voiding: Voiding::default(),
+        };
+        save(&st, None, &next, &[(&old, &ended)])?;
+        Ok(next)
+    })
+    .await?;
+    answer(
+        &state,
+        &caller,
+        &QueueEntryRes(&next),
+        &Rep::Ref,
+        StatusCode::OK,
+    )
+}
+
+/// `DELETE queue-entry/transition` with `{"queueEntry": uuid}`: undoes the transition that
+/// opened the entry (voids it, reopens the one it ended) — privilege: Manage Queue Entries.
+/// Answers 200 with the reopened entry's ref representation.
+pub async fn undo_transition(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Entries"])?;
+    let uuid = opt_ref(&body, "queueEntry")?
+        .ok_or_else(|| ApiError::BadRequest("Invalid queue entry".into()))?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let reopened = blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let e = store::get(&st.store, &uuid)?
+            .ok_or_else(|| ApiError::BadRequest("Invalid queue entry".into()))?;
+        if e.voiding.voided {
+            return Err(ApiError::BadRequest(
+                "Cannot undo transition on a voided queue entry".into(),
+            ));
+        }
+        if e.ended.is_some() {
+            return Err(ApiError::BadRequest(
+                "Cannot undo transition on an ended queue entry".into(),
+            ));
+        }
+        let previous = previous_of(&st.store, &e)?.ok_or_else(|| {
+            ApiError::BadRequest(
+                "Specified queue entry does not have a previous queue entry".into(),
+            )
+        })?;
+        let now = Utc::now();
+        let mut voided = e.clone();
+        voided.voiding.void(&user, now, "Transition undone");
+        let mut reopened = previous.clone();
+        reopened.ended = None;
+        reopened.audit.changed(&user, now);
+        save(&st, Some(&previous), &reopened, &[(&e, &voided)])?;
+        Ok(reopened)
+    })
+    .await?;
+    answer(
+        &state,
+        &caller,
+        &QueueEntryRes(&reopened),
+        &Rep::Ref,
+        StatusCode::OK,
+    )
+}
+
+/// `GET queue-entry-number?location&queue&visit&visitAttributeType` — privilege: Get Queue
+/// Entries. The queue module stores a generated number as a visit attribute of the type
+/// named, and answers empty values when that type is unknown. Content packages define no
+/// visit attribute types here (`visitattributetype` is empty), so every type is unknown
+/// and the answer is the module's empty one; the O3 app only needs it to succeed.
+pub async fn number(caller: Caller) -> ApiResult<Response> {
+    caller.require(&["Get Queue Entries"])?;
+    Ok(ok(json!({"serviceType": "", "visitQueueNumber": ""})))
+}
+
+/// Whole minutes between start and end, averaged over the entries that have both.
+fn average_wait(entries: &[QueueEntryRecord]) -> f64 {
+    let waits: Vec<i64> = entries
+        .iter()
+        .filter_map(|e| {
+            let start = crate::domains::parse_key(&e.started)?;
+            let end = crate::domains::parse_key(e.ended.as_deref()?)?;
+            Some((end - start).num_minutes())
+        })
+        .collect();
+    if waits.is_empty() {
+        0.0
+    } else {
+        waits.iter().sum::<i64>() as f64 / waits.len() as f64
+    }
+}
+
+/// `GET queue-entry-metrics?…` (the search's criteria; `metric=count` alone counts every
+/// match) — privilege: Get Queue Entries. Without `metric`: the open matches' count and the
+/// ended ones' average wait in minutes.
+pub async fn metrics(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Queue Entries"])?;
+    let st = state.clone();
+    let q = query.clone();
+    let found = blocking(move || Criteria::parse(&st, &q)?.find(&st)).await?;
+    let metrics: Vec<&str> = all(&query, "metric").collect();
+    let mut out = Map::new();
+    if metrics.is_empty() {
+        out.insert(
+            "count".into(),
+            json!(found.iter().filter(|e| e.ended.is_none()).count()),
+        );
+        out.insert("averageWaitTime".into(), json!(average_wait(&found)));
+    } else {
+        for m in metrics {
+            match m {
+                "count" => out.insert("count".into(), json!(found.len())),
+                "averageWaitTime" => {
+                    out.insert("averageWaitTime".into(), json!(average_wait(&found)))
+                }
+                other => {
+                    return Err(ApiError::BadRequest(format!("Unknown metric: {other}")));
+                }
+            };
+        }
+    }
+    Ok(ok(Value::Object(out)))
+}
+
+/// `GET queue-metrics?queue=…&status=…`: a queue's average wait — privilege: Get Queue
+/// Entries. The O3 app sends a service concept as `queue`; that is accepted too (every
+/// queue of the service).
+pub async fn queue_metrics(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Queue Entries"])?;
+    let catalog = state.catalog.load();
+    let named = param(&query, "queue").unwrap_or_default().to_string();
+    let queues: Vec<&model::Queue> = catalog
+        .content
+        .queues
+        .iter()
+        .filter(|q| q.uuid == named || q.service == named)
+        .collect();
+    let name = match queues.as_slice() {
+        [one] => one.name.clone(),
+        _ => String::new(),
+    };
+    let mut criteria = Criteria {
+        queues: queues.iter().map(|q| q.uuid.clone()).collect(),
+        ..Criteria::default()
+    };
+    if let Some(s) = param(&query, "status") {
+        criteria.statuses = vec![concept_param(&state, s)?];
+    }
+    let st = state.clone();
+    let found = if criteria.queues.is_empty() {
+        Vec::new()
+    } else {
+        blocking(move || criteria.find(&st)).await?
+    };
+    Ok(ok(
+        json!({"queue": name, "averageWaitTime": average_wait(&found)}),
+    ))
+}
+
+/// `POST queueutil/assignticket` `{servicePointName, ticketNumber, status}`: which ticket a
+/// service point is serving, for the waiting-room screen — privilege: Manage Queue
+/// Entries. Held in memory, as the queue module holds it.
+pub async fn assign_ticket(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Entries"])?;
+    let point = opt_str(&body, "servicePointName")?.unwrap_or_default();
+    let Some(ticket) = body.get("ticketNumber").and_then(|t| {
+        t.as_str()
+            .map(str::to_string)
+            .or_else(|| t.as_i64().map(|n| n.to_string()))
+    }) else {
+        return Ok((
+            StatusCode::OK,
+            "No ticketNumber passed, skipping ticket assignment",
+        )
+            .into_response());
+    };
+    let status = opt_str(&body, "status")?.unwrap_or_else(|| "calling".into());
+    state
+        .queue_tickets
+        .lock()
+        .map_err(ApiError::internal)?
+        .insert(point, json!({"status": status, "ticketNumber": ticket}));
+    Ok(ok(json!({"status": "success"})))
+}
+
+/// `GET queueutil/active-tickets` — privilege: Get Queue Entries.
+pub async fn active_tickets(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> ApiResult<Response> {
+    caller.require(&["Get Queue Entries"])?;
+    let tickets = state
+        .queue_tickets
+        .lock()
+        .map_err(ApiError::internal)?
+        .clone();
+    Ok(ok(json!(tickets)))
+}

@@ -1,0 +1,186 @@
+//! The queue-entry tables: records by uuid, indexed by patient (`patient|started|uuid`), by
+//! visit (`visit|started|uuid`), by start over the whole facility (`all|started|uuid`), and
+//! the entries still waiting or in service (`all|started|uuid`, removed when an entry ends
+//! or is voided), so the queue screens read only today's few open entries however long
+//! the history grows.
+
+use super::QueueEntryRecord;
+use crate::domains::{self, ENDED, Index, RecordTable, VOIDED, key};
+use crate::store::{Store, StoreResult};
+use redb::{TableDefinition, WriteTransaction};
+
+const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("queue_entries");
+const BY_PATIENT: Index = TableDefinition::new("queue_entries_by_patient");
+const BY_VISIT: Index = TableDefinition::new("queue_entries_by_visit");
+const BY_START: Index = TableDefinition::new("queue_entries_by_start");
+const OPEN: Index = TableDefinition::new("queue_entries_open");
+
+pub const RECORDS: RecordTable = RecordTable {
+    name: "queue_entries",
+    table: TABLE,
+    indexes: &[BY_PATIENT, BY_VISIT, BY_START, OPEN],
+    create,
+    reindex,
+    decodes: |bytes| domains::decodes::<QueueEntryRecord>(bytes),
+};
+
+fn create(txn: &WriteTransaction) -> StoreResult<()> {
+    txn.open_table(TABLE)?;
+    for index in [BY_PATIENT, BY_VISIT, BY_START, OPEN] {
+        txn.open_table(index)?;
+    }
+    Ok(())
+}
+
+fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
+    let e: QueueEntryRecord = domains::decode("queue_entries", bytes)?;
+    write_index(txn, None, &e)
+}
+
+fn flags(e: &QueueEntryRecord) -> u8 {
+    let mut f = 0;
+    if e.voiding.voided {
+        f |= VOIDED;
+    }
+    if e.ended.is_some() {
+        f |= ENDED;
+    }
+    f
+}
+
+fn write_index(
+    txn: &WriteTransaction,
+    old: Option<&QueueEntryRecord>,
+    new: &QueueEntryRecord,
+) -> StoreResult<()> {
+    let mut by_patient = txn.open_table(BY_PATIENT)?;
+    let mut by_visit = txn.open_table(BY_VISIT)?;
+    let mut by_start = txn.open_table(BY_START)?;
+    let mut open = txn.open_table(OPEN)?;
+    if let Some(old) = old {
+        by_patient.remove(key(&[&old.patient, &old.started, &old.uuid]).as_str())?;
+        if let Some(v) = &old.visit {
+            by_visit.remove(key(&[v, &old.started, &old.uuid]).as_str())?;
+        }
+        let all = key(&["all", &old.started, &old.uuid]);
+        by_start.remove(all.as_str())?;
+        open.remove(all.as_str())?;
+    }
+    let f = flags(new);
+    by_patient.insert(key(&[&new.patient, &new.started, &new.uuid]).as_str(), f)?;
+    if let Some(v) = &new.visit {
+        by_visit.insert(key(&[v, &new.started, &new.uuid]).as_str(), f)?;
+    }
+    let all = key(&["all", &new.started, &new.uuid]);
+    by_start.insert(all.as_str(), f)?;
+    if f == 0 {
+        open.insert(all.as_str(), 0)?;
+    }
+    Ok(())
+}
+
+/// Writes entries (each new or changed, with its previous version) in the caller's
+/// transaction.
+pub fn put_in(
+    txn: &WriteTransaction,
+    changes: &[(Option<&QueueEntryRecord>, &QueueEntryRecord)],
+) -> StoreResult<()> {
+    for (old, new) in changes {
+        txn.open_table(TABLE)?
+            .insert(new.uuid.as_str(), domains::encode(*new).as_slice())?;
+        write_index(txn, *old, new)?;
+    }
+    Ok(())
+}
+
+/// Writes entries durably, together.
+pub fn put_all(
+    store: &Store,
+    changes: &[(Option<&QueueEntryRecord>, &QueueEntryRecord)],
+) -> StoreResult<()> {
+    store.write(|txn| put_in(txn, changes))
+}
+
+pub fn put(store: &Store, old: &QueueEntryRecord, new: &QueueEntryRecord) -> StoreResult<()> {
+    put_all(store, &[(Some(old), new)])
+}
+
+pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<QueueEntryRecord>> {
+    let txn = store.begin_read()?;
+    txn.open_table(TABLE)?
+        .get(uuid)?
+        .map(|v| domains::decode("queue_entries", v.value()))
+        .transpose()
+}
+
+/// Where a search starts reading: the narrowest index its criteria allow.
+pub enum Source<'a> {
+    Patient(&'a str),
+    Visit(&'a str),
+    /// Entries neither ended nor voided, facility-wide.
+    Open,
+    /// Every entry, facility-wide (a search with no narrower criterion).
+    All,
+}
+
+/// The records under `source` (voided ones only with `include_voided`), in start order.
+pub fn read(
+    store: &Store,
+    source: Source,
+    include_voided: bool,
+) -> StoreResult<Vec<QueueEntryRecord>> {
+    let txn = store.begin_read()?;
+    let records = txn.open_table(TABLE)?;
+    let exclude = if include_voided { 0 } else { VOIDED };
+    let mut uuids = Vec::new();
+    let mut collect = |k: &str| {
+        uuids.push(k.rsplit('|').next().unwrap_or_default().to_string());
+        true
+    };
+    match source {
+        Source::Patient(p) => domains::walk(
+            &txn.open_table(BY_PATIENT)?,
+            p,
+            exclude,
+            false,
+            &mut collect,
+        )?,
+        Source::Visit(v) => {
+            domains::walk(&txn.open_table(BY_VISIT)?, v, exclude, false, &mut collect)?
+        }
+        Source::Open => domains::walk(&txn.open_table(OPEN)?, "all", 0, false, &mut collect)?,
+        Source::All => domains::walk(
+            &txn.open_table(BY_START)?,
+            "all",
+            exclude,
+            false,
+            &mut collect,
+        )?,
+    }
+    let mut out = Vec::with_capacity(uuids.len());
+    for u in &uuids {
+        if let Some(bytes) = records.get(u.as_str())? {
+            out.push(domains::decode("queue_entries", bytes.value())?);
+        }
+    }
+    Ok(out)
+}
+
+/// The open entries of a visit (to end them with it).
+pub fn open_of_visit(store: &Store, visit: &str) -> StoreResult<Vec<QueueEntryRecord>> {
+    Ok(read(store, Source::Visit(visit), false)?
+        .into_iter()
+        .filter(|e| e.ended.is_none())
+        .collect())
+}
+
+/// Whether any entry, voided or not, names the patient (a purge is refused then).
+pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
+    let txn = store.begin_read()?;
+    let mut found = false;
+    domains::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
+        found = true;
+        false
+    })?;
+    Ok(found)
+}

@@ -1,0 +1,540 @@
+//! Service-queue entries over REST, as the O3 service-queues app drives them: adding a
+//! patient with a visit, the queue lists and metrics, serving (end and reopen), moving on
+//! (transition) and undoing it, editing, removing and voiding, the queue module's rules
+//! and messages, privileges, the visit's end closing its entries, and backup/restore.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use runtime::auth::hash_password;
+use runtime::store::UserRecord;
+use serde_json::{Value, json};
+
+const REST: &str = "/openmrs/ws/rest/v1";
+const OUTPATIENT: &str = "f19c6fdb-bd43-41e7-bb4c-cc892e489c25";
+const TRIAGE: &str = "1bdf120a-03b8-4621-8e18-5cd2b68b514c";
+const CONSULTATION: &str = "c7dc5d77-ee65-4831-8277-8ad422eacd93";
+
+fn concept(st: &runtime::AppState, reference: &str) -> String {
+    st.catalog.load().concept(reference).unwrap().uuid.clone()
+}
+
+fn ago(minutes: i64) -> String {
+    (chrono::Utc::now() - chrono::Duration::minutes(minutes))
+        .format("%Y-%m-%dT%H:%M:%S.000+0000")
+        .to_string()
+}
+
+/// A patient with an open visit started two hours ago: (patient, visit).
+async fn visiting(c: &mut Client, st: &runtime::AppState, id: &str) -> (String, String) {
+    let r = c
+        .post(
+            &format!("{REST}/patient"),
+            &patient_body(st, "Aline", "Kabila", id),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let patient = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/visit"),
+            &json!({"patient": patient, "visitType": OUTPATIENT, "location": location_uuid(st, "Centre de santé Bondeko"), "startDatetime": ago(120)}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    (patient, r.body["uuid"].as_str().unwrap().to_string())
+}
+
+/// What the O3 app posts to add a patient to a queue.
+fn add_body(
+    st: &runtime::AppState,
+    patient: &str,
+    visit: &str,
+    queue: &str,
+    started: &str,
+) -> String {
+    json!({"visit": {"uuid": visit},
+           "queueEntry": {"status": {"uuid": concept(st, "DRC-EMR:6011")},
+                          "priority": {"uuid": concept(st, "DRC-EMR:6021")},
+                          "queue": {"uuid": queue}, "patient": {"uuid": patient},
+                          "startedAt": started, "sortWeight": 0}})
+    .to_string()
+}
+
+const LIST_REP: &str = "custom:(uuid,display,queue,status,patient:(uuid,display),visit:(uuid,startDatetime),priority,priorityComment,sortWeight,startedAt,endedAt,queueComingFrom,previousQueueEntry)";
+
+#[tokio::test]
+async fn a_patient_is_queued_served_moved_on_and_the_move_undone() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let (patient, visit) = visiting(&mut c, &st, "300001").await;
+    // The O3 app asks for a number first; without a visit attribute type, it is empty.
+    let r = c
+        .get(&format!("{REST}/queue-entry-number?location=x&queue={TRIAGE}&visit={visit}&visitAttributeType=c0c579b0-8e59-401d-8a4a-976a0b183519"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body, json!({"serviceType": "", "visitQueueNumber": ""}));
+    let r = c
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, TRIAGE, &ago(60)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let first = r.body["queueEntry"]["uuid"].as_str().unwrap().to_string();
+    assert_eq!(r.body["visit"]["uuid"], visit.as_str());
+    assert_eq!(r.body["queueEntry"]["display"], "Aline Kabila");
+
+    // The same patient twice in one queue is refused with the module's message.
+    let r = c
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, TRIAGE, &ago(50)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[queue.entry.duplicate.patient]"),
+        "{:?}",
+        r.body
+    );
+
+    // The dashboard's list: open entries of the triage service, with explicit nulls.
+    let service = concept(&st, "DRC-EMR:6001");
+    let r = c
+        .get(&format!(
+            "{REST}/queue-entry?v={LIST_REP}&totalCount=true&service={service}&isEnded=false&status={}",
+            concept(&st, "DRC-EMR:6011")
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["totalCount"], 1);
+    let row = &r.body["results"][0];
+    assert_eq!(row["uuid"], first.as_str());
+    assert_eq!(row["queue"]["uuid"], TRIAGE);
+    assert_eq!(row["patient"]["uuid"], patient.as_str());
+    assert!(row["previousQueueEntry"].is_null() && row.get("previousQueueEntry").is_some());
+    assert!(row["endedAt"].is_null() && row.get("endedAt").is_some());
+    // Status by name, as the "Waiting for" card sends it.
+    let r = c
+        .get(&format!(
+            "{REST}/queue-entry-metrics?status=Waiting&isEnded=false&service={service}"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["count"], 1);
+
+    // Moved on to consultation, "in service", ten minutes ago.
+    let moved_at = ago(10);
+    let r = c
+        .post(
+            &format!("{REST}/queue-entry/transition"),
+            &json!({"queueEntryToTransition": first, "newQueue": CONSULTATION,
+                    "newStatus": concept(&st, "DRC-EMR:6012"), "newPriority": concept(&st, "DRC-EMR:6021"),
+                    "newPriorityComment": "", "transitionDate": moved_at})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let second = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c.get(&format!("{REST}/queue-entry/{first}")).await;
+    assert!(r.body["endedAt"].is_string(), "{:?}", r.body);
+    let r = c
+        .get(&format!("{REST}/queue-entry/{second}?v={LIST_REP}"))
+        .await;
+    assert_eq!(r.body["queue"]["uuid"], CONSULTATION);
+    assert_eq!(r.body["queueComingFrom"]["uuid"], TRIAGE);
+    assert_eq!(r.body["previousQueueEntry"]["uuid"], first.as_str());
+    assert_eq!(r.body["status"]["uuid"], concept(&st, "DRC-EMR:6012"));
+    // An ended entry cannot move on again.
+    let r = c
+        .post(
+            &format!("{REST}/queue-entry/transition"),
+            &json!({"queueEntryToTransition": first, "newQueue": CONSULTATION}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("queue entry that has already ended")
+    );
+    // The triage wait (50 minutes) shows in the queue's average.
+    let r = c
+        .get(&format!(
+            "{REST}/queue-metrics?queue={service}&status={}",
+            concept(&st, "DRC-EMR:6011")
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["queue"], "Bondeko - File de triage");
+    assert_eq!(r.body["averageWaitTime"], 50.0);
+
+    // Undone: the new entry is voided, the first reopened.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/queue-entry/transition"),
+            &[("content-type", "application/json")],
+            Some(&json!({"queueEntry": second}).to_string()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["uuid"], first.as_str());
+    let r = c.get(&format!("{REST}/queue-entry/{second}?v=full")).await;
+    assert_eq!(r.body["voided"], true);
+    assert_eq!(r.body["voidReason"], "Transition undone");
+    let r = c
+        .get(&format!(
+            "{REST}/queue-entry?patient={patient}&isEnded=false"
+        ))
+        .await;
+    let open: Vec<&str> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["uuid"].as_str().unwrap())
+        .collect();
+    assert_eq!(open, [first.as_str()]);
+
+    // Edited (200, as the app requires), then removed from the queue.
+    let urgent = concept(&st, "DRC-EMR:6022");
+    let r = c
+        .post(
+            &format!("{REST}/queue-entry/{first}"),
+            &json!({"status": {"uuid": concept(&st, "DRC-EMR:6011"), "display": "x"}, "priority": {"uuid": urgent}, "priorityComment": "fièvre"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["priority"]["uuid"], urgent.as_str());
+    assert_eq!(r.body["priorityComment"], "fièvre");
+    let r = c
+        .post(
+            &format!("{REST}/queue/{TRIAGE}/entry/{first}"),
+            &json!({"endedAt": ago(1)}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let r = c
+        .get(&format!(
+            "{REST}/queue-entry?queue={TRIAGE}&isEnded=false&totalCount=true"
+        ))
+        .await;
+    assert_eq!(r.body["totalCount"], 0);
+    assert_eq!(r.body["results"], json!([]));
+}
+
+#[tokio::test]
+async fn the_module_rules_are_enforced_with_its_messages() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let (patient, visit) = visiting(&mut c, &st, "300002").await;
+    let base = || {
+        json!({"queue": TRIAGE, "patient": patient, "visit": visit,
+               "status": concept(&st, "DRC-EMR:6011"), "priority": concept(&st, "DRC-EMR:6021"),
+               "startedAt": ago(30)})
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            {
+                let mut b = base();
+                b["status"] = json!(concept(&st, "DRC-EMR:6022"));
+                b
+            },
+            "The property status should be a member of configured queue status conceptSet.",
+        ),
+        (
+            {
+                let mut b = base();
+                b["priority"] = json!(concept(&st, "DRC-EMR:6011"));
+                b
+            },
+            "The property priority should be a member of configured queue priority conceptSet.",
+        ),
+        (
+            {
+                let mut b = base();
+                b["startedAt"] = json!(ago(600));
+                b
+            },
+            "A queue entry cannot start before the associated visit start date",
+        ),
+        (
+            {
+                let mut b = base();
+                b.as_object_mut().unwrap().remove("queue");
+                b
+            },
+            "The property queue should not be null",
+        ),
+    ];
+    for (body, message) in cases {
+        let r = c
+            .post(&format!("{REST}/queue-entry"), &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {:?}", r.body);
+        assert!(
+            r.body.to_string().contains(message),
+            "{message}: {:?}",
+            r.body
+        );
+    }
+    // A visit of another patient.
+    let (_, other_visit) = visiting(&mut c, &st, "300003").await;
+    let mut b = base();
+    b["visit"] = json!(other_visit);
+    let r = c.post(&format!("{REST}/queue-entry"), &b.to_string()).await;
+    assert!(
+        r.body
+            .to_string()
+            .contains("This queue entry is associated with a visit for the wrong patient")
+    );
+    // Nothing was stored by the refusals.
+    let r = c
+        .get(&format!(
+            "{REST}/queue-entry?patient={patient}&totalCount=true"
+        ))
+        .await;
+    assert_eq!(r.body["results"], json!([]));
+    // A good one, then its queue cannot change and it ends after it starts.
+    let r = c
+        .post(&format!("{REST}/queue-entry"), &base().to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let uuid = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/queue-entry/{uuid}"),
+            &json!({"queue": CONSULTATION}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c
+        .post(
+            &format!("{REST}/queue-entry/{uuid}"),
+            &json!({"endedAt": ago(40)}).to_string(),
+        )
+        .await;
+    assert!(
+        r.body
+            .to_string()
+            .contains("Queue entry endedAt should be after the startedAt date")
+    );
+    // Voided with a reason: kept, and no longer listed.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/queue-entry/{uuid}?reason=erreur"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = c.get(&format!("{REST}/queue-entry/{uuid}?v=full")).await;
+    assert_eq!(
+        (r.body["voided"].clone(), r.body["voidReason"].clone()),
+        (json!(true), json!("erreur"))
+    );
+    let r = c.get(&format!("{REST}/queue-entry?queue={TRIAGE}")).await;
+    assert_eq!(r.body["results"], json!([]));
+}
+
+#[tokio::test]
+async fn ending_a_visit_ends_its_entries_and_voiding_it_voids_them() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let (patient, visit) = visiting(&mut c, &st, "300004").await;
+    let r = c
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, TRIAGE, &ago(30)),
+        )
+        .await;
+    let entry = r.body["queueEntry"]["uuid"].as_str().unwrap().to_string();
+    let stop = ago(5);
+    let r = c
+        .post(
+            &format!("{REST}/visit/{visit}"),
+            &json!({"stopDatetime": stop}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let r = c.get(&format!("{REST}/queue-entry/{entry}")).await;
+    assert!(
+        r.body["endedAt"].as_str().unwrap().starts_with(&stop[..16]),
+        "{:?}",
+        r.body
+    );
+
+    let (patient, visit) = visiting(&mut c, &st, "300005").await;
+    let r = c
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, TRIAGE, &ago(30)),
+        )
+        .await;
+    let entry = r.body["queueEntry"]["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .send("DELETE", &format!("{REST}/visit/{visit}"), &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = c.get(&format!("{REST}/queue-entry/{entry}?v=full")).await;
+    assert_eq!(r.body["voided"], true);
+    // A patient whose only clinical record is a queue entry is not purged.
+    let r = c
+        .post(
+            &format!("{REST}/patient"),
+            &patient_body(&st, "Jean", "Mbala", "300007"),
+        )
+        .await;
+    let walk_in = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/queue-entry"),
+            &json!({"queue": TRIAGE, "patient": walk_in, "status": concept(&st, "DRC-EMR:6011"),
+                    "priority": concept(&st, "DRC-EMR:6021"), "startedAt": ago(3)})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{walk_in}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.to_string().contains("queue entries"), "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn queue_privileges_are_the_modules() {
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let (patient, visit) = visiting(&mut admin, &st, "300006").await;
+    let user = |username: &str, roles: Vec<String>| UserRecord {
+        v: 1,
+        uuid: format!("0b6e5a1c-0000-4000-8000-0000000001{}", username.len()),
+        username: username.into(),
+        system_id: username.into(),
+        person_uuid: format!("0b6e5a1c-0000-4000-8000-0000000002{}", username.len()),
+        person_name: "Agent".into(),
+        password_hash: hash_password("Agent-pass-1"),
+        roles,
+        properties: Default::default(),
+        retired: false,
+        failed_logins: 0,
+        locked_until: None,
+        audit: None,
+        retiring: None,
+    };
+    st.store
+        .put_user(&user("lecteur", vec!["Application: Manages Visits".into()]))
+        .unwrap();
+    st.store
+        .put_user(&user("infirmiere", vec!["Organizational: Nurse".into()]))
+        .unwrap();
+    let mut reader = Client::new(st.clone());
+    reader.login("lecteur", "Agent-pass-1").await;
+    let r = reader
+        .get(&format!("{REST}/queue-entry?queue={TRIAGE}"))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = reader
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, TRIAGE, &ago(30)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    // A nurse of the content uses the queues.
+    let mut nurse = Client::new(st.clone());
+    nurse.login("infirmiere", "Agent-pass-1").await;
+    let r = nurse
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, TRIAGE, &ago(30)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let r = nurse
+        .get(&format!("{REST}/queue-entry?queue={TRIAGE}&isEnded=false"))
+        .await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_front_end_configuration_names_the_contents_queue_concepts() {
+    let st = state();
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../frontend/config/config.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let concepts = &config["@openmrs/esm-service-queues-app"]["concepts"];
+    for (key, code) in [
+        ("defaultStatusConceptUuid", "DRC-EMR:6011"),
+        ("defaultTransitionStatus", "DRC-EMR:6012"),
+        ("defaultPriorityConceptUuid", "DRC-EMR:6021"),
+        ("emergencyPriorityConceptUuid", "DRC-EMR:6023"),
+    ] {
+        assert_eq!(concepts[key], concept(&st, code).as_str(), "{key}");
+    }
+}
+
+#[tokio::test]
+async fn a_backup_restores_queue_entries_with_their_indexes() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let (patient, visit) = visiting(&mut c, &st, "300008").await;
+    let r = c
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, TRIAGE, &ago(30)),
+        )
+        .await;
+    let first = r.body["queueEntry"]["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/queue-entry/transition"),
+            &json!({"queueEntryToTransition": first, "newQueue": CONSULTATION}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let mut snapshot = Vec::new();
+    st.store.snapshot(&mut snapshot).unwrap();
+    let restored = runtime::store::Store::in_memory().unwrap();
+    restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
+    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let mut c2 = Client::admin(st2.clone()).await;
+    for (path, count) in [
+        (
+            format!("{REST}/queue-entry?patient={patient}&v={LIST_REP}"),
+            2,
+        ),
+        (
+            format!("{REST}/queue-entry?visit={visit}&isEnded=true&v=full"),
+            1,
+        ),
+        (
+            format!("{REST}/queue-entry?queue={CONSULTATION}&isEnded=false&v={LIST_REP}"),
+            1,
+        ),
+    ] {
+        let (a, b) = (c.get(&path).await, c2.get(&path).await);
+        assert_eq!(
+            a.body["results"].as_array().map(Vec::len),
+            Some(count),
+            "{path}"
+        );
+        assert_eq!(a.body, b.body, "{path}");
+    }
+}
