@@ -92,11 +92,9 @@ async fn a_patient_is_queued_served_moved_on_and_the_move_undone() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert!(
-        r.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("[queue.entry.duplicate.patient]"),
+    // The O3 app compares the whole message.
+    assert_eq!(
+        r.body["error"]["message"], "[queue.entry.duplicate.patient]",
         "{:?}",
         r.body
     );
@@ -211,6 +209,10 @@ async fn a_patient_is_queued_served_moved_on_and_the_move_undone() {
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert_eq!(r.body["priority"]["uuid"], urgent.as_str());
     assert_eq!(r.body["priorityComment"], "fièvre");
+    let listed = c
+        .get(&format!("{REST}/queue-entry?queue={TRIAGE}&isEnded=false"))
+        .await;
+    assert_eq!(listed.body["results"][0]["uuid"], first.as_str());
     let r = c
         .post(
             &format!("{REST}/queue/{TRIAGE}/entry/{first}"),
@@ -323,6 +325,38 @@ async fn the_module_rules_are_enforced_with_its_messages() {
             .to_string()
             .contains("Queue entry endedAt should be after the startedAt date")
     );
+    // A sort weight that could not be stored and read back is refused.
+    for weight in [json!("NaN"), json!("inf"), json!("lourd")] {
+        let r = c
+            .post(
+                &format!("{REST}/queue-entry/{uuid}"),
+                &json!({"sortWeight": weight}).to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{weight}");
+    }
+    let r = c.get(&format!("{REST}/queue-entry?queue={TRIAGE}")).await;
+    assert_eq!(r.body["results"][0]["uuid"], uuid.as_str());
+    assert_eq!(r.body["results"][0]["sortWeight"], 0.0);
+    // A visit cannot end before one of its entries starts, nor be purged with entries.
+    let r = c
+        .post(
+            &format!("{REST}/visit/{visit}"),
+            &json!({"stopDatetime": ago(60)}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(r.body.to_string().contains("queue entries"), "{:?}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/visit/{visit}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.to_string().contains("queue entries"), "{:?}", r.body);
     // Voided with a reason: kept, and no longer listed.
     let r = c
         .send(

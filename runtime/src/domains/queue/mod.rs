@@ -103,6 +103,9 @@ pub fn validate(state: &AppState, e: &QueueEntryRecord) -> Invalid {
         match super::visit::store::get(&state.store, visit).ok().flatten() {
             None => inv.field("visit", "error.invalid", "Visit does not exist"),
             Some(v) => {
+                if v.voiding.voided {
+                    inv.field("visit", "error.invalid", "The visit is voided");
+                }
                 if v.patient != e.patient {
                     inv.field(
                         "visit",
@@ -166,12 +169,34 @@ pub fn ended_with_visit(
         .into_iter()
         .map(|old| {
             let mut e = old.clone();
-            // An entry cannot end before it starts: one opened at the very end keeps its start.
-            e.ended = Some(stop.max(old.started.as_str()).to_string());
+            e.ended = Some(stop.to_string());
             e.audit.changed(user, now);
             (old, e)
         })
         .collect())
+}
+
+/// Whether the visit's period still holds its entries (the queue module's visit
+/// validator): none starts before it, and, when it ends, none starts at or after its end.
+pub fn visit_holds_entries(
+    store: &crate::store::Store,
+    visit: &super::visit::VisitRecord,
+) -> crate::store::StoreResult<Option<&'static str>> {
+    for e in store::read(store, store::Source::Visit(&visit.uuid), false)? {
+        if e.started < visit.start {
+            return Ok(Some(
+                "The visit cannot start after one of its queue entries starts",
+            ));
+        }
+        if let Some(stop) = &visit.stop
+            && (&e.started >= stop || e.ended.as_ref().is_some_and(|end| end > stop))
+        {
+            return Ok(Some(
+                "The visit cannot end before one of its queue entries starts or ends",
+            ));
+        }
+    }
+    Ok(None)
 }
 
 /// A visit's entries, voided with the visit.

@@ -94,7 +94,9 @@ impl Resource for QueueEntryRes<'_> {
             ("locationWaitingFor", Rep::Full),
             ("queueComingFrom", Rep::Full),
             ("providerWaitingFor", Rep::Full),
-            ("previousQueueEntry", Rep::Full),
+            // Default, which names its own previous entry by reference only: entries that
+            // name each other cannot make a representation without end.
+            ("previousQueueEntry", Rep::Default),
             ("voided", Rep::Default),
             ("voidReason", Rep::Default),
             ("auditInfo", Rep::Default),
@@ -433,19 +435,23 @@ const UPDATABLE: &[&str] = &[
     "endedAt",
     "locationWaitingFor",
     "providerWaitingFor",
-    "voided",
 ];
 
+/// A finite number (a stored NaN or infinity could not be read back).
 fn sort_weight(body: &Map<String, Value>) -> ApiResult<Option<f64>> {
-    match body.get("sortWeight") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(Value::String(s)) => s
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::BadRequest(format!("sortWeight: '{s}' is not a number"))),
-        Some(_) => Err(ApiError::BadRequest("sortWeight must be a number".into())),
+    let weight = match body.get("sortWeight") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+        Some(_) => None,
+    };
+    match weight {
+        Some(w) if w.is_finite() => Ok(Some(w)),
+        _ => Err(ApiError::invalid_field(
+            "sortWeight",
+            "error.invalid",
+            "The sort weight must be a finite number",
+        )),
     }
 }
 
@@ -512,7 +518,22 @@ fn new_entry(
     let started = opt_datetime(body, "startedAt")?.ok_or_else(|| required("startedAt"))?;
     let mut e = QueueEntryRecord {
         v: 1,
-        uuid: opt_str(body, "uuid")?.unwrap_or_else(crate::domains::new_uuid),
+        uuid: match opt_str(body, "uuid")? {
+            // Index keys are `…|uuid`: a uuid is a plain token.
+            Some(u)
+                if u.len() > 38
+                    || u.is_empty()
+                    || !u.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
+            {
+                return Err(ApiError::invalid_field(
+                    "uuid",
+                    "error.invalid",
+                    "Invalid uuid",
+                ));
+            }
+            Some(u) => u,
+            None => crate::domains::new_uuid(),
+        },
         queue,
         patient,
         visit: visit.or(opt_ref(body, "visit")?),
@@ -578,6 +599,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Queue Entries"])?;
+    let rep = rep_of(&query)?;
     let e = new_entry(&state, &body, None, &caller.user_uuid())?;
     let st = state.clone();
     let e = blocking(move || {
@@ -590,7 +612,7 @@ pub async fn create(
         &state,
         &caller,
         &QueueEntryRes(&e),
-        &rep_of(&query)?,
+        &rep,
         StatusCode::CREATED,
     )
 }
@@ -670,14 +692,9 @@ pub async fn update(
         )));
     }
     only_known(&body, "queue-entry", UPDATABLE)?;
+    let rep = rep_of(&query)?;
     let e = change(&state, uuid, move |e| apply(e, &body), caller.user_uuid()).await?;
-    answer(
-        &state,
-        &caller,
-        &QueueEntryRes(&e),
-        &rep_of(&query)?,
-        StatusCode::OK,
-    )
+    answer(&state, &caller, &QueueEntryRes(&e), &rep, StatusCode::OK)
 }
 
 /// `POST queue/{queue}/entry/{entry}` (end it, or change its comment or sort weight) —
@@ -695,6 +712,7 @@ pub async fn update_in_queue(
         "queue-entry",
         &["priorityComment", "sortWeight", "endedAt"],
     )?;
+    let rep = rep_of(&query)?;
     let e = change(
         &state,
         uuid,
@@ -707,13 +725,7 @@ pub async fn update_in_queue(
         caller.user_uuid(),
     )
     .await?;
-    answer(
-        &state,
-        &caller,
-        &QueueEntryRes(&e),
-        &rep_of(&query)?,
-        StatusCode::OK,
-    )
+    answer(&state, &caller, &QueueEntryRes(&e), &rep, StatusCode::OK)
 }
 
 /// `DELETE queue-entry/{uuid}[?reason=]` voids it — privilege: Manage Queue Entries.

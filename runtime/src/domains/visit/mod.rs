@@ -139,10 +139,16 @@ pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<u
     }
     let cutoff = now - chrono::Duration::milliseconds((hours * 3_600_000.0) as i64);
     let mut closed = 0;
-    for old in store::open_visits(&state.store)? {
-        if parse_key(&old.start).is_none_or(|s| s > cutoff) {
+    for stale in store::open_visits(&state.store)? {
+        if parse_key(&stale.start).is_none_or(|s| s > cutoff) {
             break; // oldest first: the rest are younger
         }
+        // Read again under the clinical write lock: a request may have changed the visit
+        // or its queue entries since the listing.
+        let _one_writer = state.store.write_lock();
+        let Some(old) = store::get(&state.store, &stale.uuid)?.filter(|v| v.is_active()) else {
+            continue;
+        };
         let mut v = old.clone();
         // Now is after every encounter of the visit: encounters cannot be in the future.
         let stop = datetime_key(now);

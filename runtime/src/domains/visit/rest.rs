@@ -286,6 +286,9 @@ pub async fn update(
         }
         v.audit.changed(&user, Utc::now());
         check(&st, &v)?;
+        if let Some(why) = crate::domains::queue::visit_holds_entries(&st.store, &v)? {
+            return Err(ApiError::BadRequest(why.into()));
+        }
         // Ending the visit ends its queue entries with it.
         let entries = match (&old.stop, &v.stop) {
             (None, Some(stop)) => {
@@ -346,6 +349,12 @@ pub async fn delete(
             if !crate::domains::encounter::store::times_in_visit(&st.store, &uuid)?.is_empty() {
                 return Err(ApiError::BadRequest(
                     "A visit with encounters cannot be purged; void it instead".into(),
+                ));
+            }
+            let queue = crate::domains::queue::store::Source::Visit(&uuid);
+            if !crate::domains::queue::store::read(&st.store, queue, true)?.is_empty() {
+                return Err(ApiError::BadRequest(
+                    "A visit with queue entries cannot be purged; void it instead".into(),
                 ));
             }
             return store::purge(&st.store, &old).map_err(ApiError::from);
