@@ -738,13 +738,23 @@ pub fn render_list<'a>(
     ))
 }
 
-/// Runs blocking store work (fsync) off the async threads.
+/// Runs blocking store work off the async threads. The store's commits made by `f` are
+/// waited for (until durable) after `f` returns, so after the locks `f` held are released:
+/// the next writer's work overlaps this one's fsync, which it may share (`group_commit`).
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> ApiResult<T> + Send + 'static,
 ) -> ApiResult<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(ApiError::internal)?
+    tokio::task::spawn_blocking(move || {
+        let (out, pending) = crate::store::group_commit::durable_after(f);
+        let durable = pending.map_or(Ok(()), |p| p.wait());
+        // The handler's own error first: what it wrote before failing stays written, as a
+        // handler without this scope would leave it.
+        let out = out?;
+        durable?;
+        Ok(out)
+    })
+    .await
+    .map_err(ApiError::internal)?
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! bundle last served).
 //!
 //! Records are this module's own versioned types, stored as JSON with a `v` field, never
-//! the bundle's model types. Every write commits with redb's default (immediate)
-//! durability before the API acknowledges it.
+//! the bundle's model types. Every write is durable before the API acknowledges it;
+//! concurrent writers share their fsyncs (`group_commit`).
 
 pub mod check;
+pub mod group_commit;
 pub mod medium;
 mod snapshot;
 
@@ -179,7 +180,8 @@ pub struct Store {
     /// Empty only while the file is being opened again after an I/O failure.
     db: arc_swap::ArcSwapOption<Database>,
     medium: Medium,
-    health: WriteHealth,
+    health: Arc<WriteHealth>,
+    commits: Arc<group_commit::GroupCommit>,
     /// Serialises the read-check-write sequences of the clinical domains (reading a record,
     /// validating the change against others, writing it), so two of them cannot interleave.
     clinical_writes: std::sync::Mutex<()>,
@@ -187,6 +189,20 @@ pub struct Store {
     /// By lower-case username or system id; only names that exist are kept.
     users_by_name: ReadCache<UserRecord>,
     settings: ReadCache<SettingRecord>,
+}
+
+/// The clinical write lock, held; releasing it lets a gathering flush go on.
+pub struct ClinicalWriteGuard<'a> {
+    _guard: Option<std::sync::MutexGuard<'a, ()>>,
+    commits: &'a group_commit::GroupCommit,
+}
+
+impl Drop for ClinicalWriteGuard<'_> {
+    fn drop(&mut self) {
+        group_commit::holding_lock(false);
+        self._guard.take();
+        self.commits.leave();
+    }
 }
 
 /// Decoded records of one table, kept because requests read them far more often than the
@@ -289,6 +305,24 @@ pub fn identifier_key(
     }
 }
 
+/// Makes every earlier commit on `db` durable: an empty durable transaction. Each durable
+/// commit also records redb's allocator state, so that opening the store after a crash or
+/// a power cut (frequent at a facility) takes milliseconds rather than a walk over every
+/// page of years of data.
+fn flush(db: &Database) -> StoreResult<()> {
+    let mut txn = db.begin_write()?;
+    txn.set_quick_repair(true);
+    txn.commit()?;
+    Ok(())
+}
+
+fn noted(health: &WriteHealth, e: StoreError) -> StoreError {
+    match e {
+        StoreError::Unwritable(f) => StoreError::Unwritable(health.record(&f)),
+        other => other,
+    }
+}
+
 impl Store {
     /// Opens the store file, checking its schema version; a missing file starts a new
     /// store, an empty or unreadable one is refused as damaged (`medium::open_file`).
@@ -321,7 +355,8 @@ impl Store {
         let store = Store {
             db: arc_swap::ArcSwapOption::from_pointee(db),
             medium,
-            health: WriteHealth::default(),
+            health: Arc::default(),
+            commits: Arc::default(),
             clinical_writes: std::sync::Mutex::new(()),
             users_by_uuid: ReadCache::default(),
             users_by_name: ReadCache::default(),
@@ -377,30 +412,37 @@ impl Store {
     /// Runs `f` in one write transaction and commits it durably; any error leaves nothing
     /// written. A write that fails for lack of space or an I/O error marks the store
     /// unwritable (see `medium`); while it is, each write first tries to recover.
+    ///
+    /// Inside `group_commit::durable_after` the wait for the disk is left to the caller
+    /// (after its locks are released); elsewhere this returns once the commit is durable.
     pub fn write<T>(&self, f: impl FnOnce(&WriteTransaction) -> StoreResult<T>) -> StoreResult<T> {
         if self.health.failed() && !self.try_recover() {
             return Err(self.noted(StoreError::Unwritable(WriteFailure::latched())));
         }
-        let mut txn = self
-            .database()?
-            .begin_write()
-            .map_err(|e| self.noted(e.into()))?;
-        // Each commit also records redb's allocator state, so that opening the store after
-        // a crash or a power cut (frequent at a facility) takes milliseconds rather than a
-        // walk over every page of years of data.
-        txn.set_quick_repair(true);
+        let db = self.database()?;
+        let mut txn = db.begin_write().map_err(|e| self.noted(e.into()))?;
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| StoreError::Redb(e.to_string()))?;
         let out = f(&txn).map_err(|e| self.noted(e))?;
+        let seq = self.commits.assign();
         txn.commit().map_err(|e| self.noted(e.into()))?;
+        let pending = group_commit::Pending {
+            seq,
+            wait: group_commit::waiter(self.commits.clone(), {
+                let health = self.health.clone();
+                move || flush(&db).map_err(|e| noted(&health, e))
+            }),
+        };
+        if let Some(pending) = group_commit::defer(pending) {
+            pending.wait()?;
+        }
         Ok(out)
     }
 
     /// Records an I/O failure in the write health; answers the error with the first
     /// failure's cause.
     fn noted(&self, e: StoreError) -> StoreError {
-        match e {
-            StoreError::Unwritable(f) => StoreError::Unwritable(self.health.record(&f)),
-            other => other,
-        }
+        noted(&self.health, e)
     }
 
     /// Why the store cannot write, or `None` when it can.
@@ -465,11 +507,18 @@ impl Store {
         self.medium.scratch_dir()
     }
 
-    /// Held by a clinical read-check-write sequence (see `clinical_writes`).
-    pub fn write_lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        match self.clinical_writes.lock() {
+    /// Held by a clinical read-check-write sequence (see `clinical_writes`). While it is
+    /// held or awaited, flushes wait for its holder's commit (`group_commit`).
+    pub fn write_lock(&self) -> ClinicalWriteGuard<'_> {
+        self.commits.enter();
+        let guard = match self.clinical_writes.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
+        };
+        group_commit::holding_lock(true);
+        ClinicalWriteGuard {
+            _guard: Some(guard),
+            commits: &self.commits,
         }
     }
 
