@@ -14,6 +14,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -100,27 +101,28 @@ fn interpretation(n: f64, num: &model::ConceptNumeric) -> Option<(&'static str, 
 }
 
 /// A FHIR R4 Observation, serialised straight from the record (a chart's vitals page holds
-/// a hundred of them; building JSON trees first cost most of the answer's time).
+/// a hundred of them; building JSON trees first cost most of the answer's time). What
+/// depends only on the concept comes pre-serialised from [`ConceptParts`].
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Observation<'a> {
     resource_type: &'static str,
     id: &'a str,
     status: &'static str,
-    code: Codeable<'a>,
-    subject: Reference,
+    code: &'a RawValue,
+    subject: Reference<'a>,
     effective_date_time: Option<String>,
     issued: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    category: Option<[Codeable<'a>; 1]>,
+    category: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    encounter: Option<Reference>,
+    encounter: Option<Reference<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     value_quantity: Option<Quantity<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    reference_range: Option<Vec<ReferenceRange<'a>>>,
+    reference_range: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    value_codeable_concept: Option<Codeable<'a>>,
+    value_codeable_concept: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     value_string: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,24 +132,36 @@ pub struct Observation<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     value_time: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    has_member: Option<Vec<Reference>>,
+    has_member: Option<Vec<Reference<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     interpretation: Option<[Codeable<'a>; 1]>,
 }
 
-#[derive(Serialize)]
-struct Reference {
-    reference: String,
-    #[serde(rename = "type")]
+/// `{"reference": "Kind/id", "type": "Kind"}`, written without building the string.
+struct Reference<'a> {
     kind: &'static str,
+    id: &'a str,
 }
 
-impl Reference {
-    fn to(kind: &'static str, id: &str) -> Reference {
-        Reference {
-            reference: format!("{kind}/{id}"),
-            kind,
+impl<'a> Reference<'a> {
+    fn to(kind: &'static str, id: &'a str) -> Reference<'a> {
+        Reference { kind, id }
+    }
+}
+
+impl Serialize for Reference<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Joined<'b>(&'static str, &'b str);
+        impl Serialize for Joined<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(&format_args!("{}/{}", self.0, self.1))
+            }
         }
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("reference", &Joined(self.kind, self.id))?;
+        m.serialize_entry("type", self.kind)?;
+        m.end()
     }
 }
 
@@ -190,13 +204,119 @@ fn one_coding<'a>(
     }]
 }
 
+fn raw(value: &impl Serialize) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| {
+        // Unreachable: these parts hold only strings and finite numbers from the catalog.
+        RawValue::from_string("null".into()).expect("null is JSON")
+    })
+}
+
+/// The parts of an Observation that depend only on its concept and the caller's locale,
+/// serialised once per answer (a vitals page repeats nine concepts a hundred times).
+pub struct ConceptParts {
+    code: Box<RawValue>,
+    category: Option<Box<RawValue>>,
+    /// Present for numeric concepts with at least one range.
+    reference_range: Option<Box<RawValue>>,
+}
+
+impl ConceptParts {
+    fn of(catalog: &crate::catalog::Catalog, uuid: &str, locale: &str) -> ConceptParts {
+        let concept = catalog.concept(uuid);
+        let category = concept.map(|c| {
+            let category = match c.class.as_str() {
+                "Test" | "LabSet" => "laboratory",
+                "Finding" => "vital-signs",
+                _ => "exam",
+            };
+            raw(&one_coding(CATEGORY, Some(category), None))
+        });
+        let reference_range = concept.and_then(|c| c.numeric.as_ref()).and_then(|num| {
+            let unit = num.units.as_deref();
+            let bound = |v: Option<f64>| {
+                v.map(|value| Quantity {
+                    value,
+                    unit,
+                    system: None,
+                    code: None,
+                })
+            };
+            let ranges: Vec<ReferenceRange> = [
+                (num.low_normal, num.hi_normal, RANGE_MEANING, "normal"),
+                (
+                    num.low_critical,
+                    num.hi_critical,
+                    RANGE_MEANING,
+                    "treatment",
+                ),
+                (num.low_absolute, num.hi_absolute, OPENMRS_RANGE, "absolute"),
+            ]
+            .into_iter()
+            .filter(|(low, high, _, _)| low.is_some() || high.is_some())
+            .map(|(low, high, system, code)| ReferenceRange {
+                kind: one_coding(system, Some(code), None)
+                    .into_iter()
+                    .next()
+                    .expect("one coding"),
+                low: bound(low),
+                high: bound(high),
+            })
+            .collect();
+            (!ranges.is_empty()).then(|| raw(&ranges))
+        });
+        ConceptParts {
+            code: raw(&concept_codeable(catalog, uuid, locale)),
+            category,
+            reference_range,
+        }
+    }
+}
+
+/// [`ConceptParts`] by concept uuid, filled before the Observations borrow them.
+pub struct PartsByConcept<'c> {
+    catalog: &'c crate::catalog::Catalog,
+    locale: &'c str,
+    parts: std::collections::HashMap<String, ConceptParts>,
+}
+
+impl<'c> PartsByConcept<'c> {
+    pub fn new(catalog: &'c crate::catalog::Catalog, locale: &'c str) -> Self {
+        PartsByConcept {
+            catalog,
+            locale,
+            parts: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Prepares the parts an observation's rendering needs (its concept, a coded answer).
+    pub fn prepare(&mut self, o: &ObsRecord) {
+        let answer = match &o.value {
+            ObsValue::Coded(c) => Some(c.as_str()),
+            _ => None,
+        };
+        for uuid in std::iter::once(o.concept.as_str()).chain(answer) {
+            if !self.parts.contains_key(uuid) {
+                let parts = ConceptParts::of(self.catalog, uuid, self.locale);
+                self.parts.insert(uuid.to_string(), parts);
+            }
+        }
+    }
+
+    fn get(&self, uuid: &str) -> &ConceptParts {
+        // `prepare` ran for every observation rendered.
+        &self.parts[uuid]
+    }
+}
+
+/// One observation as a FHIR resource; `parts` must have been prepared for it.
 pub fn observation_resource<'a>(
     o: &'a ObsRecord,
     catalog: &'a crate::catalog::Catalog,
-    locale: &str,
-    members: &[String],
+    parts: &'a PartsByConcept,
+    members: &'a [String],
 ) -> Observation<'a> {
     let concept = catalog.concept(&o.concept);
+    let own = parts.get(&o.concept);
     let mut r = Observation {
         resource_type: "Observation",
         id: &o.uuid,
@@ -206,18 +326,11 @@ pub fn observation_resource<'a>(
             (_, "AMENDED") => "amended",
             _ => "final",
         },
-        code: concept_codeable(catalog, &o.concept, locale),
+        code: &own.code,
         subject: Reference::to("Patient", &o.person),
         effective_date_time: iso_opt(&o.datetime),
         issued: iso_opt(&o.audit.date_created),
-        category: concept.map(|c| {
-            let category = match c.class.as_str() {
-                "Test" | "LabSet" => "laboratory",
-                "Finding" => "vital-signs",
-                _ => "exam",
-            };
-            one_coding(CATEGORY, Some(category), None)
-        }),
+        category: own.category.as_deref(),
         encounter: o
             .encounter
             .as_deref()
@@ -243,38 +356,7 @@ pub fn observation_resource<'a>(
                 code: Some(unit),
             });
             if let Some(num) = numeric {
-                let bound = |v: Option<f64>| {
-                    v.map(|value| Quantity {
-                        value,
-                        unit,
-                        system: None,
-                        code: None,
-                    })
-                };
-                let ranges = [
-                    (num.low_normal, num.hi_normal, RANGE_MEANING, "normal"),
-                    (
-                        num.low_critical,
-                        num.hi_critical,
-                        RANGE_MEANING,
-                        "treatment",
-                    ),
-                    (num.low_absolute, num.hi_absolute, OPENMRS_RANGE, "absolute"),
-                ];
-                r.reference_range = Some(
-                    ranges
-                        .into_iter()
-                        .filter(|(low, high, _, _)| low.is_some() || high.is_some())
-                        .map(|(low, high, system, code)| ReferenceRange {
-                            kind: one_coding(system, Some(code), None)
-                                .into_iter()
-                                .next()
-                                .expect("one coding"),
-                            low: bound(low),
-                            high: bound(high),
-                        })
-                        .collect(),
-                );
+                r.reference_range = own.reference_range.as_deref();
                 if o.interpretation.is_none()
                     && let Some((code, display)) = interpretation(*n, num)
                 {
@@ -282,7 +364,7 @@ pub fn observation_resource<'a>(
                 }
             }
         }
-        ObsValue::Coded(c) => r.value_codeable_concept = Some(concept_codeable(catalog, c, locale)),
+        ObsValue::Coded(c) => r.value_codeable_concept = Some(&parts.get(c).code),
         ObsValue::Text(t) => r.value_string = Some(t),
         ObsValue::Boolean(b) => r.value_boolean = Some(*b),
         ObsValue::Datetime(t) => r.value_date_time = Some(iso_opt(t)),
@@ -377,20 +459,28 @@ pub async fn observations(
     };
     let (list, page) = store::list_obs(&state.store, &q, w)?;
     let locale = caller.locale(&catalog);
-    let mut resources = Vec::with_capacity(list.len());
+    let mut members = Vec::with_capacity(list.len());
+    let mut parts = PartsByConcept::new(&catalog, &locale);
     for o in &list {
-        let members = match o.value {
+        parts.prepare(o);
+        members.push(match o.value {
             ObsValue::Group => store::group_members(&state.store, &o.uuid)?
                 .into_iter()
                 .map(|m| m.uuid)
                 .collect(),
             _ => Vec::new(),
-        };
-        resources.push((
-            o.uuid.clone(),
-            observation_resource(o, &catalog, &locale, &members),
-        ));
+        });
     }
+    let resources: Vec<_> = list
+        .iter()
+        .zip(&members)
+        .map(|(o, members)| {
+            (
+                o.uuid.clone(),
+                observation_resource(o, &catalog, &parts, members),
+            )
+        })
+        .collect();
     let total = page.total.unwrap_or(resources.len());
     Ok(fhir_of(
         StatusCode::OK,
@@ -420,9 +510,12 @@ pub async fn observation(
         .into_iter()
         .map(|m| m.uuid)
         .collect();
+    let locale = caller.locale(&catalog);
+    let mut parts = PartsByConcept::new(&catalog, &locale);
+    parts.prepare(&o);
     Ok(fhir_of(
         StatusCode::OK,
-        &observation_resource(&o, &catalog, &caller.locale(&catalog), &members),
+        &observation_resource(&o, &catalog, &parts, &members),
     ))
 }
 
