@@ -162,6 +162,173 @@ pub trait Resource {
     /// One property, with the representation its value should take; `None` if the
     /// resource has no such property.
     fn prop(&self, name: &str, nested: &Rep, ctx: &Ctx) -> Option<Value>;
+    /// One property written straight as JSON into `out` (`render_to`); `None`, writing
+    /// nothing, if the resource has no such property. By default through `prop`; a
+    /// resource that nests others in large numbers (an encounter's observations)
+    /// overrides it for those properties, with `nested_to` and `nested_list_to`.
+    fn write_prop(&self, name: &str, nested: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> Option<()> {
+        let value = self.prop(name, nested, ctx)?;
+        write_json(out, &value);
+        Some(())
+    }
+}
+
+/// Appends `value` as JSON (serialising a string, a number or a `Value` into a vector
+/// cannot fail; a failure would leave the vector as it was, followed by `null`).
+pub fn write_json(out: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+    let mark = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(mark);
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// Writes the members of a JSON object one after the other.
+struct ObjectWriter {
+    first: bool,
+}
+
+impl ObjectWriter {
+    fn open(out: &mut Vec<u8>) -> ObjectWriter {
+        out.push(b'{');
+        ObjectWriter { first: true }
+    }
+
+    fn key(&mut self, out: &mut Vec<u8>, key: &str) {
+        if !self.first {
+            out.push(b',');
+        }
+        self.first = false;
+        write_json(out, key);
+        out.push(b':');
+    }
+
+    fn close(self, out: &mut Vec<u8>) {
+        out.push(b'}');
+    }
+}
+
+fn write_base_prop(
+    r: &dyn Resource,
+    name: &str,
+    nested: &Rep,
+    ctx: &Ctx,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    match name {
+        "uuid" => write_json(out, &r.uuid()),
+        "display" => write_json(out, &r.display(ctx)),
+        _ => return r.write_prop(name, nested, ctx, out),
+    }
+    Some(())
+}
+
+/// Writes a resource in a representation: the same JSON `render` builds, serialised,
+/// without building the tree first.
+pub fn render_to(r: &dyn Resource, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> ApiResult<()> {
+    if let Rep::Custom(props) = rep
+        && props
+            .iter()
+            .enumerate()
+            .any(|(i, (name, _))| props[..i].iter().any(|(n, _)| n == name))
+    {
+        // A property asked twice keeps its first place and its last value in a map;
+        // rare enough to go through the tree.
+        write_json(out, &render(r, rep, ctx)?);
+        return Ok(());
+    }
+    let links = |rels: &[(&str, &str)]| {
+        let path = r.path();
+        Value::Array(
+            rels.iter()
+                .map(|(rel, suffix)| ctx.link(rel, &path, r.alias(), suffix))
+                .collect(),
+        )
+    };
+    let mut obj = ObjectWriter::open(out);
+    match rep {
+        Rep::Ref => {
+            obj.key(out, "uuid");
+            write_json(out, &r.uuid());
+            obj.key(out, "display");
+            write_json(out, &r.display(ctx));
+            if let Some((flag, true)) = r.flag() {
+                obj.key(out, flag);
+                out.extend_from_slice(b"true");
+            }
+            obj.key(out, "links");
+            write_json(out, &links(&[("self", "")]));
+            obj.close(out);
+            return Ok(());
+        }
+        Rep::Default | Rep::Full => {
+            let props = if *rep == Rep::Full {
+                r.full_props()
+            } else {
+                r.default_props()
+            };
+            for (name, nested) in props {
+                obj.key(out, name);
+                if write_base_prop(r, name, nested, ctx, out).is_none() {
+                    out.extend_from_slice(b"null");
+                }
+            }
+            let rels: &[(&str, &str)] = if *rep == Rep::Full {
+                &[("self", "")]
+            } else {
+                &[("self", ""), ("full", "?v=full")]
+            };
+            obj.key(out, "links");
+            write_json(out, &links(rels));
+        }
+        Rep::Custom(props) => {
+            for (name, nested) in props {
+                obj.key(out, name);
+                if name == "links" {
+                    write_json(out, &links(&[("self", ""), ("default", "?v=default")]));
+                    continue;
+                }
+                write_base_prop(r, name, nested, ctx, out).ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "Unknown property '{name}' on resource {}",
+                        r.alias()
+                    ))
+                })?;
+            }
+        }
+    }
+    obj.key(out, "resourceVersion");
+    write_json(out, r.version());
+    obj.close(out);
+    Ok(())
+}
+
+/// `nested`, written into `out`.
+pub fn nested_to(r: Option<&dyn Resource>, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) {
+    let mark = out.len();
+    let written = r.map(|r| render_to(r, rep, ctx, out));
+    if !matches!(written, Some(Ok(()))) {
+        // A nested unknown property is reported at the top level only; inside, null.
+        out.truncate(mark);
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// `nested_list`, written into `out`.
+pub fn nested_list_to<'r>(
+    items: impl Iterator<Item = &'r dyn Resource>,
+    rep: &Rep,
+    ctx: &Ctx,
+    out: &mut Vec<u8>,
+) {
+    out.push(b'[');
+    for (i, r) in items.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        nested_to(Some(r), rep, ctx, out);
+    }
+    out.push(b']');
 }
 
 fn base_prop(r: &dyn Resource, name: &str, nested: &Rep, ctx: &Ctx) -> Option<Value> {
@@ -338,6 +505,43 @@ impl Paging {
     ) -> Value {
         let mut out = Map::new();
         out.insert("results".into(), Value::Array(results));
+        let links = self.links(more, request);
+        if !links.is_empty() {
+            out.insert("links".into(), Value::Array(links));
+        }
+        if let Some(total) = total {
+            out.insert("totalCount".into(), Value::from(total));
+        }
+        Value::Object(out)
+    }
+
+    /// `answer`, written: `write_results` writes the page's items, separated by commas,
+    /// into the results array.
+    pub fn answer_to(
+        &self,
+        write_results: impl FnOnce(&mut Vec<u8>) -> ApiResult<()>,
+        more: bool,
+        total: Option<usize>,
+        request: &RequestUrl,
+    ) -> ApiResult<Vec<u8>> {
+        let mut out = Vec::with_capacity(8192);
+        out.extend_from_slice(b"{\"results\":[");
+        write_results(&mut out)?;
+        out.push(b']');
+        let links = self.links(more, request);
+        if !links.is_empty() {
+            out.extend_from_slice(b",\"links\":");
+            write_json(&mut out, &links);
+        }
+        if let Some(total) = total {
+            out.extend_from_slice(b",\"totalCount\":");
+            write_json(&mut out, &total);
+        }
+        out.push(b'}');
+        Ok(out)
+    }
+
+    fn links(&self, more: bool, request: &RequestUrl) -> Vec<Value> {
         let mut links = Vec::new();
         if more {
             links.push(
@@ -350,13 +554,7 @@ impl Paging {
                 json!({"rel": "prev", "uri": request.with_start((prev > 0).then_some(prev))}),
             );
         }
-        if !links.is_empty() {
-            out.insert("links".into(), Value::Array(links));
-        }
-        if let Some(total) = total {
-            out.insert("totalCount".into(), Value::from(total));
-        }
-        Value::Object(out)
+        links
     }
 }
 

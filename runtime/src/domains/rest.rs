@@ -123,14 +123,23 @@ pub fn page_answer<R: Resource>(
     let rep = rep_of(query)?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(state, &catalog);
-    let values = items
-        .into_iter()
-        .map(|r| render(&r, &rep, &ctx))
-        .collect::<ApiResult<Vec<_>>>()?;
     let request = caller.request_url(state, path, query);
-    Ok(crate::api::ok(
-        paging.answer(values, page.more, page.total, &request),
-    ))
+    // Written straight to bytes: a page of encounters nests a hundred observations.
+    let body = paging.answer_to(
+        |out| {
+            for (i, r) in items.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                crate::repr::render_to(&r, &rep, &ctx, out)?;
+            }
+            Ok(())
+        },
+        page.more,
+        page.total,
+        &request,
+    )?;
+    Ok(crate::api::ok_bytes(body.into()))
 }
 
 /// A boolean query parameter (`true`/`false`, any case).

@@ -1004,3 +1004,62 @@ async fn a_patient_with_clinical_records_cannot_be_purged_and_edits_need_their_p
             .contains("Purge Patients")
     );
 }
+
+/// Lists write their items straight to bytes (`repr::render_to`), single reads build a
+/// JSON tree (`repr::render`): both must give the same text, in every representation,
+/// nested observations, obs groups, coded values and unknown nested properties included.
+#[tokio::test]
+async fn a_listed_encounter_is_written_exactly_as_it_is_read_alone() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200011").await;
+    let visit = start_visit(&mut c, &st, &p, &ago(90)).await;
+    let cbc = concept_uuid(&st, "DRC-EMR:3058");
+    let haemoglobin = concept_uuid(&st, "DRC-EMR:3001");
+    let body = json!({
+        "patient": p,
+        "encounterType": CONSULTATION_TYPE,
+        "encounterDatetime": ago(30),
+        "visit": visit["uuid"],
+        "location": location_uuid(&st, "Centre de santé Bondeko"),
+        "obs": [
+            {"concept": concept_uuid(&st, "DRC-EMR:5001"), "value": 38.6},
+            {"concept": concept_uuid(&st, "DRC-EMR:3040"), "value": concept_uuid(&st, "DRC-EMR:1004")},
+            {"concept": CHIEF_COMPLAINT, "value": "Fièvre \"forte\" depuis trois jours"},
+            {"concept": cbc, "groupMembers": [{"concept": haemoglobin, "value": "9.5"}]}
+        ]
+    });
+    let r = c
+        .post(&format!("{REST}/encounter"), &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let enc = r.body["uuid"].as_str().unwrap().to_string();
+    for rep in [
+        "ref",
+        "default",
+        "full",
+        "custom:(uuid,encounterDatetime,encounterType:(uuid,display),location:(uuid,display),obs:(uuid,concept:(uuid,display),value,obsDatetime,groupMembers))",
+        "custom:(uuid,links,obs:(concept:ref,value:full,links,auditInfo),visit:full,patient:ref)",
+        "custom:(uuid,obs:(uuid,notAProperty))",
+        "custom:(uuid,uuid,display)",
+    ] {
+        let alone = c.get(&format!("{REST}/encounter/{enc}?v={rep}")).await;
+        assert_eq!(alone.status, StatusCode::OK, "{rep}: {:?}", alone.body);
+        let listed = c
+            .get(&format!("{REST}/encounter?patient={p}&v={rep}"))
+            .await;
+        assert_eq!(listed.status, StatusCode::OK, "{rep}: {:?}", listed.body);
+        assert_eq!(
+            listed.body["results"][0].to_string(),
+            alone.body.to_string(),
+            "{rep}"
+        );
+    }
+    // An unknown property at the top level is refused in both.
+    for uri in [
+        format!("{REST}/encounter/{enc}?v=custom:(uuid,notAProperty)"),
+        format!("{REST}/encounter?patient={p}&v=custom:(uuid,notAProperty)"),
+    ] {
+        assert_eq!(c.get(&uri).await.status, StatusCode::BAD_REQUEST, "{uri}");
+    }
+}

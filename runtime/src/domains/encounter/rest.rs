@@ -19,7 +19,9 @@ use crate::domains::rest::{
 use crate::domains::visit::rest::VisitRes;
 use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
 use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use crate::repr::{
+    Ctx, Paging, Props, Rep, Resource, nested_list, nested_list_to, nested_to, render, write_json,
+};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -160,6 +162,34 @@ impl Resource for EncounterRes<'_> {
             "auditInfo" => audit_info(&e.audit, ctx),
             _ => return None,
         })
+    }
+    fn write_prop(&self, name: &str, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> Option<()> {
+        let e = self.0;
+        match name {
+            "obs" => {
+                let all = store::obs_of_encounter(ctx.store, &e.uuid, false).unwrap_or_default();
+                let top: Vec<ObsRes> = all
+                    .iter()
+                    .filter(|o| o.obs_group.is_none())
+                    .map(ObsRes)
+                    .collect();
+                nested_list_to(top.iter().map(|r| r as &dyn Resource), rep, ctx, out);
+            }
+            "location" => {
+                let l = e
+                    .location
+                    .as_deref()
+                    .and_then(|l| ctx.catalog.location(l))
+                    .map(LocationRes);
+                nested_to(l.as_ref().map(|r| r as &dyn Resource), rep, ctx, out);
+            }
+            "encounterType" => {
+                let t = encounter_type(ctx, &e.encounter_type).map(EncounterTypeRes);
+                nested_to(t.as_ref().map(|r| r as &dyn Resource), rep, ctx, out);
+            }
+            _ => write_json(out, &self.prop(name, rep, ctx)?),
+        }
+        Some(())
     }
 }
 
@@ -473,6 +503,20 @@ impl Resource for ObsRes<'_> {
             "auditInfo" => audit_info(&o.audit, ctx),
             _ => return None,
         })
+    }
+    fn write_prop(&self, name: &str, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> Option<()> {
+        let o = self.0;
+        let concept = match (name, &o.value) {
+            ("concept", _) => &o.concept,
+            ("value", ObsValue::Coded(c)) => c,
+            _ => {
+                write_json(out, &self.prop(name, rep, ctx)?);
+                return Some(());
+            }
+        };
+        let c = ctx.catalog.concept(concept).map(ConceptRes);
+        nested_to(c.as_ref().map(|r| r as &dyn Resource), rep, ctx, out);
+        Some(())
     }
 }
 
