@@ -45,6 +45,9 @@ fn is_iso_date(s: &str) -> bool {
 }
 
 pub fn format_datetime(rfc3339: &str) -> Value {
+    if crate::domains::is_key_shaped(rfc3339) {
+        return Value::String(format!("{}+0000", &rfc3339[..23]));
+    }
     match chrono::DateTime::parse_from_rfc3339(rfc3339) {
         Ok(d) => json!(
             d.with_timezone(&chrono::Utc)

@@ -24,9 +24,7 @@ const INTERPRETATION: &str = "http://terminology.hl7.org/CodeSystem/v3-Observati
 const CATEGORY: &str = "http://terminology.hl7.org/CodeSystem/observation-category";
 
 fn iso(key: &str) -> Value {
-    crate::domains::parse_key(key)
-        .map(|t| json!(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false)))
-        .unwrap_or(Value::Null)
+    crate::domains::fhir_datetime(key).map_or(Value::Null, Value::String)
 }
 
 /// A concept as a CodeableConcept: its uuid as the first coding, then its mappings, each
@@ -186,7 +184,7 @@ struct ReferenceRange<'a> {
 }
 
 fn iso_opt(key: &str) -> Option<String> {
-    crate::domains::parse_key(key).map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false))
+    crate::domains::fhir_datetime(key)
 }
 
 fn one_coding<'a>(
