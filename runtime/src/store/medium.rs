@@ -198,9 +198,11 @@ impl Medium {
 }
 
 /// redb's page cache when `EMR_STORE_CACHE_MB` does not say: enough for the pages a day's
-/// work touches (indexes, recent records), small enough that memory stays bounded over
-/// years of data; the kernel's page cache holds more when the machine has room.
-const DEFAULT_CACHE_MB: usize = 256;
+/// work touches (index branches, recent records) and a group commit's dirty pages, small
+/// enough that memory stays bounded over years of data. The kernel's page cache holds the
+/// rest when the machine has room: at a facility's scale, chart reads and encounter
+/// creations were no slower with 64 MiB than with 256 (docs/benchmarks.md).
+const DEFAULT_CACHE_MB: usize = 64;
 
 fn builder() -> redb::Builder {
     let mb = std::env::var("EMR_STORE_CACHE_MB")
