@@ -1063,3 +1063,74 @@ async fn a_listed_encounter_is_written_exactly_as_it_is_read_alone() {
         assert_eq!(c.get(&uri).await.status, StatusCode::BAD_REQUEST, "{uri}");
     }
 }
+
+/// The results app asks for `category=laboratory`; the category follows the concept's
+/// class, as in each Observation's own `category`.
+#[tokio::test]
+async fn fhir_observations_are_filtered_by_category() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200012").await;
+    let visit = start_visit(&mut c, &st, &p, &ago(90)).await;
+    let temperature = concept_uuid(&st, "DRC-EMR:5001");
+    let haemoglobin = concept_uuid(&st, "DRC-EMR:3001");
+    {
+        let catalog = st.catalog.load();
+        assert_eq!(catalog.concept(&temperature).unwrap().class, "Finding");
+        assert_eq!(catalog.concept(&haemoglobin).unwrap().class, "Test");
+    }
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": CONSULTATION_TYPE, "visit": visit["uuid"], "encounterDatetime": ago(30),
+                "obs": [{"concept": temperature, "value": 37.9}, {"concept": haemoglobin, "value": 11.2}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let codes = |body: &Value| -> Vec<String> {
+        body["entry"]
+            .as_array()
+            .map(|e| {
+                e.iter()
+                    .map(|e| {
+                        e["resource"]["code"]["coding"][0]["code"]
+                            .as_str()
+                            .unwrap()
+                            .to_string()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let search = |q: &str| format!("/openmrs/ws/fhir2/R4/Observation?subject:Patient={p}&{q}");
+    let lab = c.get(&search("category=laboratory")).await;
+    assert_eq!(lab.status, StatusCode::OK, "{:?}", lab.body);
+    assert_eq!(codes(&lab.body), vec![haemoglobin.clone()]);
+    assert_eq!(lab.body["total"], 1);
+    assert_eq!(
+        lab.body["entry"][0]["resource"]["category"][0]["coding"][0]["code"],
+        "laboratory"
+    );
+    let vitals = c
+        .get(&search(
+            "category=http://terminology.hl7.org/CodeSystem/observation-category%7Cvital-signs",
+        ))
+        .await;
+    assert_eq!(codes(&vitals.body), vec![temperature.clone()]);
+    let both = c.get(&search("category=laboratory,vital-signs")).await;
+    assert_eq!(both.body["total"], 2);
+    // With codes, the category narrows them; a code outside it matches nothing.
+    let narrowed = c
+        .get(&search(&format!(
+            "category=laboratory&code={temperature},{haemoglobin}"
+        )))
+        .await;
+    assert_eq!(codes(&narrowed.body), vec![haemoglobin.clone()]);
+    let none = c
+        .get(&search(&format!("category=laboratory&code={temperature}")))
+        .await;
+    assert_eq!(none.status, StatusCode::OK);
+    assert_eq!(none.body["total"], 0, "{:?}", none.body);
+    assert_eq!(codes(&none.body), Vec::<String>::new());
+}

@@ -209,6 +209,51 @@ fn raw(value: &impl Serialize) -> Box<RawValue> {
     })
 }
 
+/// An observation's FHIR category, from its concept's class (as fhir2 maps classes).
+fn category_of(class: &str) -> &'static str {
+    match class {
+        "Test" | "LabSet" => "laboratory",
+        "Finding" => "vital-signs",
+        _ => "exam",
+    }
+}
+
+/// The concepts a `category` search parameter admits (`laboratory`, or
+/// `system|laboratory`, several separated by commas), narrowing `concepts` when codes
+/// were also given; `None` when the search names no category.
+fn in_categories(
+    catalog: &crate::catalog::Catalog,
+    query: &[(String, String)],
+    concepts: &[String],
+) -> Option<Vec<String>> {
+    let wanted: Vec<&str> = query
+        .iter()
+        .filter(|(k, _)| k == "category")
+        .flat_map(|(_, v)| v.split(','))
+        .map(|c| c.rsplit('|').next().unwrap_or(c).trim())
+        .filter(|c| !c.is_empty())
+        .collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    let admitted = |class: &str| wanted.contains(&category_of(class));
+    Some(if concepts.is_empty() {
+        catalog
+            .content
+            .concepts
+            .iter()
+            .filter(|c| admitted(&c.class))
+            .map(|c| c.uuid.clone())
+            .collect()
+    } else {
+        concepts
+            .iter()
+            .filter(|u| catalog.concept(u).is_some_and(|c| admitted(&c.class)))
+            .cloned()
+            .collect()
+    })
+}
+
 /// The parts of an Observation that depend only on its concept and the caller's locale,
 /// serialised once per answer (a vitals page repeats nine concepts a hundred times).
 pub struct ConceptParts {
@@ -221,14 +266,8 @@ pub struct ConceptParts {
 impl ConceptParts {
     fn of(catalog: &crate::catalog::Catalog, uuid: &str, locale: &str) -> ConceptParts {
         let concept = catalog.concept(uuid);
-        let category = concept.map(|c| {
-            let category = match c.class.as_str() {
-                "Test" | "LabSet" => "laboratory",
-                "Finding" => "vital-signs",
-                _ => "exam",
-            };
-            raw(&one_coding(CATEGORY, Some(category), None))
-        });
+        let category =
+            concept.map(|c| raw(&one_coding(CATEGORY, Some(category_of(&c.class)), None)));
         let reference_range = concept.and_then(|c| c.numeric.as_ref()).and_then(|num| {
             let unit = num.units.as_deref();
             let bound = |v: Option<f64>| {
@@ -446,6 +485,26 @@ pub async fn observations(
     };
     let concepts = super::concepts_param(&catalog, &query, &["code"]);
     let w = window(&query);
+    // A category no concept of the content falls in matches nothing (an empty concept
+    // list would mean "any concept").
+    let concepts = match in_categories(&catalog, &query, &concepts) {
+        Some(admitted) if admitted.is_empty() => {
+            return Ok(fhir_of(
+                StatusCode::OK,
+                &search_bundle_of::<Observation>(
+                    &base(&state, &caller),
+                    "Observation",
+                    &query,
+                    0,
+                    w.start,
+                    w.limit,
+                    Vec::new(),
+                ),
+            ));
+        }
+        Some(admitted) => admitted,
+        None => concepts,
+    };
     // `encounter.type` narrows to one encounter type (the form engine's latest value).
     let q = ObsQuery {
         patient: Some(patient),
