@@ -198,11 +198,12 @@ impl Medium {
 }
 
 /// redb's page cache when `EMR_STORE_CACHE_MB` does not say: enough for the pages a day's
-/// work touches (index branches, recent records) and a group commit's dirty pages, small
-/// enough that memory stays bounded over years of data. The kernel's page cache holds the
-/// rest when the machine has room: at a facility's scale, chart reads and encounter
-/// creations were no slower with 64 MiB than with 256 (docs/benchmarks.md).
-const DEFAULT_CACHE_MB: usize = 64;
+/// work touches (index branches, the records of the patients seen today) and a group
+/// commit's dirty pages, small enough that memory stays bounded over years of data. At a
+/// facility's scale, 64 MiB saved 26 MB at idle but made the chart's large pages several
+/// times slower in their tail (docs/benchmarks.md): the kernel's page cache behind redb's
+/// is no substitute for it.
+const DEFAULT_CACHE_MB: usize = 256;
 
 fn builder() -> redb::Builder {
     let mb = std::env::var("EMR_STORE_CACHE_MB")
