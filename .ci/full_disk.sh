@@ -29,7 +29,15 @@ AUTH=admin:Full-disk-pass-1
 api() { curl -s -o "$WORK/body" -w '%{http_code}' -u "$AUTH" "$@"; }
 
 # Acknowledged writes before the disk fills: idgen counters (each a durable write).
-SOURCE=$(curl -s -u "$AUTH" "$BASE/ws/rest/v1/idgen/identifiersource" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["uuid"])')
+SOURCES=$(curl -s -u "$AUTH" "$BASE/ws/rest/v1/idgen/identifiersource?v=default")
+SOURCE=$(echo "$SOURCES" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["uuid"])')
+ID_TYPE=$(echo "$SOURCES" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["identifierType"]["uuid"])')
+# A patient registered with an identifier just generated: a write that grows the store.
+register() {
+  api -X POST -H 'Content-Type: application/json' \
+    -d "{\"person\":{\"names\":[{\"givenName\":\"Plein\",\"familyName\":\"Disque\"}],\"gender\":\"F\",\"birthdate\":\"1990-01-01\"},\"identifiers\":[{\"identifier\":\"$1\",\"identifierType\":\"$ID_TYPE\",\"preferred\":true}]}" \
+    "$BASE/ws/rest/v1/patient"
+}
 gen() { api -X POST -H 'Content-Type: application/json' -d '{}' "$BASE/ws/rest/v1/idgen/identifiersource/$SOURCE/identifier"; }
 before=()
 for _ in 1 2 3; do
@@ -37,14 +45,19 @@ for _ in 1 2 3; do
   before+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["identifier"])' "$WORK/body")")
 done
 
-# Fill the volume. Writes that fit in pages the store file already has may still succeed:
-# generate until one needs new space; that one must be refused with 507.
+# Fill the volume. Writes that fit in pages the store file already has may still succeed
+# (a counter's page is rewritten in place once freed pages are reused): generate an
+# identifier and register a patient with it until a write needs new space; that one must
+# be refused with 507.
 dd if=/dev/zero of="$MNT/filler" bs=4k 2>/dev/null || true
 code=200
 for _ in $(seq 500); do
   code=$(gen)
   [ "$code" = 200 ] || break
-  before+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["identifier"])' "$WORK/body")")
+  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["identifier"])' "$WORK/body")
+  before+=("$id")
+  code=$(register "$id")
+  [ "$code" = 201 ] || break
 done
 [ "$code" = 507 ] || fail "a write on a full disk answered $code: $(cat "$WORK/body")"
 grep -q emr.store.unwritable "$WORK/body" || fail "no store error body: $(cat "$WORK/body")"
