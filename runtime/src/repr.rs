@@ -237,14 +237,7 @@ pub fn render_to(r: &dyn Resource, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> A
         write_json(out, &render(r, rep, ctx)?);
         return Ok(());
     }
-    let links = |rels: &[(&str, &str)]| {
-        let path = r.path();
-        Value::Array(
-            rels.iter()
-                .map(|(rel, suffix)| ctx.link(rel, &path, r.alias(), suffix))
-                .collect(),
-        )
-    };
+    let links = |rels: &[(&str, &str)]| links_of(r, ctx, rels);
     let mut obj = ObjectWriter::open(out);
     match rep {
         Rep::Ref => {
@@ -262,22 +255,13 @@ pub fn render_to(r: &dyn Resource, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> A
             return Ok(());
         }
         Rep::Default | Rep::Full => {
-            let props = if *rep == Rep::Full {
-                r.full_props()
-            } else {
-                r.default_props()
-            };
+            let (props, rels) = listed(r, rep);
             for (name, nested) in props {
                 obj.key(out, name);
                 if write_base_prop(r, name, nested, ctx, out).is_none() {
                     out.extend_from_slice(b"null");
                 }
             }
-            let rels: &[(&str, &str)] = if *rep == Rep::Full {
-                &[("self", "")]
-            } else {
-                &[("self", ""), ("full", "?v=full")]
-            };
             obj.key(out, "links");
             write_json(out, &links(rels));
         }
@@ -339,21 +323,33 @@ fn base_prop(r: &dyn Resource, name: &str, nested: &Rep, ctx: &Ctx) -> Option<Va
     }
 }
 
+/// The resource's links with these relations (its path is built only for the
+/// representations that link to it).
+fn links_of(r: &dyn Resource, ctx: &Ctx, rels: &[(&str, &str)]) -> Value {
+    let path = r.path();
+    Value::Array(
+        rels.iter()
+            .map(|(rel, suffix)| ctx.link(rel, &path, r.alias(), suffix))
+            .collect(),
+    )
+}
+
+/// The properties `default` or `full` lists, and the links that follow them.
+fn listed(r: &dyn Resource, rep: &Rep) -> (Props, &'static [(&'static str, &'static str)]) {
+    if *rep == Rep::Full {
+        (r.full_props(), &[("self", "")])
+    } else {
+        (r.default_props(), &[("self", ""), ("full", "?v=full")])
+    }
+}
+
 /// Serialises a resource in a representation.
 pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
     let mut out = Map::with_capacity(match rep {
         Rep::Custom(props) => props.len() + 1,
         _ => 8,
     });
-    // The path is built only for the representations that link to the resource.
-    let links = |rels: &[(&str, &str)]| {
-        let path = r.path();
-        Value::Array(
-            rels.iter()
-                .map(|(rel, suffix)| ctx.link(rel, &path, r.alias(), suffix))
-                .collect(),
-        )
-    };
+    let links = |rels: &[(&str, &str)]| links_of(r, ctx, rels);
     match rep {
         Rep::Ref => {
             out.insert("uuid".into(), Value::String(r.uuid()));
@@ -365,20 +361,11 @@ pub fn render(r: &dyn Resource, rep: &Rep, ctx: &Ctx) -> ApiResult<Value> {
             return Ok(Value::Object(out));
         }
         Rep::Default | Rep::Full => {
-            let props = if *rep == Rep::Full {
-                r.full_props()
-            } else {
-                r.default_props()
-            };
+            let (props, rels) = listed(r, rep);
             for (name, nested) in props {
                 let value = base_prop(r, name, nested, ctx).unwrap_or(Value::Null);
                 out.insert(name.to_string(), value);
             }
-            let rels: &[(&str, &str)] = if *rep == Rep::Full {
-                &[("self", "")]
-            } else {
-                &[("self", ""), ("full", "?v=full")]
-            };
             out.insert("links".into(), links(rels));
         }
         Rep::Custom(props) => {

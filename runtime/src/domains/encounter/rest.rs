@@ -43,6 +43,13 @@ fn form<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<&'c model::Form> {
     ctx.catalog.content.forms.iter().find(|f| f.uuid == uuid)
 }
 
+/// An encounter's observations that are not members of a group (members nest in theirs).
+fn top_obs(ctx: &Ctx, e: &EncounterRecord) -> Vec<ObsRecord> {
+    let mut all = store::obs_of_encounter(ctx.store, &e.uuid, false).unwrap_or_default();
+    all.retain(|o| o.obs_group.is_none());
+    all
+}
+
 impl Resource for EncounterRes<'_> {
     fn alias(&self) -> &'static str {
         "encounter"
@@ -130,12 +137,8 @@ impl Resource for EncounterRes<'_> {
                 ctx,
             ),
             "obs" => {
-                let all = store::obs_of_encounter(ctx.store, &e.uuid, false).unwrap_or_default();
-                let top: Vec<ObsRes> = all
-                    .iter()
-                    .filter(|o| o.obs_group.is_none())
-                    .map(ObsRes)
-                    .collect();
+                let all = top_obs(ctx, e);
+                let top: Vec<ObsRes> = all.iter().map(ObsRes).collect();
                 nested_list(top.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
             // Orders and diagnoses are recorded by later domains; none exist yet.
@@ -167,12 +170,8 @@ impl Resource for EncounterRes<'_> {
         let e = self.0;
         match name {
             "obs" => {
-                let all = store::obs_of_encounter(ctx.store, &e.uuid, false).unwrap_or_default();
-                let top: Vec<ObsRes> = all
-                    .iter()
-                    .filter(|o| o.obs_group.is_none())
-                    .map(ObsRes)
-                    .collect();
+                let all = top_obs(ctx, e);
+                let top: Vec<ObsRes> = all.iter().map(ObsRes).collect();
                 nested_list_to(top.iter().map(|r| r as &dyn Resource), rep, ctx, out);
             }
             "location" => {
