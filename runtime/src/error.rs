@@ -50,6 +50,9 @@ pub enum ApiError {
     UnsupportedMediaType,
     #[error("payload too large")]
     PayloadTooLarge,
+    /// The request body did not arrive in time (`serve::Limits::body_timeout`).
+    #[error("request timeout")]
+    RequestTimeout,
     /// The content is being reloaded and has errors; the body carries the diagnostics.
     #[error("content has errors")]
     ContentErrors(Value),
@@ -105,6 +108,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooManyLogins { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::StoreUnavailable { disk_full: true } => StatusCode::INSUFFICIENT_STORAGE,
@@ -177,6 +181,10 @@ impl ApiError {
             ApiError::PayloadTooLarge => envelope(
                 "[Request body is too large]".into(),
                 "org.openmrs.module.webservices.rest.web.response.IllegalRequestException",
+            ),
+            ApiError::RequestTimeout => envelope(
+                "[The request body did not arrive in time]".into(),
+                "emr.request.timeout",
             ),
             ApiError::ContentErrors(diagnostics) => json!({"error": {
                 "message": "[The content has errors; the previous content is still served]",

@@ -22,6 +22,7 @@ pub mod ops;
 pub mod overlay;
 pub mod repr;
 pub mod search;
+pub mod serve;
 pub mod spa_pack;
 pub mod store;
 pub mod throttle;
@@ -68,6 +69,10 @@ pub struct Config {
     /// `EMR_TRUSTED_PROXIES`, default loopback: peers whose `X-Real-IP` names the client
     /// (the gateway), for the login throttle.
     pub trusted_proxies: throttle::Networks,
+    /// `EMR_MAX_CONNECTIONS` and `EMR_HEADER_TIMEOUT_SECS`: how many connections are served
+    /// at once, and how long a request's headers (or a kept-alive connection's next ones)
+    /// may take to arrive.
+    pub connections: serve::Limits,
 }
 
 impl Config {
@@ -86,6 +91,17 @@ impl Config {
             })
             .transpose()?
             .unwrap_or(30);
+        let number = |k: &str, default: u64| -> Result<u64, String> {
+            var(k)
+                .map(|v| v.parse().map_err(|_| format!("{k} is not a number")))
+                .transpose()
+                .map(|v| v.unwrap_or(default))
+        };
+        let connections = serve::Limits {
+            max_connections: (number("EMR_MAX_CONNECTIONS", 512)?
+                .clamp(1, serve::MAX_CONNECTIONS as u64)) as usize,
+            header_timeout: Duration::from_secs(number("EMR_HEADER_TIMEOUT_SECS", 30)?.max(1)),
+        };
         let max_body_bytes = var("EMR_MAX_BODY_BYTES")
             .map(|v| {
                 v.parse()
@@ -109,6 +125,7 @@ impl Config {
             trusted_proxies: throttle::Networks::parse(
                 &var("EMR_TRUSTED_PROXIES").unwrap_or_else(|| "127.0.0.0/8,::1".into()),
             )?,
+            connections,
         })
     }
 
@@ -126,6 +143,7 @@ impl Config {
             spa_default_locale: "fr".into(),
             spa: &[],
             trusted_proxies: throttle::Networks::default(),
+            connections: serve::Limits::default(),
         }
     }
 }

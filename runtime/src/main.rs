@@ -195,22 +195,12 @@ fn main() -> ExitCode {
             state.clone(),
             std::time::Duration::from_secs(5),
         );
-        // The peer's address reaches handlers (the login throttle counts by it).
-        let server = axum::serve(
-            listener,
-            app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown_signal());
-        match server.await {
-            Ok(()) => {
-                tracing::info!("stopped");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                tracing::error!("server error: {e}");
-                ExitCode::from(1)
-            }
-        }
+        // Bounded connections with header timeouts; the peer's address reaches handlers
+        // (the login throttle counts by it).
+        let limits = state.config.connections;
+        runtime::serve::serve(listener, app(state), limits, shutdown_signal()).await;
+        tracing::info!("stopped");
+        ExitCode::SUCCESS
     })
 }
 

@@ -669,3 +669,165 @@ fn restore_refuses_an_altered_backup_naming_the_line_and_writes_nothing() {
     let restored = runtime::store::Store::open(&data.join("store.redb")).unwrap();
     assert_eq!(restored.patients().unwrap().len(), 5);
 }
+
+/// Whether the server has closed `s` (its end read as EOF), without waiting.
+fn closed_by_server(s: &mut TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 64];
+    let closed = matches!(s.read(&mut buf), Ok(0));
+    s.set_nonblocking(false).unwrap();
+    closed
+}
+
+/// The runtime started with connection limits, killed if the test fails.
+struct Limited(Child);
+
+impl Drop for Limited {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn limited(data: &std::path::Path, port: u16, max: &str, timeout: &str) -> Limited {
+    let child = Command::new(env!("CARGO_BIN_EXE_runtime"))
+        .env("EMR_DATA_DIR", data)
+        .env("EMR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("EMR_ADMIN_PASSWORD", PASSWORD)
+        .env("EMR_LOG", "warn")
+        .env("EMR_MAX_CONNECTIONS", max)
+        .env("EMR_HEADER_TIMEOUT_SECS", timeout)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(port);
+    Limited(child)
+}
+
+#[test]
+fn silent_and_idle_connections_are_closed_and_the_cap_holds_the_others_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = limited(dir.path(), port, "2", "1");
+    // A client that says nothing and one that stops in the middle of its headers take both
+    // places.
+    let mut silent = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut trickling = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    trickling
+        .write_all(b"GET /openmrs/health/alive HTTP/1.1\r\nHo")
+        .unwrap();
+    // A third client is served once a place is free: by then the server has closed one of
+    // them for not sending its headers in time.
+    let (status, _) = http(port, "GET", "/openmrs/health/alive", None).expect("served");
+    assert_eq!(status, 200);
+    assert!(
+        closed_by_server(&mut silent) || closed_by_server(&mut trickling),
+        "the third connection was served while both places were held"
+    );
+    // Both are closed in the end, each with EOF (no answer).
+    for s in [&mut silent, &mut trickling] {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(
+            rest.is_empty() || rest.starts_with(b"HTTP/1.1 408"),
+            "{:?}",
+            String::from_utf8_lossy(&rest)
+        );
+    }
+
+    // A kept-alive connection that goes quiet after its answer is closed too.
+    let mut idle = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    idle.write_all(b"GET /openmrs/health/alive HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    idle.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(
+        answer.matches("HTTP/1.1").count(),
+        1,
+        "one answer, then the close: {answer}"
+    );
+
+    // A body that stops arriving is answered 408 (after twice the header timeout).
+    let mut stalled = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stalled
+        .write_all(b"POST /openmrs/ws/rest/v1/session HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\"")
+        .unwrap();
+    let mut answer = [0u8; 12];
+    stalled.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 408");
+    assert!(terminate(&mut server.0).success());
+}
+
+#[test]
+fn a_client_that_stops_reading_its_answers_loses_its_place() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // One place; a write that makes no progress for 2 s (twice the header timeout) ends it.
+    let mut server = limited(dir.path(), port, "1", "1");
+    let mut login = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    login
+        .write_all(format!("GET /openmrs/ws/rest/v1/session HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {auth}\r\nConnection: close\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut answer = String::new();
+    login.read_to_string(&mut answer).unwrap();
+    let cookie = answer
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("set-cookie: ")
+                .or(l.strip_prefix("Set-Cookie: "))
+        })
+        .and_then(|c| c.split(';').next())
+        .expect("a session cookie")
+        .to_string();
+
+    // Far more answers than the sockets' buffers hold, asked at once and never read.
+    const ASKED: usize = 100;
+    let mut greedy = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let one = format!(
+        "GET /openmrs/ws/rest/v1/concept?q=a&v=full HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n"
+    );
+    greedy.write_all(one.repeat(ASKED).as_bytes()).unwrap();
+
+    // The next client is served once the server has given up on the one that stopped
+    // reading (without the limit it would hold the only place for ever).
+    let (status, _) = http(port, "GET", "/openmrs/health/alive", None).expect("served");
+    assert_eq!(status, 200);
+    greedy
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut received = Vec::new();
+    let _ = greedy.read_to_end(&mut received);
+    let answered = received
+        .windows(12)
+        .filter(|w| w == b"HTTP/1.1 200")
+        .count();
+    assert!(answered < ASKED, "every answer was written: {answered}");
+    assert!(terminate(&mut server.0).success());
+}
+
+#[test]
+fn a_shutdown_closes_idle_and_silent_connections_instead_of_waiting_for_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // Timeouts far longer than `terminate` waits: only the shutdown can close these.
+    let mut server = limited(dir.path(), port, "8", "120");
+    let _silent = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut idle = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    idle.write_all(b"GET /openmrs/health/alive HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let mut answer = [0u8; 12];
+    idle.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    assert!(terminate(&mut server.0).success());
+}
