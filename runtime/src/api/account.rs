@@ -300,6 +300,12 @@ pub async fn search(
 
 /// `POST user/{uuid}`: a user may change their own `userProperties`; everything else
 /// (`username`, `roles`, `retired`, `password`, `systemId`) needs Edit Users.
+///
+/// An administrator locks an account as OpenMRS does, through its `lockoutTimestamp`
+/// property (milliseconds since 1970): the account is refused for
+/// `security.unlockAccountWaitingTime` minutes from then and its sessions end at once;
+/// taking the property away unlocks it. Only a changed value locks, so a client sending
+/// back the properties it read (the O3 language switch does) locks nobody again.
 pub async fn update(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -366,12 +372,37 @@ pub async fn update(
         return Err(ApiError::Invalid(inv));
     }
     let editor = caller.user_uuid();
+    let administers = !own && caller.grants.has("Edit Users");
+    let lock_wait_ms = state.lockout().wait_minutes as i64 * 60_000;
     let st = state.clone();
     let user = blocking(move || {
         let _one_writer = st.store.write_lock();
         let mut user = st.store.user(&uuid)?.ok_or(ApiError::NotFound)?;
         let old_username = user.username.clone();
         if let Some(p) = props {
+            let lock = |props: &std::collections::BTreeMap<String, String>| {
+                props.get("lockoutTimestamp").cloned()
+            };
+            let (before, after) = (lock(&user.properties), lock(&p));
+            if administers && after != before {
+                match after.as_deref().map(str::trim) {
+                    Some(ms) => {
+                        let Ok(from) = ms.parse::<i64>() else {
+                            return Err(ApiError::invalid_field(
+                                "userProperties.lockoutTimestamp",
+                                "error.invalid",
+                                "A lock's time is in milliseconds since 1970",
+                            ));
+                        };
+                        user.locked_until = Some(from + lock_wait_ms);
+                        st.sessions.remove_user(&user.uuid);
+                    }
+                    None => {
+                        user.locked_until = None;
+                        user.failed_logins = 0;
+                    }
+                }
+            }
             user.properties = p;
         }
         if let Some(r) = roles {

@@ -57,11 +57,6 @@ fn user_json(state: &AppState, caller: &Caller, user: &UserRecord, base: &str) -
     })
 }
 
-/// The provider uuid of a user (each user acts as its own provider).
-pub fn provider_uuid(user: &UserRecord) -> String {
-    compiler::csvtable::derive_uuid(&format!("provider/{}", user.uuid))
-}
-
 pub fn session_body(state: &AppState, caller: &Caller) -> ApiResult<Value> {
     let catalog = state.catalog.load();
     let allowed: Vec<String> = catalog.allowed_locales().iter().map(|l| bcp47(l)).collect();
@@ -77,18 +72,21 @@ pub fn session_body(state: &AppState, caller: &Caller) -> ApiResult<Value> {
         .and_then(|l| catalog.location(l))
         .map(|l| render(&super::location::LocationRes(l), &Rep::Ref, &ctx))
         .transpose()?;
-    let provider = provider_uuid(user);
+    let provider = crate::domains::provider::current_for(&state.store, user)?;
     Ok(json!({
         "authenticated": true,
         "locale": locale,
         "allowedLocales": allowed,
         "user": user_json(state, caller, user, &ctx.base),
         "sessionLocation": location,
-        "currentProvider": {
-            "uuid": provider,
-            "display": format!("{} - {}", user.system_id, user.person_name),
-            "links": [{"rel": "self", "uri": format!("{}/provider/{provider}", ctx.base), "resourceAlias": "provider"}],
-        },
+        "currentProvider": provider.map(|p| {
+            let res = crate::domains::provider::rest::ProviderRes(p);
+            json!({
+                "uuid": res.0.uuid,
+                "display": crate::repr::Resource::display(&res, &ctx),
+                "links": [{"rel": "self", "uri": format!("{}/provider/{}", ctx.base, res.0.uuid), "resourceAlias": "provider"}],
+            })
+        }),
     }))
 }
 

@@ -67,9 +67,10 @@ impl Resource for UserRes<'_> {
             // are implicit, as in OpenMRS).
             "privileges" => {
                 let access = ctx.access.load();
-                let mut names: Vec<String> = crate::domains::role::privileges_of(&u.roles, ctx.catalog, &access)
-                    .into_iter()
-                    .collect();
+                let mut names: Vec<String> =
+                    crate::domains::role::privileges_of(&u.roles, ctx.catalog, &access)
+                        .into_iter()
+                        .collect();
                 names.sort();
                 Value::Array(
                     names
@@ -93,7 +94,7 @@ impl Resource for UserRes<'_> {
             "roles" => Value::Array(
                 u.roles
                     .iter()
-                    .map(|r| json!({"uuid": ctx.catalog.role(r).map(|x| x.uuid.clone()), "display": r, "name": r}))
+                    .map(|r| crate::domains::role::rest::role_ref(r, ctx, &ctx.access.load()))
                     .collect(),
             ),
             "retired" => json!(u.retired),

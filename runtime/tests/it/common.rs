@@ -202,3 +202,32 @@ pub fn bundle_of(files: &[(&str, &str)]) -> Vec<u8> {
     assert!(!compiled.has_errors(), "{:?}", compiled.diagnostics);
     compiled.encode()
 }
+
+/// A request with a JSON body (FHIR writes use PUT and DELETE too).
+pub async fn send_json(c: &mut Client, method: &str, uri: &str, body: &Value) -> Response {
+    c.send(
+        method,
+        uri,
+        &[("content-type", "application/json")],
+        Some(&body.to_string()),
+    )
+    .await
+}
+
+/// A receptionist's account (`Application: Registers Patients`) made by `admin`, logged in.
+pub async fn registration_clerk(
+    admin: &mut Client,
+    state: &Arc<AppState>,
+    username: &str,
+) -> Client {
+    let body = serde_json::json!({"username": username, "password": "Clerk-pass-2026",
+        "person": {"names": [{"givenName": "Rose", "familyName": "Ilunga"}], "gender": "F"},
+        "roles": ["Application: Registers Patients"]});
+    let r = admin
+        .post("/openmrs/ws/rest/v1/user", &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let mut clerk = Client::new(state.clone());
+    clerk.login(username, "Clerk-pass-2026").await;
+    clerk
+}

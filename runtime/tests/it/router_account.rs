@@ -353,6 +353,8 @@ async fn roles_made_through_the_api_grant_privileges_through_inheritance_and_con
     assert_eq!(role.body["definedBy"], "api");
     let role_uuid = role.body["uuid"].as_str().unwrap().to_string();
     let user = create_user(&mut admin, "superviseur", json!(["Superviseur de zone"])).await;
+    // The account's role, made through the API, is named with its uuid like the content's.
+    assert_eq!(user["roles"][0]["uuid"], role_uuid.as_str());
     let mut c = Client::new(st.clone());
     c.login("superviseur", CLERK_PASSWORD).await;
     // Its own privilege, and those inherited from the content's Nurse role.
@@ -521,5 +523,66 @@ async fn operators_create_and_delete_their_own_settings_but_not_the_contents() {
             .await
             .status,
         StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn an_administrator_locks_an_account_ending_its_sessions_and_unlocks_it() {
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let clerk = create_user(&mut admin, "agent.verrou", json!(["Organizational: Nurse"])).await;
+    let uuid = clerk["uuid"].as_str().unwrap();
+    let mut c = Client::new(st.clone());
+    c.login("agent.verrou", CLERK_PASSWORD).await;
+    assert_eq!(
+        c.get(&format!("{REST}/session")).await.body["authenticated"],
+        true
+    );
+    // The clerk's own language change sends back every property it read: no lock.
+    let r = c
+        .post(
+            &format!("{REST}/user/{uuid}"),
+            &json!({"userProperties": {"defaultLocale": "fr"}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+
+    // Locked now, as OpenMRS locks: its open session ends and it cannot log in.
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let r = admin
+        .post(
+            &format!("{REST}/user/{uuid}"),
+            &json!({"userProperties": {"defaultLocale": "fr", "lockoutTimestamp": now_ms.to_string()}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        c.get(&format!("{REST}/session")).await.body["authenticated"],
+        false
+    );
+    let mut again = Client::new(st.clone());
+    assert_eq!(
+        again.login("agent.verrou", CLERK_PASSWORD).await.body["authenticated"],
+        false
+    );
+    let r = admin
+        .post(
+            &format!("{REST}/user/{uuid}"),
+            &json!({"userProperties": {"lockoutTimestamp": "hier"}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+
+    // Taking the property away unlocks it.
+    let r = admin
+        .post(
+            &format!("{REST}/user/{uuid}"),
+            &json!({"userProperties": {"defaultLocale": "fr"}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        again.login("agent.verrou", CLERK_PASSWORD).await.body["authenticated"],
+        true
     );
 }

@@ -69,7 +69,8 @@ fn privilege_ref(name: &str, ctx: &Ctx, access: &Access) -> Value {
     json!({"uuid": uuid, "display": name, "name": name})
 }
 
-fn role_ref(name: &str, ctx: &Ctx, access: &Access) -> Value {
+/// A role by name as a reference: the content's or the API's (whose uuid the store keeps).
+pub fn role_ref(name: &str, ctx: &Ctx, access: &Access) -> Value {
     let uuid = ctx
         .catalog
         .role(name)

@@ -4,7 +4,7 @@
 use super::{PrivilegeRecord, RoleRecord};
 use crate::domains::{self, RecordTable};
 use crate::store::{Store, StoreResult};
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use redb::{TableDefinition, WriteTransaction};
 
 const ROLES: TableDefinition<&str, &[u8]> = TableDefinition::new("roles");
 const PRIVILEGES: TableDefinition<&str, &[u8]> = TableDefinition::new("privileges");
@@ -33,27 +33,12 @@ pub const PRIVILEGE_RECORDS: RecordTable = RecordTable {
     decodes: |bytes| domains::decodes::<PrivilegeRecord>(bytes),
 };
 
-fn all<T: for<'a> serde::Deserialize<'a>>(
-    store: &Store,
-    table: TableDefinition<&str, &[u8]>,
-    name: &'static str,
-) -> StoreResult<Vec<T>> {
-    let txn = store.begin_read()?;
-    let t = txn.open_table(table)?;
-    let mut out = Vec::new();
-    for row in t.iter()? {
-        let (_, v) = row?;
-        out.push(domains::decode(name, v.value())?);
-    }
-    Ok(out)
-}
-
 pub fn roles(store: &Store) -> StoreResult<Vec<RoleRecord>> {
-    all(store, ROLES, "roles")
+    domains::all_records(store, ROLES, "roles")
 }
 
 pub fn privileges(store: &Store) -> StoreResult<Vec<PrivilegeRecord>> {
-    all(store, PRIVILEGES, "privileges")
+    domains::all_records(store, PRIVILEGES, "privileges")
 }
 
 pub fn put_role(store: &Store, r: &RoleRecord) -> StoreResult<()> {

@@ -1,0 +1,41 @@
+//! Managed providers: one small table keyed by uuid, read whole (a facility has tens of
+//! providers), no index.
+
+use super::ProviderRecord;
+use crate::domains::{self, RecordTable};
+use crate::store::{Store, StoreResult};
+use redb::TableDefinition;
+
+const PROVIDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("providers");
+
+pub const RECORDS: RecordTable = RecordTable {
+    name: "providers",
+    table: PROVIDERS,
+    indexes: &[],
+    create: |txn| {
+        txn.open_table(PROVIDERS)?;
+        Ok(())
+    },
+    reindex: |_, bytes| domains::decode::<ProviderRecord>("providers", bytes).map(drop),
+    decodes: |bytes| domains::decodes::<ProviderRecord>(bytes),
+};
+
+pub fn providers(store: &Store) -> StoreResult<Vec<ProviderRecord>> {
+    domains::all_records(store, PROVIDERS, "providers")
+}
+
+pub fn provider(store: &Store, uuid: &str) -> StoreResult<Option<ProviderRecord>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(PROVIDERS)?;
+    t.get(uuid)?
+        .map(|v| domains::decode("providers", v.value()))
+        .transpose()
+}
+
+pub fn put(store: &Store, p: &ProviderRecord) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(PROVIDERS)?
+            .insert(p.uuid.as_str(), domains::encode(p).as_slice())?;
+        Ok(())
+    })
+}
