@@ -41,7 +41,7 @@ COLLECTIONS = [
         "id": "dictionnaire-clinique",
         "name": "Dictionnaire clinique",
         "version": "v3",
-        "sources": ["answers.csv", "diagnoses.csv", "labs.csv", "medicines.csv"],
+        "sources": ["answers.csv", "diagnoses.csv", "labs.csv", "medicines.csv", "allergies.csv", "immunizations.csv"],
     },
     {
         "file": "drc_signes-vitaux_v1_autoexpand-20261101.zip",

@@ -27,11 +27,18 @@ pub mod user;
 use crate::AppState;
 use crate::auth::{self, Grants};
 use crate::catalog::Catalog;
+use crate::domains::allergy::fhir as allergy_fhir;
+use crate::domains::allergy::rest as allergy;
+use crate::domains::condition::fhir as condition_fhir;
+use crate::domains::condition::rest as condition;
 use crate::domains::diagnosis::rest as diagnosis;
 use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
+use crate::domains::immunization::fhir as immunization_fhir;
 use crate::domains::programme::rest as programme;
+use crate::domains::provider::rest as provider;
 use crate::domains::queue::rest as queue;
+use crate::domains::relationship::rest as relationship;
 use crate::domains::role::rest as role;
 use crate::domains::visit::rest as visit;
 use crate::error::{ApiError, ApiResult, json_headers};
@@ -88,6 +95,16 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(
             &rest("/patient/{uuid}/identifier/{identifier}"),
             post(patient::update_identifier).delete(patient::delete_identifier),
+        )
+        .route(
+            &rest("/patient/{uuid}/allergy"),
+            get(allergy::list).post(allergy::create),
+        )
+        .route(
+            &rest("/patient/{uuid}/allergy/{allergy}"),
+            get(allergy::read)
+                .post(allergy::update)
+                .delete(allergy::delete),
         )
         .route(
             &rest("/person/{uuid}/{kind}/{item}"),
@@ -199,6 +216,16 @@ pub fn app(state: Arc<AppState>) -> Router {
                 .post(diagnosis::update)
                 .delete(diagnosis::delete),
         )
+        .route(
+            &rest("/condition"),
+            get(condition::search).post(condition::create),
+        )
+        .route(
+            &rest("/condition/{uuid}"),
+            get(condition::read)
+                .post(condition::update)
+                .delete(condition::delete),
+        )
         .route(&rest("/program"), get(programme::programs))
         .route(&rest("/program/{uuid}"), get(programme::program))
         .route(
@@ -239,9 +266,26 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/encounterrole/{uuid}"),
             get(encounter::encounter_role),
         )
-        .route(&rest("/provider"), get(encounter::providers_search))
-        .route(&rest("/provider/{uuid}"), get(encounter::provider))
-        .route(&rest("/relationship"), empty_list("Get Relationships"))
+        .route(
+            &rest("/provider"),
+            get(provider::search).post(provider::create),
+        )
+        .route(
+            &rest("/provider/{uuid}"),
+            get(provider::read)
+                .post(provider::update)
+                .delete(provider::delete),
+        )
+        .route(
+            &rest("/relationship"),
+            get(relationship::search).post(relationship::create),
+        )
+        .route(
+            &rest("/relationship/{uuid}"),
+            get(relationship::read)
+                .post(relationship::update)
+                .delete(relationship::delete),
+        )
         .route(
             &rest("/cohortm/cohortmember"),
             empty_list("Get Patient Cohorts"),
@@ -297,6 +341,28 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&fhir("/Observation/{id}"), get(clinical_fhir::observation))
         .route(&fhir("/Encounter"), get(clinical_fhir::encounters))
         .route(&fhir("/Encounter/{id}"), get(clinical_fhir::encounter))
+        .route(
+            &fhir("/Condition"),
+            get(condition_fhir::search).post(condition_fhir::create),
+        )
+        .route(
+            &fhir("/Condition/{id}"),
+            get(condition_fhir::read)
+                .put(condition_fhir::update)
+                .delete(condition_fhir::delete),
+        )
+        .route(
+            &fhir("/Immunization"),
+            get(immunization_fhir::search).post(immunization_fhir::create),
+        )
+        .route(
+            &fhir("/Immunization/{id}"),
+            get(immunization_fhir::read)
+                .put(immunization_fhir::update)
+                .delete(immunization_fhir::delete),
+        )
+        .route(&fhir("/AllergyIntolerance"), get(allergy_fhir::search))
+        .route(&fhir("/AllergyIntolerance/{id}"), get(allergy_fhir::read))
         .route(&fhir("/ValueSet/{id}"), get(fhir::value_set))
         .route(&fhir("/{*rest}"), get(fhir::other))
         .route(&top("/health/started"), get(health::started))
@@ -668,8 +734,11 @@ impl FromRequest<Arc<AppState>> for JsonBody {
         if content_type.contains("xml") {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes = axum::body::to_bytes(req.into_body(), state.config.max_body_bytes)
+        // A body that stops arriving would hold its connection's place for good.
+        let read = axum::body::to_bytes(req.into_body(), state.config.max_body_bytes);
+        let bytes = tokio::time::timeout(state.config.connections.body_timeout(), read)
             .await
+            .map_err(|_| ApiError::RequestTimeout)?
             .map_err(|_| ApiError::PayloadTooLarge)?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(JsonBody(serde_json::Map::new()));

@@ -110,6 +110,12 @@ fn full_name(n: &NameRecord) -> String {
     .join(" ")
 }
 
+/// A patient's person as other records name it (a relationship's persons, a provider's
+/// person): the preferred name in full.
+pub fn person_display(p: &PatientRecord) -> String {
+    preferred_name(p).map(full_name).unwrap_or_default()
+}
+
 fn preferred_name(p: &PatientRecord) -> Option<&NameRecord> {
     p.names
         .iter()
@@ -1932,8 +1938,8 @@ pub async fn update_person_resource(
 
 /// `DELETE patient/{uuid}` — voids the patient (privilege: Delete Patients; `reason`
 /// defaults to OpenMRS's "web service call"); with `purge` (privilege: Purge Patients)
-/// removes it for good, which is refused while any visit, encounter, diagnosis or
-/// programme enrolment (even voided) refers to it. Answers 204.
+/// removes it for good, which is refused while any visit, encounter, diagnosis, programme
+/// enrolment, queue entry, condition or allergy (even voided) refers to it. Answers 204.
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -2026,6 +2032,21 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     }
     if crate::domains::queue::store::any_of_patient(&state.store, patient)? {
         found.push("queue entries");
+    }
+    let (conditions, _) = crate::domains::condition::store::of_patient(
+        &state.store,
+        patient,
+        crate::domains::condition::store::Which::All,
+        one,
+    )?;
+    if !conditions.is_empty() {
+        found.push("conditions");
+    }
+    if !crate::domains::allergy::store::of_patient(&state.store, patient, true)?.is_empty() {
+        found.push("allergies");
+    }
+    if !crate::domains::relationship::store::of_person(&state.store, patient, true)?.is_empty() {
+        found.push("relationships");
     }
     Ok(found)
 }

@@ -1,6 +1,11 @@
 //! The clinical record, one module per aggregate: `visit` (visits and their attributes),
 //! `encounter` (encounters with their observations), `diagnosis` (an encounter's
-//! diagnoses) and `programme` (programme enrolments with their workflow states). Each owns its record types, its redb
+//! diagnoses), `condition` (the problem list), `allergy` (allergies), `immunization` (vaccinations, as observation groups in
+//! encounters), `programme`
+//! (programme enrolments with their workflow states), `queue` (service-queue entries),
+//! `provider` (managed providers, next to each account's own), `relationship` (relationships
+//! between persons) and `role` (roles and
+//! privileges made through the API). Each owns its record types, its redb
 //! tables and secondary indexes, its validation and its REST representations; they share
 //! what is here: who-and-when records, the index scans that page newest first, and the
 //! registry of record tables that backups and restores walk.
@@ -12,10 +17,15 @@
 //! reading the page's records. Index tables are derived: backups hold the records alone and
 //! a restore rebuilds the indexes from them.
 
+pub mod allergy;
+pub mod condition;
 pub mod diagnosis;
 pub mod encounter;
+pub mod immunization;
 pub mod programme;
+pub mod provider;
 pub mod queue;
+pub mod relationship;
 pub mod rest;
 pub mod role;
 pub mod visit;
@@ -27,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 /// The flags an index entry carries.
 pub const VOIDED: u8 = 1;
-/// A visit with a stop datetime.
+/// A visit with a stop datetime; a condition that is no longer active.
 pub const ENDED: u8 = 2;
 
 /// A new record's uuid: version 7, which begins with its creation time, so records created
@@ -200,8 +210,12 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     programme::store::RECORDS,
     queue::store::RECORDS,
     diagnosis::store::RECORDS,
+    condition::store::RECORDS,
+    allergy::store::RECORDS,
     role::store::ROLE_RECORDS,
     role::store::PRIVILEGE_RECORDS,
+    provider::store::RECORDS,
+    relationship::store::RECORDS,
 ];
 
 /// An index table: key → flags.
@@ -240,6 +254,18 @@ pub fn walk(
     newest_first: bool,
     mut visit: impl FnMut(&str) -> bool,
 ) -> StoreResult<()> {
+    walk_flags(index, prefix, newest_first, |k, flags| {
+        flags & exclude != 0 || visit(k)
+    })
+}
+
+/// Walks every key of `index` under `prefix` with its flags, until `visit` answers false.
+fn walk_flags(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    newest_first: bool,
+    mut visit: impl FnMut(&str, u8) -> bool,
+) -> StoreResult<()> {
     let lower = format!("{prefix}|");
     let upper = format!("{prefix}}}"); // '}' sorts right after '|'
     let range = index.range(lower.as_str()..upper.as_str())?;
@@ -250,7 +276,7 @@ pub fn walk(
     };
     for row in rows {
         let (k, flags) = row?;
-        if flags.value() & exclude == 0 && !visit(k.value()) {
+        if !visit(k.value(), flags.value()) {
             break;
         }
     }
@@ -258,7 +284,7 @@ pub fn walk(
 }
 
 /// The last part of an index key: the record's uuid.
-fn uuid_of(key: &str) -> &str {
+pub fn uuid_of(key: &str) -> &str {
     key.rsplit('|').next().unwrap_or_default()
 }
 
@@ -271,10 +297,23 @@ pub fn scan(
     window: Window,
     mut keep: impl FnMut(&str) -> bool,
 ) -> StoreResult<Page> {
+    scan_where(index, prefix, newest_first, window, |k, flags| {
+        flags & exclude == 0 && keep(k)
+    })
+}
+
+/// The window of the keys under `prefix` that `keep` accepts from their key and flags.
+pub fn scan_where(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    newest_first: bool,
+    window: Window,
+    mut keep: impl FnMut(&str, u8) -> bool,
+) -> StoreResult<Page> {
     let mut page = Page::default();
     let mut matched = 0usize;
-    walk(index, prefix, exclude, newest_first, |k| {
-        if !keep(k) {
+    walk_flags(index, prefix, newest_first, |k, flags| {
+        if !keep(k, flags) {
             return true;
         }
         if matched >= window.start {
@@ -310,6 +349,49 @@ impl Page {
                 .collect(),
         }
     }
+}
+
+/// Every record of `table` whose key in `index` falls under `prefix`, newest first, voided
+/// ones only if asked: for what a patient or person has a handful of, read whole.
+pub fn records_under<T: for<'a> Deserialize<'a>>(
+    store: &crate::store::Store,
+    table: TableDefinition<&str, &[u8]>,
+    index: Index,
+    name: &'static str,
+    prefix: &str,
+    include_voided: bool,
+) -> StoreResult<Vec<T>> {
+    let txn = store.begin_read()?;
+    let records = txn.open_table(table)?;
+    let mut uuids = Vec::new();
+    let exclude = if include_voided { 0 } else { VOIDED };
+    walk(&txn.open_table(index)?, prefix, exclude, true, |k| {
+        uuids.push(uuid_of(k).to_string());
+        true
+    })?;
+    let mut out = Vec::with_capacity(uuids.len());
+    for uuid in &uuids {
+        if let Some(bytes) = records.get(uuid.as_str())? {
+            out.push(decode(name, bytes.value())?);
+        }
+    }
+    Ok(out)
+}
+
+/// Every record of a small table keyed by uuid (the API's roles, privileges, providers).
+pub fn all_records<T: for<'a> Deserialize<'a>>(
+    store: &crate::store::Store,
+    table: TableDefinition<&str, &[u8]>,
+    name: &'static str,
+) -> StoreResult<Vec<T>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(table)?;
+    let mut out = Vec::new();
+    for row in t.iter()? {
+        let (_, v) = row?;
+        out.push(decode(name, v.value())?);
+    }
+    Ok(out)
 }
 
 pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {

@@ -37,6 +37,26 @@ pub fn opt_str(body: &Map<String, Value>, field: &str) -> ApiResult<Option<Strin
     }
 }
 
+/// The `uuid` a client chose for a new record, or a new one: letters, digits and hyphens,
+/// at most 38 (OpenMRS's column), since the uuid becomes part of index keys (`…|uuid`).
+pub fn client_uuid(body: &Map<String, Value>) -> ApiResult<String> {
+    match opt_str(body, "uuid")? {
+        None => Ok(super::new_uuid()),
+        Some(u)
+            if !u.is_empty()
+                && u.len() <= 38
+                && u.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
+        {
+            Ok(u)
+        }
+        Some(_) => Err(ApiError::invalid_field(
+            "uuid",
+            "error.invalid",
+            "A uuid is letters, digits and hyphens, at most 38",
+        )),
+    }
+}
+
 /// A datetime field in any form `domains::parse_datetime` reads, in key form.
 pub fn opt_datetime(body: &Map<String, Value>, field: &str) -> ApiResult<Option<String>> {
     match opt_str(body, field)? {

@@ -104,7 +104,7 @@ impl Resource for DiagnosisRes<'_> {
                     "specificName": null,
                 })
             }
-            // Conditions are not recorded yet.
+            // A diagnosis is not linked to a problem-list condition here.
             "condition" => Value::Null,
             "encounter" => {
                 json!({"uuid": d.encounter, "links": [{"rel": "self", "uri": format!("{}/encounter/{}", ctx.base, d.encounter), "resourceAlias": "encounter"}]})
@@ -186,7 +186,8 @@ fn apply(
         && !c.is_null()
     {
         return Err(ApiError::BadRequest(
-            "condition must be null: conditions are not recorded yet".into(),
+            "condition must be null: a diagnosis is not linked to a problem-list condition here"
+                .into(),
         ));
     }
     if let Some(certainty) = opt_str(body, "certainty")? {
@@ -260,7 +261,7 @@ pub async fn create(
     }
     let mut d = DiagnosisRecord {
         v: 1,
-        uuid: opt_str(&body, "uuid")?.unwrap_or_else(crate::domains::new_uuid),
+        uuid: crate::domains::rest::client_uuid(&body)?,
         patient: patient.unwrap_or_default(),
         encounter: encounter.unwrap_or_default(),
         coded: None,

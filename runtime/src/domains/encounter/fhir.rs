@@ -6,9 +6,11 @@
 use super::store::{self, EncounterQuery, ObsQuery};
 use super::{EncounterRecord, ObsRecord, ObsValue};
 use crate::AppState;
-use crate::api::fhir::{base, fhir, fhir_of, not_found, search_bundle, search_bundle_of};
+use crate::api::fhir::{
+    Codeable, Coding, base, concept_codeable, fhir, fhir_of, iso, not_found, patient_param,
+    search_bundle, search_bundle_of, window,
+};
 use crate::api::{Caller, QueryPairs, param};
-use crate::domains::Window;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -22,65 +24,6 @@ const RANGE_MEANING: &str = "http://terminology.hl7.org/CodeSystem/referencerang
 const OPENMRS_RANGE: &str = "http://fhir.openmrs.org/ext/obs/reference-range";
 const INTERPRETATION: &str = "http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation";
 const CATEGORY: &str = "http://terminology.hl7.org/CodeSystem/observation-category";
-
-fn iso(key: &str) -> Value {
-    crate::domains::fhir_datetime(key).map_or(Value::Null, Value::String)
-}
-
-/// A concept as a CodeableConcept: its uuid as the first coding, then its mappings, each
-/// with the name in the caller's locale.
-#[derive(Serialize)]
-struct Codeable<'a> {
-    coding: Vec<Coding<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct Coding<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    display: Option<&'a str>,
-}
-
-fn concept_codeable<'a>(
-    catalog: &'a crate::catalog::Catalog,
-    uuid: &'a str,
-    locale: &str,
-) -> Codeable<'a> {
-    let Some(c) = catalog.concept(uuid) else {
-        return Codeable {
-            coding: vec![Coding {
-                system: None,
-                code: Some(uuid),
-                display: None,
-            }],
-            text: None,
-        };
-    };
-    let name = c
-        .display_name(locale, &[catalog.default_locale()])
-        .map_or("", |n| n.name.as_str());
-    let mut coding = vec![Coding {
-        system: None,
-        code: Some(&c.uuid),
-        display: Some(name),
-    }];
-    for m in &c.mappings {
-        coding.push(Coding {
-            system: Some(&m.source),
-            code: Some(&m.code),
-            display: Some(name),
-        });
-    }
-    Codeable {
-        coding,
-        text: Some(name),
-    }
-}
 
 fn interpretation(n: f64, num: &model::ConceptNumeric) -> Option<(&'static str, &'static str)> {
     Some(if num.hi_critical.is_some_and(|h| n > h) {
@@ -445,30 +388,6 @@ fn encounter_json(e: &EncounterRecord, catalog: &crate::catalog::Catalog) -> Val
         r["partOf"] = json!({"reference": format!("Encounter/{v}"), "type": "Encounter"});
     }
     r
-}
-
-/// `_count` (default 10, at most 100) and `_getpagesoffset`.
-fn window(query: &[(String, String)]) -> Window {
-    let count = param(query, "_count")
-        .and_then(|c| c.parse::<usize>().ok())
-        .unwrap_or(10)
-        .clamp(1, 100);
-    let offset = param(query, "_getpagesoffset")
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    Window {
-        start: offset,
-        limit: count,
-        count_all: true,
-    }
-}
-
-/// The patient a search names: `subject:Patient`, `subject`, `patient` (bare or `Patient/…`).
-fn patient_param(query: &[(String, String)]) -> Option<String> {
-    ["subject:Patient", "subject", "patient", "patient:Patient"]
-        .iter()
-        .find_map(|k| param(query, k))
-        .map(|p| p.trim_start_matches("Patient/").to_string())
 }
 
 pub async fn observations(

@@ -12,6 +12,7 @@ use crate::api::location::LocationRes;
 use crate::api::metadata::{EncounterTypeRes, NamedRes};
 use crate::api::patient::PatientRes;
 use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::domains::provider::rest::ProviderRes;
 use crate::domains::rest::{
     answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, page_answer, ref_uuid,
     rep_of, window,
@@ -196,11 +197,12 @@ pub struct EncounterProviderRes<'a>(pub &'a str, pub &'a EncounterProviderRecord
 
 impl EncounterProviderRes<'_> {
     fn provider(&self, ctx: &Ctx) -> Option<ProviderRes> {
-        let user = ctx.store.user_shared(self.1.user.as_deref()?).ok()??;
-        Some(ProviderRes {
-            uuid: self.1.provider.clone(),
-            user,
-        })
+        let acting = match self.1.user.as_deref() {
+            Some(u) => ctx.store.user_shared(u).ok()?,
+            None => None,
+        };
+        crate::domains::provider::named_in_encounter(ctx.store, &self.1.provider, acting)
+            .map(ProviderRes)
     }
 }
 
@@ -262,69 +264,6 @@ fn role<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<NamedRes<'c>> {
         .iter()
         .find(|r| r.uuid == uuid)
         .map(|r| NamedRes("encounterrole", r))
-}
-
-/// A provider: every user acts as its own provider (`session::provider_uuid`).
-pub struct ProviderRes {
-    pub uuid: String,
-    pub user: Arc<crate::store::UserRecord>,
-}
-
-impl ProviderRes {
-    pub fn find(ctx: &Ctx, uuid: &str) -> Option<ProviderRes> {
-        let users = ctx.store.users().ok()?;
-        users
-            .into_iter()
-            .find(|u| crate::api::session::provider_uuid(u) == uuid)
-            .map(|u| ProviderRes {
-                uuid: uuid.to_string(),
-                user: Arc::new(u),
-            })
-    }
-}
-
-impl Resource for ProviderRes {
-    fn alias(&self) -> &'static str {
-        "provider"
-    }
-    fn version(&self) -> &'static str {
-        "1.9"
-    }
-    fn uuid(&self) -> String {
-        self.uuid.clone()
-    }
-    fn display(&self, _: &Ctx) -> String {
-        format!("{} - {}", self.user.system_id, self.user.person_name)
-    }
-    fn flag(&self) -> Option<(&'static str, bool)> {
-        Some(("retired", self.user.retired))
-    }
-    fn default_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("person", Rep::Ref),
-            ("identifier", Rep::Default),
-            ("attributes", Rep::Ref),
-            ("retired", Rep::Default),
-        ]
-    }
-    fn full_props(&self) -> Props {
-        self.default_props()
-    }
-    fn prop(&self, name: &str, _: &Rep, ctx: &Ctx) -> Option<Value> {
-        Some(match name {
-            "person" => {
-                json!({"uuid": self.user.person_uuid, "display": self.user.person_name, "links": [{"rel": "self", "uri": format!("{}/person/{}", ctx.base, self.user.person_uuid), "resourceAlias": "person"}]})
-            }
-            "identifier" => json!(self.user.system_id),
-            // The provider's name (OpenMRS's `Provider.name`, the person's when linked).
-            "name" => json!(self.user.person_name),
-            "attributes" => json!([]),
-            "retired" => json!(self.user.retired),
-            _ => return None,
-        })
-    }
 }
 
 pub struct ObsRes<'a>(pub &'a ObsRecord);
@@ -552,19 +491,12 @@ fn not_recorded_yet(body: &Map<String, Value>) -> ApiResult<()> {
     Ok(())
 }
 
-fn providers(
+pub(crate) fn providers(
     state: &AppState,
     body: &Map<String, Value>,
 ) -> ApiResult<Option<Vec<EncounterProviderRecord>>> {
     let Some(list) = body.get("encounterProviders") else {
         return Ok(None);
-    };
-    let users = state.store.users()?;
-    let user_of = |provider: &str| {
-        users
-            .iter()
-            .find(|u| crate::api::session::provider_uuid(u) == provider)
-            .map(|u| u.uuid.clone())
     };
     let Value::Array(list) = list else {
         return Err(ApiError::BadRequest(
@@ -580,9 +512,17 @@ fn providers(
                 .get("encounterRole")
                 .and_then(ref_uuid)
                 .unwrap_or_else(|| UNKNOWN_ENCOUNTER_ROLE.into());
+            let found =
+                crate::domains::provider::find(&state.store, &provider)?.ok_or_else(|| {
+                    ApiError::invalid_field(
+                        "encounterProviders",
+                        "error.invalid",
+                        &format!("Provider {provider} does not exist"),
+                    )
+                })?;
             Ok(EncounterProviderRecord {
                 uuid: crate::domains::new_uuid(),
-                user: user_of(&provider),
+                user: found.user.map(|u| u.uuid.clone()),
                 provider,
                 encounter_role: role,
             })
@@ -1195,52 +1135,4 @@ pub async fn encounter_role(
         &rep_of(&query)?,
         &caller.ctx(&state, &catalog),
     )?))
-}
-
-/// `provider?q=` (name or identifier), `provider?user=`, or every provider.
-pub async fn providers_search(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    QueryPairs(query): QueryPairs,
-) -> ApiResult<Response> {
-    caller.require(&["Get Providers"])?;
-    let users = state.store.users()?;
-    let q = param(&query, "q").map(str::to_lowercase);
-    let user = param(&query, "user");
-    let items: Vec<ProviderRes> = users
-        .into_iter()
-        .filter(|u| !u.retired)
-        .filter(|u| user.is_none_or(|x| x == u.uuid))
-        .filter(|u| {
-            q.as_ref().is_none_or(|q| {
-                u.person_name.to_lowercase().contains(q)
-                    || u.system_id.to_lowercase().contains(q)
-                    || u.username.to_lowercase().contains(q)
-            })
-        })
-        .map(|u| ProviderRes {
-            uuid: crate::api::session::provider_uuid(&u),
-            user: Arc::new(u),
-        })
-        .collect();
-    crate::api::render_list(
-        &state,
-        &caller,
-        &query,
-        "/provider",
-        items.iter().map(|r| r as &dyn Resource),
-    )
-}
-
-pub async fn provider(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(uuid): Path<String>,
-    QueryPairs(query): QueryPairs,
-) -> ApiResult<Response> {
-    caller.require(&["Get Providers"])?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let p = ProviderRes::find(&ctx, &uuid).ok_or(ApiError::NotFound)?;
-    Ok(ok(render(&p, &rep_of(&query)?, &ctx)?))
 }

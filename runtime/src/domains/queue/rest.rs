@@ -12,7 +12,7 @@ use crate::api::location::LocationRes;
 use crate::api::metadata::QueueRes;
 use crate::api::patient::PatientRes;
 use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
-use crate::domains::encounter::rest::ProviderRes;
+use crate::domains::provider::rest::ProviderRes;
 use crate::domains::rest::{
     answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, rep_of,
 };

@@ -1,0 +1,71 @@
+//! The allergy table and its index by patient (`patient|created|uuid`).
+
+use super::AllergyRecord;
+use crate::domains::{self, Index, RecordTable, VOIDED, key};
+use crate::store::{Store, StoreResult};
+use redb::{TableDefinition, WriteTransaction};
+
+const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("allergies");
+const BY_PATIENT: Index = TableDefinition::new("allergies_by_patient");
+
+pub const RECORDS: RecordTable = RecordTable {
+    name: "allergies",
+    table: TABLE,
+    indexes: &[BY_PATIENT],
+    create,
+    reindex,
+    decodes: |bytes| domains::decodes::<AllergyRecord>(bytes),
+};
+
+fn create(txn: &WriteTransaction) -> StoreResult<()> {
+    txn.open_table(TABLE)?;
+    txn.open_table(BY_PATIENT)?;
+    Ok(())
+}
+
+fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
+    let a: AllergyRecord = domains::decode("allergies", bytes)?;
+    write_index(txn, &a)
+}
+
+fn write_index(txn: &WriteTransaction, a: &AllergyRecord) -> StoreResult<()> {
+    let flags = if a.voiding.voided { VOIDED } else { 0 };
+    txn.open_table(BY_PATIENT)?.insert(
+        key(&[&a.patient, &a.audit.date_created, &a.uuid]).as_str(),
+        flags,
+    )?;
+    Ok(())
+}
+
+/// Writes an allergy durably (its index key never changes: only its flags do).
+pub fn put(store: &Store, a: &AllergyRecord) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(TABLE)?
+            .insert(a.uuid.as_str(), domains::encode(a).as_slice())?;
+        write_index(txn, a)
+    })
+}
+
+pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<AllergyRecord>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(TABLE)?;
+    t.get(uuid)?
+        .map(|v| domains::decode("allergies", v.value()))
+        .transpose()
+}
+
+/// A patient's allergies, newest first (a patient has a handful: they are read whole).
+pub fn of_patient(
+    store: &Store,
+    patient: &str,
+    include_voided: bool,
+) -> StoreResult<Vec<AllergyRecord>> {
+    domains::records_under(
+        store,
+        TABLE,
+        BY_PATIENT,
+        "allergies",
+        patient,
+        include_voided,
+    )
+}
