@@ -22,8 +22,12 @@ fi
 
 node select-modules.mjs spa-modules.json config/config.json > spa-assemble-config.json
 rm -rf "$target"
+# A build that fails part-way leaves no index.html, so that run.sh builds again next time.
+trap 'rm -f "$target/index.html"' ERR
 node_modules/.bin/openmrs assemble --manifest --mode config --config spa-assemble-config.json --target "$target"
 node_modules/.bin/openmrs build --build-config spa-build-config.json --target "$target"
+# The distribution's own modules (modules/), built and registered next to the npm ones.
+node local-modules.mjs "$target"
 [ -f "$target/index.html" ] || { echo "the build produced no index.html" >&2; exit 1; }
 # A key the built modules' schemas do not define would be ignored in the browser.
 node check-config-keys.mjs "$target" config/config.json

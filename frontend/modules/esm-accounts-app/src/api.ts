@@ -1,0 +1,115 @@
+// The REST calls of the accounts screens, in OpenMRS's wire shapes.
+import { openmrsFetch, restBaseUrl, useOpenmrsFetchAll } from '@openmrs/esm-framework';
+
+export interface Ref {
+  uuid: string;
+  display: string;
+}
+
+export interface User {
+  uuid: string;
+  username: string;
+  systemId: string;
+  retired: boolean;
+  person: Ref;
+  roles: Array<Ref>;
+}
+
+export interface Role {
+  uuid: string;
+  name: string;
+  description: string | null;
+  retired: boolean;
+  definedBy: 'content' | 'api';
+  privileges: Array<Ref>;
+  inheritedRoles: Array<Ref>;
+}
+
+export interface Provider {
+  uuid: string;
+  identifier: string;
+  retired: boolean;
+  person: Ref | null;
+  name: string;
+}
+
+const userRep = 'custom:(uuid,username,systemId,retired,person:(uuid,display),roles:(uuid,display))';
+const roleRep = 'custom:(uuid,name,description,retired,definedBy,privileges:(uuid,display),inheritedRoles:(uuid,display))';
+const providerRep = 'custom:(uuid,identifier,retired,name,person:(uuid,display))';
+
+/** Every page of a list (the server answers at most 100 per page). */
+function useList<T>(url: string) {
+  const { data, error, isLoading, mutate } = useOpenmrsFetchAll<T>(url);
+  return { items: data ?? [], error: error as Error | undefined, isLoading, mutate };
+}
+
+export function useUsers(query: string) {
+  const q = query.trim() ? `&q=${encodeURIComponent(query.trim())}` : '';
+  return useList<User>(`${restBaseUrl}/user?includeAll=true&limit=100&v=${userRep}${q}`);
+}
+
+export function useRoles() {
+  return useList<Role>(`${restBaseUrl}/role?includeAll=true&limit=100&v=${roleRep}`);
+}
+
+export function usePrivileges() {
+  return useList<Ref>(`${restBaseUrl}/privilege?limit=100&v=custom:(uuid,display)`);
+}
+
+export function useProviders() {
+  return useList<Provider>(`${restBaseUrl}/provider?includeAll=true&limit=100&v=${providerRep}`);
+}
+
+async function send(method: 'POST' | 'DELETE', path: string, body?: unknown) {
+  return openmrsFetch(`${restBaseUrl}/${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+export interface NewUser {
+  givenName: string;
+  familyName: string;
+  username: string;
+  password: string;
+  roles: Array<string>;
+}
+
+export const createUser = (u: NewUser) =>
+  send('POST', 'user', {
+    username: u.username,
+    password: u.password,
+    person: { names: [{ givenName: u.givenName, familyName: u.familyName }] },
+    roles: u.roles,
+  });
+export const setUserRoles = (uuid: string, roles: Array<string>) => send('POST', `user/${uuid}`, { roles });
+export const retireUser = (uuid: string, reason: string) =>
+  send('DELETE', `user/${uuid}?reason=${encodeURIComponent(reason)}`);
+export const unretireUser = (uuid: string) => send('POST', `user/${uuid}`, { retired: false });
+export const resetPassword = (uuid: string, newPassword: string) => send('POST', `password/${uuid}`, { newPassword });
+
+export interface RoleChange {
+  name?: string;
+  description: string;
+  privileges: Array<string>;
+  inheritedRoles: Array<string>;
+}
+export const createRole = (r: RoleChange) => send('POST', 'role', r);
+export const updateRole = (uuid: string, r: RoleChange) => send('POST', `role/${uuid}`, r);
+export const retireRole = (uuid: string) => send('DELETE', `role/${uuid}?reason=${encodeURIComponent('retired by an administrator')}`);
+
+export const createProvider = (p: { person?: string; name?: string; identifier: string }) => send('POST', 'provider', p);
+export const retireProvider = (uuid: string, reason: string) =>
+  send('DELETE', `provider/${uuid}?reason=${encodeURIComponent(reason)}`);
+export const unretireProvider = (uuid: string) => send('POST', `provider/${uuid}`, { retired: false });
+
+/** The server's explanation of a refused request: its message and each field's messages. */
+export function explain(e: unknown): string {
+  const body = (e as { responseBody?: { error?: { message?: string; fieldErrors?: Record<string, Array<{ message: string }>>; globalErrors?: Array<{ message: string }> } } })
+    ?.responseBody?.error;
+  if (!body) return e instanceof Error ? e.message : String(e);
+  const fields = Object.entries(body.fieldErrors ?? {}).flatMap(([field, errors]) => errors.map((x) => `${field}: ${x.message}`));
+  const globals = (body.globalErrors ?? []).map((x) => x.message);
+  return [...globals, ...fields].join(' · ') || body.message || '';
+}
