@@ -428,4 +428,15 @@ mod tests {
         s.remove(&id);
         assert!(s.get(&id).is_none());
     }
+
+    #[test]
+    fn sessions_end_at_their_absolute_limit_however_active() {
+        // EMR_SESSION_MAX_HOURS: an active session (idle limit far away) still ends.
+        let s = Sessions::new(Duration::from_secs(3600), Duration::from_millis(0));
+        let id = s.create("u", None);
+        assert!(s.get(&id).is_none());
+        let s = Sessions::new(Duration::from_secs(3600), Duration::from_secs(3600));
+        let id = s.create("u", None);
+        assert!(s.get(&id).is_some());
+    }
 }

@@ -59,6 +59,9 @@ pub struct Config {
     pub content_dir: Option<PathBuf>,
     /// `EMR_SESSION_IDLE_MINUTES`, default 30.
     pub session_idle: Duration,
+    /// `EMR_SESSION_MAX_HOURS`, default 12: a session ends this long after its login,
+    /// however active it has been (a shift's length).
+    pub session_max_age: Duration,
     /// `EMR_MAX_BODY_BYTES`, default 1 MiB.
     pub max_body_bytes: usize,
     /// `EMR_SPA_DEFAULT_LOCALE`, default `fr`: the embedded front end's language until the
@@ -84,19 +87,17 @@ impl Config {
             .unwrap_or_else(|| "0.0.0.0:8080".into())
             .parse()
             .map_err(|e| format!("EMR_LISTEN is not an address: {e}"))?;
-        let minutes: u64 = var("EMR_SESSION_IDLE_MINUTES")
-            .map(|v| {
-                v.parse()
-                    .map_err(|_| "EMR_SESSION_IDLE_MINUTES is not a number".to_string())
-            })
-            .transpose()?
-            .unwrap_or(30);
         let number = |k: &str, default: u64| -> Result<u64, String> {
             var(k)
                 .map(|v| v.parse().map_err(|_| format!("{k} is not a number")))
                 .transpose()
                 .map(|v| v.unwrap_or(default))
         };
+        let minutes = number("EMR_SESSION_IDLE_MINUTES", 30)?;
+        let max_hours = number("EMR_SESSION_MAX_HOURS", 12)?;
+        if max_hours == 0 || max_hours > 24 * 365 {
+            return Err("EMR_SESSION_MAX_HOURS must be from 1 to 8760".into());
+        }
         let connections = serve::Limits {
             max_connections: (number("EMR_MAX_CONNECTIONS", 512)?
                 .clamp(1, serve::MAX_CONNECTIONS as u64)) as usize,
@@ -119,6 +120,7 @@ impl Config {
             admin_password: var("EMR_ADMIN_PASSWORD"),
             content_dir: var("EMR_CONTENT_DIR").map(PathBuf::from),
             session_idle: Duration::from_secs(minutes * 60),
+            session_max_age: Duration::from_secs(max_hours * 3600),
             max_body_bytes,
             spa_default_locale: var("EMR_SPA_DEFAULT_LOCALE").unwrap_or_else(|| "fr".into()),
             spa: EMBEDDED_SPA,
@@ -139,6 +141,7 @@ impl Config {
             admin_password: Some(admin_password.into()),
             content_dir: None,
             session_idle: Duration::from_secs(1800),
+            session_max_age: Duration::from_secs(12 * 3600),
             max_body_bytes: 1024 * 1024,
             spa_default_locale: "fr".into(),
             spa: &[],
@@ -279,9 +282,8 @@ pub fn start(
         &config.admin_username,
         config.admin_password.as_deref(),
     )?;
-    let max_age = Duration::from_secs(12 * 3600);
     let state = AppState {
-        sessions: auth::Sessions::new(config.session_idle, max_age),
+        sessions: auth::Sessions::new(config.session_idle, config.session_max_age),
         catalog: ArcSwap::from_pointee(catalog),
         store,
         index: RwLock::new(search::SearchIndex::default()),
