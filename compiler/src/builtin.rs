@@ -294,6 +294,39 @@ pub const CONCEPT_CLASSES: &[(&str, &str)] = &[
     ("Misc Order", "8d492ee0-c2cc-11de-8d13-0010c6dffd0f"),
 ];
 
+/// Order types core creates: (name, uuid, Java class, description).
+pub const ORDER_TYPES: &[(&str, &str, &str, &str)] = &[
+    (
+        "Drug Order",
+        "131168f4-15f5-102d-96e4-000c29c2a5d7",
+        "org.openmrs.DrugOrder",
+        "An order for a medication to be given to the patient",
+    ),
+    (
+        "Test Order",
+        "52a447d3-a64a-11e3-9aeb-50e549534c5e",
+        "org.openmrs.TestOrder",
+        "Order type for test orders",
+    ),
+];
+
+/// Care settings core creates: (name, uuid, type, description). No content folder defines
+/// care settings (Initializer has none).
+pub const CARE_SETTINGS: &[(&str, &str, &str, &str)] = &[
+    (
+        "Outpatient",
+        "6f0c9a92-6f24-11e3-af88-005056821db0",
+        "OUTPATIENT",
+        "Out-patient care setting",
+    ),
+    (
+        "Inpatient",
+        "c365e560-c3ec-11e3-9c1a-0800200c9a66",
+        "INPATIENT",
+        "In-patient care setting",
+    ),
+];
+
 /// Concept map types known to core.
 pub const MAP_TYPES: &[&str] = &[
     "SAME-AS",

@@ -84,6 +84,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         program_workflow_states,
         drugs,
         order_frequencies,
+        order_types,
         payment_modes,
         queues,
         services,
@@ -576,6 +577,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         }
         content.order_frequencies.push(e.value);
     }
+    link_order_types(order_types, &mut content, sink);
     content.payment_modes = payment_modes.into_sorted();
     let payment_mode_uuids: BTreeSet<String> = content
         .payment_modes
@@ -692,6 +694,92 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     content.queues.sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.forms.sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content
+}
+
+/// Order types: the package's, then core's it does not redefine (by uuid or name); each
+/// parent an order type, each concept class a class of the content, and no parent cycle.
+fn link_order_types(order_types: Registry<OrderType>, content: &mut Content, sink: &mut Sink) {
+    let mut entries: Vec<Entry<OrderType>> = order_types.items.into_values().collect();
+    for (name, uuid, class, description) in builtin::ORDER_TYPES {
+        let redefined = entries
+            .iter()
+            .any(|e| e.value.uuid == *uuid || e.value.name.eq_ignore_ascii_case(name));
+        if !redefined {
+            content.order_types.push(OrderType {
+                uuid: uuid.to_string(),
+                name: name.to_string(),
+                description: Some(description.to_string()),
+                java_class_name: class.to_string(),
+                parent: None,
+                concept_classes: vec![],
+                retired: false,
+            });
+        }
+    }
+    let lookup = Lookup::new(
+        entries
+            .iter()
+            .map(|e| (e.value.name.as_str(), e.value.uuid.as_str()))
+            .chain(
+                content
+                    .order_types
+                    .iter()
+                    .map(|t| (t.name.as_str(), t.uuid.as_str())),
+            ),
+    );
+    let classes = Lookup::new(
+        content
+            .concept_classes
+            .iter()
+            .map(|c| (c.name.as_str(), c.uuid.as_str())),
+    );
+    let mut parents: BTreeMap<String, String> = BTreeMap::new();
+    for e in &mut entries {
+        if let Some(p) = e.value.parent.clone() {
+            e.value.parent = lookup.resolve(&p, "Order type", e.at("parent"), sink);
+            if let Some(p) = &e.value.parent {
+                parents.insert(e.value.uuid.clone(), p.clone());
+            }
+        }
+        let written = std::mem::take(&mut e.value.concept_classes);
+        for c in written {
+            if let Some(uuid) = classes.resolve(&c, "Concept class", e.at("concept_classes"), sink) {
+                e.value.concept_classes.push(uuid);
+            }
+        }
+    }
+    for e in &mut entries {
+        // Walking up from each type must end: a type that meets itself is in a cycle.
+        let mut seen = BTreeSet::from([e.value.uuid.clone()]);
+        let mut at = e.value.parent.clone();
+        while let Some(p) = at {
+            if !seen.insert(p.clone()) {
+                sink.emit(
+                    Code::Cycle,
+                    e.at("parent"),
+                    format!("Order type '{}' is its own ancestor", e.value.name),
+                );
+                e.value.parent = None;
+                break;
+            }
+            at = parents.get(&p).cloned();
+        }
+    }
+    content
+        .order_types
+        .extend(entries.into_iter().map(|e| e.value));
+    content.order_types.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.care_settings = builtin::CARE_SETTINGS
+        .iter()
+        .map(|(name, uuid, kind, description)| CareSetting {
+            uuid: uuid.to_string(),
+            name: name.to_string(),
+            description: Some(description.to_string()),
+            care_setting_type: kind.to_string(),
+            retired: false,
+        })
+        .collect();
+    content.care_settings.sort_by(|a, b| a.uuid.cmp(&b.uuid));
 }
 
 /// The diagnostic just emitted, to add a note to it.
@@ -981,6 +1069,21 @@ fn check_global_properties(
                 loc,
                 format!("'{name}' must be a whole number, not '{}'", gp.value.trim()),
             );
+        }
+    }
+    // The concept sets order entry offers (routes, units, specimen sources): each must be
+    // a concept of the content, or OpenMRS offers an empty list.
+    for name in [
+        "order.drugRoutesConceptUuid",
+        "order.drugDosingUnitsConceptUuid",
+        "order.drugDispensingUnitsConceptUuid",
+        "order.durationUnitsConceptUuid",
+        "order.testSpecimenSourcesConceptUuid",
+    ] {
+        if let Some((gp, loc)) = get(name)
+            && !gp.value.trim().is_empty()
+        {
+            index.resolve(gp.value.trim(), loc, sink);
         }
     }
     if let Some((gp, loc)) = get("queue.service.concepts") {

@@ -37,10 +37,10 @@ EXPORT_TIME = "2026-11-01T00:00:00Z"
 
 COLLECTIONS = [
     {
-        "file": "drc_dictionnaire-clinique_v3_autoexpand-20261101.zip",
+        "file": "drc_dictionnaire-clinique_v4_autoexpand-20261126.zip",
         "id": "dictionnaire-clinique",
         "name": "Dictionnaire clinique",
-        "version": "v3",
+        "version": "v4",
         "sources": ["answers.csv", "diagnoses.csv", "labs.csv", "medicines.csv", "allergies.csv", "immunizations.csv"],
     },
     {
@@ -49,6 +49,13 @@ COLLECTIONS = [
         "name": "Signes vitaux et anthropométrie",
         "version": "v1",
         "sources": ["vitals.csv"],
+    },
+    {
+        "file": "drc_prescription_v1_autoexpand-20261101.zip",
+        "id": "prescription",
+        "name": "Prescription et examens : formes, unités, voies, durées, fréquences, échantillons",
+        "version": "v1",
+        "sources": ["orders.csv"],
     },
     {
         "file": "drc_services_v2_autoexpand-20261101.zip",

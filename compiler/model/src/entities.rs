@@ -406,6 +406,33 @@ pub struct Drug {
     pub retired: bool,
 }
 
+/// What kind of thing an order asks for (core's `order_type`): drug orders, test orders,
+/// and those a package adds (`ordertypes/`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderType {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// `org.openmrs.DrugOrder`, `org.openmrs.TestOrder`, `org.openmrs.Order`…
+    pub java_class_name: String,
+    /// An order type uuid.
+    pub parent: Option<String>,
+    /// Concept class uuids whose concepts are ordered with this type.
+    pub concept_classes: Vec<String>,
+    pub retired: bool,
+}
+
+/// Where care is given, for orders (core's `care_setting`: Outpatient and Inpatient).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CareSetting {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// `OUTPATIENT` or `INPATIENT`.
+    pub care_setting_type: String,
+    pub retired: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrderFrequency {
     pub uuid: String,

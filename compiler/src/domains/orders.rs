@@ -1,4 +1,4 @@
-//! `drugs/`, `orderfrequencies/`, `paymentmodes/` and `queues/`.
+//! `drugs/`, `orderfrequencies/`, `ordertypes/`, `paymentmodes/` and `queues/`.
 
 use super::{Ctx, Loaded};
 use crate::csvtable::{Columns, UuidRule, split_list};
@@ -22,6 +22,28 @@ pub const FREQUENCY_COLUMNS: Columns = Columns {
     prefixes: &[],
     required: &["concept frequency"],
 };
+
+pub const ORDER_TYPE_COLUMNS: Columns = Columns {
+    known: &[
+        "name",
+        "description",
+        "java class name",
+        "parent",
+        "concept classes",
+    ],
+    prefixes: &[],
+    required: &["name", "java class name"],
+};
+
+/// The order classes OpenMRS core knows (an order type's Java class must be one of them,
+/// or Initializer fails on a class it cannot load).
+pub const ORDER_CLASSES: &[&str] = &[
+    "org.openmrs.Order",
+    "org.openmrs.DrugOrder",
+    "org.openmrs.TestOrder",
+    "org.openmrs.ServiceOrder",
+    "org.openmrs.ReferralOrder",
+];
 
 pub const PAYMENT_COLUMNS: Columns = Columns {
     known: &["name", "attributes"],
@@ -120,6 +142,41 @@ pub fn load_frequency(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     };
     let entry = ctx.entry_with(value, &[("concept", "concept frequency")]);
     loaded.order_frequencies.insert(uuid, entry, sink);
+}
+
+pub fn load_order_type(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
+    let (Some(name), Some(java_class_name)) = (
+        ctx.required("name", sink),
+        ctx.required("java class name", sink),
+    ) else {
+        return;
+    };
+    let Some(uuid) = ctx.uuid(UuidRule::Metadata, &name, sink) else {
+        return;
+    };
+    if !ORDER_CLASSES.contains(&java_class_name.as_str()) {
+        sink.emit(
+            Code::InvalidValue,
+            &ctx.loc("java class name"),
+            format!("'{java_class_name}' is not an order class OpenMRS knows"),
+        )
+        .help = Some(format!("use one of {}", ORDER_CLASSES.join(", ")));
+        return;
+    }
+    let value = OrderType {
+        uuid: uuid.clone(),
+        name,
+        description: ctx.string("description"),
+        java_class_name,
+        parent: ctx.string("parent"),
+        concept_classes: ctx.list("concept classes"),
+        retired: ctx.retired(sink),
+    };
+    let entry = ctx.entry_with(
+        value,
+        &[("parent", "parent"), ("concept_classes", "concept classes")],
+    );
+    loaded.order_types.insert(uuid, entry, sink);
 }
 
 pub fn load_payment_mode(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {

@@ -350,3 +350,58 @@ fn a_tag_column_is_checked_even_when_the_first_row_is_unusable() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn order_types_add_to_cores_with_their_parent_and_concept_classes_resolved() {
+    let text = format!(
+        "//- openmrs_config/ordertypes/ordertypes.csv\n\
+         Uuid,Void/Retire,Name,Description,Java class name,Parent,Concept classes\n\
+         {A},,Imagerie,Examens d'imagerie,org.openmrs.TestOrder,Test Order,Procedure;Test\n\
+         {B},,Radiographie,,org.openmrs.TestOrder,{A},\n\
+         {C},,Pansement,,org.openmrs.Procedure,,\n"
+    );
+    let (content, problems) = compile(&text, Selection::distro());
+    // Core's drug and test order types are always there; a class core does not know is
+    // refused at its cell.
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].ends_with("'org.openmrs.Procedure' is not an order class OpenMRS knows"),
+        "{problems:?}"
+    );
+    let names: Vec<_> = content.order_types.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    let imaging = content.order_types.iter().find(|t| t.uuid == A).unwrap();
+    assert_eq!(
+        imaging.parent.as_deref(),
+        Some("52a447d3-a64a-11e3-9aeb-50e549534c5e")
+    );
+    assert_eq!(
+        imaging.concept_classes,
+        [
+            "8d490bf4-c2cc-11de-8d13-0010c6dffd0f",
+            "8d4907b2-c2cc-11de-8d13-0010c6dffd0f"
+        ]
+    );
+    let xray = content.order_types.iter().find(|t| t.uuid == B).unwrap();
+    assert_eq!(xray.parent.as_deref(), Some(A));
+    assert_eq!(content.care_settings.len(), 2);
+}
+
+#[test]
+fn an_order_type_parent_cycle_or_unknown_reference_is_reported() {
+    let text = format!(
+        "//- openmrs_config/ordertypes/ordertypes.csv\n\
+         Uuid,Name,Java class name,Parent,Concept classes\n\
+         {A},Un,org.openmrs.Order,Deux,\n\
+         {B},Deux,org.openmrs.Order,Un,Nulle part\n"
+    );
+    let (_, problems) = compile(&text, Selection::distro());
+    assert!(
+        problems.iter().any(|p| p.contains("its own ancestor")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("Nulle part")),
+        "{problems:?}"
+    );
+}
