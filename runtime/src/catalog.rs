@@ -148,6 +148,34 @@ impl Catalog {
         find_by_uuid(&self.content.identifier_sources, uuid, |s| &s.uuid)
     }
 
+    pub fn drug(&self, uuid: &str) -> Option<&Drug> {
+        find_by_uuid(&self.content.drugs, uuid, |d| &d.uuid)
+    }
+
+    pub fn order_frequency(&self, uuid: &str) -> Option<&OrderFrequency> {
+        find_by_uuid(&self.content.order_frequencies, uuid, |f| &f.uuid)
+    }
+
+    /// An order type by uuid or name (any case).
+    pub fn order_type(&self, uuid_or_name: &str) -> Option<&OrderType> {
+        find_by_uuid(&self.content.order_types, uuid_or_name, |t| &t.uuid).or_else(|| {
+            self.content
+                .order_types
+                .iter()
+                .find(|t| t.name.eq_ignore_ascii_case(uuid_or_name))
+        })
+    }
+
+    /// A care setting by uuid or name (any case).
+    pub fn care_setting(&self, uuid_or_name: &str) -> Option<&CareSetting> {
+        find_by_uuid(&self.content.care_settings, uuid_or_name, |c| &c.uuid).or_else(|| {
+            self.content
+                .care_settings
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(uuid_or_name))
+        })
+    }
+
     pub fn has_privilege_named(&self, name: &str) -> bool {
         self.privilege_names.contains_key(&name.to_lowercase())
     }

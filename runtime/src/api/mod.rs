@@ -35,6 +35,8 @@ use crate::domains::diagnosis::rest as diagnosis;
 use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
 use crate::domains::immunization::fhir as immunization_fhir;
+use crate::domains::order::formulary;
+use crate::domains::order::rest as order;
 use crate::domains::programme::rest as programme;
 use crate::domains::provider::rest as provider;
 use crate::domains::queue::rest as queue;
@@ -225,6 +227,27 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(condition::read)
                 .post(condition::update)
                 .delete(condition::delete),
+        )
+        .route(&rest("/order"), get(order::search).post(order::create))
+        .route(
+            &rest("/order/{uuid}"),
+            get(order::read).delete(order::delete),
+        )
+        .route(
+            &rest("/order/{uuid}/fulfillerdetails"),
+            post(order::fulfiller_details),
+        )
+        .route(&rest("/drug"), get(formulary::drugs))
+        .route(&rest("/drug/{uuid}"), get(formulary::drug))
+        .route(&rest("/orderfrequency"), get(formulary::frequencies))
+        .route(&rest("/orderfrequency/{uuid}"), get(formulary::frequency))
+        .route(&rest("/ordertype"), get(formulary::order_types))
+        .route(&rest("/ordertype/{uuid}"), get(formulary::order_type))
+        .route(&rest("/caresetting"), get(formulary::care_settings))
+        .route(&rest("/caresetting/{uuid}"), get(formulary::care_setting))
+        .route(
+            &rest("/orderentryconfig"),
+            get(formulary::order_entry_config),
         )
         .route(&rest("/program"), get(programme::programs))
         .route(&rest("/program/{uuid}"), get(programme::program))

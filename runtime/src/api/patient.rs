@@ -2033,6 +2033,9 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     if crate::domains::queue::store::any_of_patient(&state.store, patient)? {
         found.push("queue entries");
     }
+    if crate::domains::order::store::any_of_patient(&state.store, patient)? {
+        found.push("orders");
+    }
     let (conditions, _) = crate::domains::condition::store::of_patient(
         &state.store,
         patient,

@@ -1,7 +1,7 @@
 //! The clinical record, one module per aggregate: `visit` (visits and their attributes),
 //! `encounter` (encounters with their observations), `diagnosis` (an encounter's
 //! diagnoses), `condition` (the problem list), `allergy` (allergies), `immunization` (vaccinations, as observation groups in
-//! encounters), `programme`
+//! encounters), `order` (drug and test orders, the formulary's REST resources), `programme`
 //! (programme enrolments with their workflow states), `queue` (service-queue entries),
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
 //! between persons) and `role` (roles and
@@ -22,6 +22,7 @@ pub mod condition;
 pub mod diagnosis;
 pub mod encounter;
 pub mod immunization;
+pub mod order;
 pub mod programme;
 pub mod provider;
 pub mod queue;
@@ -212,6 +213,7 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     diagnosis::store::RECORDS,
     condition::store::RECORDS,
     allergy::store::RECORDS,
+    order::store::RECORDS,
     role::store::ROLE_RECORDS,
     role::store::PRIVILEGE_RECORDS,
     provider::store::RECORDS,

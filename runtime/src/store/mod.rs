@@ -885,13 +885,28 @@ impl Store {
 
     /// The next value of a generator's counter (0 first), durably.
     pub fn next_counter(&self, source: &str) -> StoreResult<u64> {
-        self.write(|txn| {
-            let mut t = txn.open_table(COUNTERS)?;
-            let current = t.get(source)?.map_or(0, |v| v.value());
-            t.insert(source, current + 1)?;
-            Ok(current)
-        })
+        self.write(|txn| next_counter_in(txn, source))
     }
+}
+
+/// The next value of a counter (0 first), in the caller's transaction: what it numbers is
+/// written in the same commit, so a number is never given twice nor lost.
+pub fn next_counter_in(txn: &redb::WriteTransaction, name: &str) -> StoreResult<u64> {
+    let mut t = txn.open_table(COUNTERS)?;
+    let current = t.get(name)?.map_or(0, |v| v.value());
+    t.insert(name, current + 1)?;
+    Ok(current)
+}
+
+/// Makes a counter give at least `used` next (numbers from it are its value + 1, so the
+/// number `used` is never given again): a restore rebuilding records keeps it ahead.
+pub fn raise_counter_in(txn: &redb::WriteTransaction, name: &str, used: u64) -> StoreResult<()> {
+    let mut t = txn.open_table(COUNTERS)?;
+    let current = t.get(name)?.map_or(0, |v| v.value());
+    if current < used {
+        t.insert(name, used)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod router_diagnosis;
 mod router_form;
 mod router_immunization;
 mod router_o3;
+mod router_order;
 mod router_patient;
 mod router_programme;
 mod router_provider;

@@ -791,13 +791,15 @@ async fn the_form_engine_reads_back_providers_and_roles() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
 
-/// Orders and diagnoses inside an encounter are not recorded yet: refused, never dropped.
+/// Diagnoses inside an encounter are refused (they go through `patientdiagnoses`), never
+/// dropped; an order the encounter carries is checked as any order, and a malformed one
+/// refuses the whole encounter.
 #[tokio::test]
-async fn orders_and_diagnoses_in_an_encounter_are_refused_not_dropped() {
+async fn diagnoses_in_an_encounter_are_refused_and_malformed_orders_refuse_it() {
     let st = state();
     let mut c = Client::admin(st.clone()).await;
     let p = patient(&mut c, &st, "200090").await;
-    for field in ["orders", "diagnoses"] {
+    for (field, named) in [("orders", "certainty"), ("diagnoses", "diagnoses")] {
         let r = c
             .post(
                 &format!("{REST}/encounter"),
@@ -805,8 +807,14 @@ async fn orders_and_diagnoses_in_an_encounter_are_refused_not_dropped() {
             )
             .await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}: {:?}", r.body);
-        assert!(r.body["error"]["message"].as_str().unwrap().contains(field));
+        assert!(
+            r.body["error"]["message"].as_str().unwrap().contains(named),
+            "{:?}",
+            r.body
+        );
     }
+    let none = c.get(&format!("{REST}/encounter?patient={p}")).await;
+    assert_eq!(none.body["results"].as_array().unwrap().len(), 0);
     // Empty lists, as the form engine sends them, pass.
     let r = c
         .post(

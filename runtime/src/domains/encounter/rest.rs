@@ -12,6 +12,8 @@ use crate::api::location::LocationRes;
 use crate::api::metadata::{EncounterTypeRes, NamedRes};
 use crate::api::patient::PatientRes;
 use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::domains::order::OrderRecord;
+use crate::domains::order::rest as order_rest;
 use crate::domains::provider::rest::ProviderRes;
 use crate::domains::rest::{
     answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, page_answer, ref_uuid,
@@ -142,10 +144,13 @@ impl Resource for EncounterRes<'_> {
                 let top: Vec<ObsRes> = all.iter().map(ObsRes).collect();
                 nested_list(top.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
-            // Orders and diagnoses are recorded by later domains; none exist yet.
             "diagnoses" => crate::domains::diagnosis::rest::of_encounter(&e.uuid, rep, ctx),
-            // Orders are not recorded yet (an encounter refuses them).
-            "orders" => json!([]),
+            "orders" => {
+                let orders = order_rest::encounter_orders(ctx, &e.uuid);
+                let res: Vec<order_rest::OrderRes> =
+                    orders.iter().map(order_rest::OrderRes).collect();
+                nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
             "voided" => json!(e.voiding.voided),
             "visit" => {
                 let v = e.visit.as_deref().and_then(|v| {
@@ -406,11 +411,18 @@ impl Resource for ObsRes<'_> {
                 rep,
                 ctx,
             ),
-            "order" => o
-                .order
-                .as_ref()
-                .map(|u| json!({"uuid": u}))
-                .unwrap_or(Value::Null),
+            "order" => {
+                let found = o.order.as_deref().and_then(|u| {
+                    crate::domains::order::store::get(ctx.store, u)
+                        .ok()
+                        .flatten()
+                });
+                match (found, &o.order) {
+                    (Some(x), _) => nest(Some(order_rest::OrderRes(&x)), rep, ctx),
+                    (None, Some(u)) => json!({"uuid": u}),
+                    (None, None) => Value::Null,
+                }
+            }
             "encounter" => {
                 let e = o
                     .encounter
@@ -473,22 +485,18 @@ const ENCOUNTER_FIELDS: &[&str] = &[
     "diagnoses",
 ];
 
-/// Orders and diagnoses inside an encounter are not recorded yet: an empty list (what the
-/// form engine sends for forms without them) passes, anything else is refused rather than
-/// silently dropped.
+/// Diagnoses inside an encounter are written through `patientdiagnoses`: an empty list
+/// (what the form engine sends) passes, anything else is refused rather than silently
+/// dropped.
 fn not_recorded_yet(body: &Map<String, Value>) -> ApiResult<()> {
-    for field in ["orders", "diagnoses"] {
-        match body.get(field) {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) if items.is_empty() => {}
-            Some(_) => {
-                return Err(ApiError::BadRequest(format!(
-                    "{field} cannot be recorded with an encounter yet: send an empty list"
-                )));
-            }
-        }
+    match body.get("diagnoses") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Array(items)) if items.is_empty() => Ok(()),
+        Some(_) => Err(ApiError::BadRequest(
+            "diagnoses cannot be recorded with an encounter: write them through patientdiagnoses"
+                .into(),
+        )),
     }
-    Ok(())
 }
 
 pub(crate) fn providers(
@@ -546,6 +554,46 @@ fn obs_bodies(body: &Map<String, Value>) -> ApiResult<Vec<&Map<String, Value>>> 
     }
 }
 
+/// Whether a body carries orders to place.
+fn has_orders(body: &Map<String, Value>) -> bool {
+    matches!(body.get("orders"), Some(Value::Array(items)) if !items.is_empty())
+}
+
+/// An observation that answers an order (a laboratory result) names an order of the same
+/// patient: a stored one, or one placed with it.
+fn check_obs_orders(
+    state: &AppState,
+    obs: &[ObsRecord],
+    patient: &str,
+    placed: &[crate::domains::order::OrderRecord],
+) -> ApiResult<()> {
+    for (i, o) in obs.iter().enumerate() {
+        let Some(order) = &o.order else { continue };
+        let found = match placed.iter().find(|p| &p.uuid == order) {
+            Some(p) => Some(p.patient.clone()),
+            None => crate::domains::order::store::get(&state.store, order)?.map(|x| x.patient),
+        };
+        match found {
+            Some(p) if p == patient => {}
+            Some(_) => {
+                return Err(ApiError::invalid_field(
+                    &format!("obs[{i}].order"),
+                    "error.invalid",
+                    "The order is another patient's",
+                ));
+            }
+            None => {
+                return Err(ApiError::invalid_field(
+                    &format!("obs[{i}].order"),
+                    "error.invalid",
+                    "Order does not exist",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The visit an encounter belongs to: the one named, else none (O3 names it).
 fn load_visit(
     state: &AppState,
@@ -568,6 +616,9 @@ pub async fn create(
     not_recorded_yet(&body)?;
     if !obs_bodies(&body)?.is_empty() {
         caller.require(&["Add Observations"])?;
+    }
+    if has_orders(&body) {
+        caller.require(&["Add Orders"])?;
     }
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
@@ -637,6 +688,7 @@ pub async fn create(
         if !inv.is_empty() {
             return Err(ApiError::Invalid(inv));
         }
+        let drafts = order_rest::drafts_of_encounter(&st, &body, &e.uuid, &patient, &audit, now)?;
         let _one_writer = st.store.write_lock();
         if store::encounter(&st.store, &e.uuid)?.is_some() {
             return Err(ApiError::BadRequest(format!(
@@ -644,13 +696,20 @@ pub async fn create(
                 e.uuid
             )));
         }
-        store::write(
-            &st.store,
-            &Change {
-                encounter: Some((None, &e)),
-                obs: obs.iter().map(|o| (None, o)).collect(),
-            },
-        )?;
+        check_obs_orders(&st, &obs, &patient, &drafts)?;
+        let placed = order_rest::place_all(&st, drafts, &e, now)?;
+        // The encounter, its observations and its orders (a signed order basket) commit
+        // together.
+        st.store.write(|txn| {
+            store::write_in(
+                txn,
+                &Change {
+                    encounter: Some((None, &e)),
+                    obs: obs.iter().map(|o| (None, o)).collect(),
+                },
+            )?;
+            placed.write_in(txn)
+        })?;
         Ok(e)
     })
     .await?;
@@ -677,6 +736,9 @@ pub async fn update(
     caller.require(&["Edit Encounters"])?;
     only_known(&body, "encounter", ENCOUNTER_FIELDS)?;
     not_recorded_yet(&body)?;
+    if has_orders(&body) {
+        caller.require(&["Add Orders"])?;
+    }
     let patient = opt_ref(&body, "patient")?;
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
@@ -802,16 +864,22 @@ pub async fn update(
         if !inv.is_empty() {
             return Err(ApiError::Invalid(inv));
         }
+        let drafts = order_rest::drafts_of_encounter(&st, &body, &e.uuid, &e.patient, &audit, now)?;
+        check_obs_orders(&st, &added, &e.patient, &drafts)?;
+        let placed = order_rest::place_all(&st, drafts, &e, now)?;
         let mut obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
             replaced.iter().map(|(o, n)| (Some(o), n)).collect();
         obs.extend(added.iter().map(|o| (None, o)));
-        store::write(
-            &st.store,
-            &Change {
-                encounter: Some((Some(&old), &e)),
-                obs,
-            },
-        )?;
+        st.store.write(|txn| {
+            store::write_in(
+                txn,
+                &Change {
+                    encounter: Some((Some(&old), &e)),
+                    obs,
+                },
+            )?;
+            placed.write_in(txn)
+        })?;
         Ok(e)
     })
     .await?;
@@ -872,14 +940,31 @@ pub async fn delete(
                 })
                 .collect();
         let obs = changed.iter().map(|(o, n)| (Some(o), n)).collect();
-        store::write(
-            &st.store,
-            &Change {
-                encounter: Some((Some(&old), &e)),
-                obs,
-            },
-        )
-        .map_err(ApiError::from)
+        // Its orders go with it, as core's voidEncounter voids them.
+        let orders: Vec<(OrderRecord, OrderRecord)> =
+            crate::domains::order::store::of_encounter(&st.store, &uuid, false)?
+                .into_iter()
+                .map(|o| {
+                    let mut v = o.clone();
+                    v.voiding.void(&user, now, &reason);
+                    (o, v)
+                })
+                .collect();
+        st.store
+            .write(|txn| {
+                store::write_in(
+                    txn,
+                    &Change {
+                        encounter: Some((Some(&old), &e)),
+                        obs,
+                    },
+                )?;
+                crate::domains::order::store::put_in(
+                    txn,
+                    &orders.iter().map(|(o, n)| (Some(o), n)).collect::<Vec<_>>(),
+                )
+            })
+            .map_err(ApiError::from)
     })
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
