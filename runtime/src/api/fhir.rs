@@ -398,7 +398,11 @@ pub fn patient_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Val
         .map(|a| {
             let f = |k: &str| a.fields.get(k).cloned();
             let lines: Vec<String> = ["address1", "address2"].iter().filter_map(|k| f(k)).collect();
-            json!({"id": a.uuid, "use": "home", "line": lines, "city": f("cityVillage"), "district": f("countyDistrict"), "state": f("stateProvince"), "postalCode": f("postalCode"), "country": f("country")})
+            let mut a = json!({"id": a.uuid, "use": "home", "city": f("cityVillage"), "district": f("countyDistrict"), "state": f("stateProvince"), "postalCode": f("postalCode"), "country": f("country")});
+            if !lines.is_empty() {
+                a["line"] = json!(lines);
+            }
+            a
         })
         .collect();
     let mut r = json!({
@@ -412,6 +416,11 @@ pub fn patient_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Val
         "gender": gender(&p.gender),
         "address": addresses,
     });
+    // FHIR leaves out an element with no value rather than writing an empty list (as
+    // fhir2 does); the O3 vitals header reads `address[0].city` whenever `address` exists.
+    if let Value::Object(m) = &mut r {
+        m.retain(|_, v| !matches!(v, Value::Array(items) if items.is_empty()));
+    }
     if let Some(b) = &p.birthdate {
         r["birthDate"] = json!(b);
     }

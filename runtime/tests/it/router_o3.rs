@@ -94,6 +94,20 @@ async fn fhir_patient_reads_a_registered_patient() {
         "Numéro patient DSE"
     );
     assert_eq!(r.body["telecom"][0]["value"], "+243810000000");
+    assert_eq!(r.body["address"][0]["city"], "Ngaliema");
+    // A patient registered without an address has no `address` element at all: an empty
+    // list broke the O3 vitals widget (it reads `address[0].city` when the list exists).
+    let mut body: serde_json::Value =
+        serde_json::from_str(&patient_body(&st, "Rose", "Mbala", "600002")).unwrap();
+    body["person"].as_object_mut().unwrap().remove("addresses");
+    let created = c
+        .post("/openmrs/ws/rest/v1/patient", &body.to_string())
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let uuid = created.body["uuid"].as_str().unwrap();
+    let r = c.get(&format!("/openmrs/ws/fhir2/R4/Patient/{uuid}")).await;
+    assert!(r.body.get("address").is_none(), "{:?}", r.body);
+    assert!(r.body["name"].is_array());
     let r = c
         .get("/openmrs/ws/fhir2/R4/Patient/00000000-0000-4000-8000-000000000000")
         .await;
