@@ -126,6 +126,8 @@ const ENGLISH = [
   "Record a new allergy", "Allergy saved", "Severity of worst reaction", "Select the reactions", "Record condition",
   "Condition saved", "Onset date", "Clinical status", "Search conditions", "Possible duplicate",
   "Immunization Form", "Vaccination saved successfully", "Lot number", "Vaccination date", "Dose-1", "Booster-1",
+  "Upcoming Medications", "Order placed", "Placed order for", "Back to order basket", "Add to my pinned orders",
+  "Auto-calculated", "Add test order", "Days", "Test Order", "Drug Order", "Orders placed", "Order updated",
 ];
 let french = true;
 async function noEnglish() {
@@ -430,6 +432,109 @@ await step("record-a-vaccination", async () => {
   if (found.results.length !== 1 || !members.includes("L-2026-117") || !members.includes("Vaccin polio oral (VPO)")) {
     throw new Error(`the vaccination was not saved as entered: ${members}`);
   }
+});
+
+// Orders and the care record (issue 11): a prescription from the order basket, changed and
+// stopped; a laboratory test, picked up, resulted and completed in the laboratory app; the
+// result in the chart, flagged.
+const patientUuid = () => chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+async function signTheBasket() {
+  // The basket opens by itself after a discontinuation; after a new prescription, from the
+  // side menu.
+  const sign = page.getByRole("button", { name: "Signer et fermer" });
+  if (!(await sign.isVisible())) await page.getByRole("button", { name: "Ordonnance", exact: true }).click();
+  await sign.click();
+  await page.getByRole("button", { name: "Signer et fermer" }).waitFor({ state: "hidden", timeout: 30000 });
+}
+
+await step("prescribe-a-medicine", async () => {
+  await page.getByRole("link", { name: "Médicaments", exact: true }).click();
+  await page.getByRole("button", { name: "Ajouter traitement en cours" }).click();
+  await page.getByRole("searchbox").last().fill("parac");
+  await visible(page.getByText("2 résultats pour « parac »"));
+  // The two paracetamol forms; the tablet is listed second.
+  await page.getByRole("button", { name: "Prescrire" }).nth(1).click();
+  await visible(page.getByText("Paracétamol 500 mg comprimé (500 mg)"));
+  await page.locator("input#doseSelection").fill("1");
+  await page.locator("input#editRoute").click();
+  await page.locator("input#editRoute").fill("orale");
+  await page.getByRole("option", { name: "Voie orale" }).click();
+  await page.locator("input#editFrequency").click();
+  await page.locator("input#editFrequency").fill("Trois");
+  await page.getByRole("option", { name: "Trois fois par jour" }).click();
+  await page.locator("input#durationInput").fill("5");
+  await page.locator("input#quantityDispensed").fill("15");
+  await page.locator("input#prescriptionRefills").fill("0");
+  await page.locator("input#indication").fill("Fièvre");
+  await page.getByRole("button", { name: "Enregistrer cette prescription" }).click();
+  await signTheBasket();
+  await visible(page.getByText("Traitements en cours"));
+  await visible(page.getByText(/trois fois par jour — pour 5 jours/));
+  const [order] = (await api("GET", `order?patient=${patientUuid()}&status=active&v=full`)).results;
+  if (order?.drug?.display !== "Paracétamol 500 mg comprimé" || order.quantity !== 15 || !order.autoExpireDate || order.orderReasonNonCoded !== "Fièvre") {
+    throw new Error(`the prescription was not saved as entered: ${JSON.stringify(order)}`);
+  }
+});
+
+await step("change-and-stop-the-prescription", async () => {
+  // Modify: two tablets instead of one (a revision that stops the first order).
+  await page.locator("table").first().getByRole("button").last().click();
+  await page.getByRole("menuitem", { name: "Modifier" }).click();
+  await page.locator("input#doseSelection").fill("2");
+  await page.getByRole("button", { name: "Enregistrer cette prescription" }).click();
+  await visible(page.getByText(/2 comprimé/));
+  // Stop it: a discontinuation signed from the basket; it moves to the past treatments.
+  await page.locator("table").first().getByRole("button").last().click();
+  await page.getByRole("menuitem", { name: "Interrompre" }).click();
+  await signTheBasket();
+  await visible(page.getByText("Aucun(e) traitement en cours à afficher pour ce patient."));
+  const all = (await api("GET", `order?patient=${patientUuid()}&status=any`)).results.map((o) => o.display.split(")")[0] + ")");
+  if (all.join(",") !== "(DISCONTINUE),(REVISE),(NEW)") throw new Error(`the prescription's history is not NEW, REVISE, DISCONTINUE: ${all}`);
+});
+
+await step("order-a-laboratory-test", async () => {
+  await page.getByRole("button", { name: "Ordonnance", exact: true }).click();
+  // The basket's second "Ajouter" is the laboratory tests'.
+  await page.getByRole("button", { name: "Ajouter", exact: true }).nth(1).click();
+  await page.getByRole("searchbox").last().fill("hémoglobine");
+  // Filtered: haemoglobin, then glycated haemoglobin.
+  await visible(page.getByText("2 résultats pour « hémoglobine »"));
+  await page.getByRole("button", { name: "Prescrire" }).first().click();
+  await page.locator("select#priorityInput").selectOption("STAT");
+  await page.locator("textarea#additionalInstructionsInput").fill("Pâleur, suspicion d'anémie");
+  await page.getByRole("button", { name: "Enregistrer la prescription" }).click();
+  await page.getByRole("button", { name: "Signer et fermer" }).click();
+  await page.getByRole("button", { name: "Signer et fermer" }).waitFor({ state: "hidden", timeout: 30000 });
+  await page.getByRole("link", { name: "Ordonnances", exact: true }).click();
+  await visible(page.getByRole("cell", { name: "Hémoglobine" }));
+  await visible(page.getByRole("cell", { name: "Demande d'examen" }));
+});
+
+await step("laboratory-enters-the-result", async () => {
+  await page.goto(`${base}/openmrs/spa/home/laboratory`);
+  await visible(page.getByRole("tab", { name: "Examens prescrits" }));
+  const row = () => page.getByRole("tabpanel").filter({ visible: true }).locator("tbody tr").filter({ hasText: "Grâce Kapinga" }).first();
+  await row().getByRole("button").first().click();
+  await page.getByRole("button", { name: "Sélectionner la demande" }).first().click();
+  await page.getByRole("dialog").getByRole("button", { name: "Sélectionner la demande de laboratoire" }).click();
+  await page.getByRole("tab", { name: "En cours" }).click();
+  await row().getByRole("button").first().click();
+  await page.getByRole("button", { name: "Ajouter des résultats de laboratoire" }).first().click();
+  await visible(page.getByText("Hémoglobine (0 - 25 g/dL)"));
+  await page.locator('input[name="21AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"]').fill("9.5");
+  await page.getByRole("button", { name: "Enregistrer et fermer" }).click();
+  await page.getByRole("tab", { name: "Terminé" }).click();
+  await visible(page.getByRole("tabpanel").filter({ visible: true }).getByText("Grâce Kapinga"));
+  const [test] = (await api("GET", `order?patient=${patientUuid()}&orderTypes=52a447d3-a64a-11e3-9aeb-50e549534c5e&v=full`)).results.filter((o) => o.action === "NEW");
+  if (test?.fulfillerStatus !== "COMPLETED" || !test.dateStopped) throw new Error(`the test order was not completed: ${JSON.stringify(test)}`);
+});
+
+await step("the-result-in-the-chart", async () => {
+  await page.goto(`${base}/openmrs/spa/patient/${patientUuid()}/chart/Results`);
+  await visible(page.getByText("Numération formule sanguine").first());
+  // Below the content's reference range (12–16 g/dL): flagged low.
+  await visible(page.getByText(/9\.5 g\/dL/).first());
+  await visible(page.getByText(/12 – 16/).first());
 });
 
 await step("end-the-visit", async () => {

@@ -665,8 +665,14 @@ pub fn from_body(
         inv.field(&f("drug"), "error.invalid", "Drug does not exist");
     }
     // Core takes the concept from the drug when the order names none.
+    let named = body.get("concept").is_some_and(|c| !c.is_null());
     let concept = concept_ref("concept", &mut inv)?.or(drug_concept);
-    let concept = required("concept", concept, &mut inv);
+    let concept = match concept {
+        Some(c) => c,
+        // An unknown concept is already reported; only a missing one is "required".
+        None if named => String::new(),
+        None => required("concept", None, &mut inv),
+    };
     let order_type = match opt_ref(body, "orderType")? {
         None => String::new(),
         Some(t) => match catalog.order_type(&t) {
