@@ -128,6 +128,7 @@ const ENGLISH = [
   "Immunization Form", "Vaccination saved successfully", "Lot number", "Vaccination date", "Dose-1", "Booster-1",
   "Upcoming Medications", "Order placed", "Placed order for", "Back to order basket", "Add to my pinned orders",
   "Auto-calculated", "Add test order", "Days", "Test Order", "Drug Order", "Orders placed", "Order updated",
+  "Medication successfully dispensed", "Dispense prescription", "Active prescriptions",
 ];
 let french = true;
 async function noEnglish() {
@@ -476,14 +477,45 @@ await step("prescribe-a-medicine", async () => {
   }
 });
 
-await step("change-and-stop-the-prescription", async () => {
-  // Modify: two tablets instead of one (a revision that stops the first order).
+await step("change-the-prescription", async () => {
+  // Modify: two tablets instead of one (a revision that stops the first order). The form
+  // starts a revision at least a second after the order it revises and refuses a start in
+  // the future, so a revision within a second of signing (only a script is that fast)
+  // waits for that second to pass.
+  const [signed] = (await api("GET", `order?patient=${patientUuid()}&status=active`)).results;
+  await page.waitForFunction((t) => Date.now() > t + 1000, Date.parse(signed.dateActivated.replace(/([+-]\d\d)(\d\d)$/, "$1:$2")));
   await page.locator("table").first().getByRole("button").last().click();
   await page.getByRole("menuitem", { name: "Modifier" }).click();
   await page.locator("input#doseSelection").fill("2");
   await page.getByRole("button", { name: "Enregistrer cette prescription" }).click();
+  await page.getByRole("button", { name: "Enregistrer cette prescription" }).waitFor({ state: "hidden", timeout: 30000 });
+  await visible(page.locator("table").first().getByText(/2 comprimé/));
+  const [revised] = (await api("GET", `order?patient=${patientUuid()}&status=active`)).results;
+  if (revised?.action !== "REVISE" || revised.previousOrder?.uuid !== signed.uuid) throw new Error(`the prescription was not revised: ${JSON.stringify(revised)}`);
+});
+
+await step("the-pharmacy-dispenses-it", async () => {
+  await page.goto(`${base}/openmrs/spa/dispensing`);
+  await page.getByRole("tab", { name: "Ordonnances actives" }).click();
+  const row = page.getByRole("tabpanel").filter({ visible: true }).locator("tbody tr").filter({ hasText: "Grâce Kapinga" }).first();
+  await row.getByRole("button").first().click();
+  await visible(page.getByText("Paracétamol 500 mg comprimé").first());
+  await page.getByRole("button", { name: "Délivrer", exact: true }).first().click();
+  // The form holds the prescription's quantity, dose, route and frequency.
+  if ((await page.locator("input#quantity").inputValue()) !== "15") throw new Error("the dispense form does not hold the prescribed quantity");
+  await page.getByRole("button", { name: "Délivrer une prescription" }).click();
+  await visible(page.getByText("Prescription terminée"));
+  const [order] = (await api("GET", `order?patient=${patientUuid()}&status=active&v=full`)).results;
+  const dispenses = await fetch(`${base}/openmrs/ws/fhir2/R4/MedicationDispense?patient=${patientUuid()}`, { headers: { Authorization: basic } }).then((r) => r.json());
+  if (order?.fulfillerStatus !== "COMPLETED" || dispenses.total !== 1 || dispenses.entry[0].resource.quantity.value !== 15) {
+    throw new Error(`the dispense was not recorded: ${JSON.stringify({ status: order?.fulfillerStatus, dispenses })}`);
+  }
+  await page.goto(`${base}/openmrs/spa/patient/${patientUuid()}/chart/Medications`);
   await visible(page.getByText(/2 comprimé/));
-  // Stop it: a discontinuation signed from the basket; it moves to the past treatments.
+});
+
+await step("stop-the-prescription", async () => {
+  // A discontinuation signed from the basket; it moves to the past treatments.
   await page.locator("table").first().getByRole("button").last().click();
   await page.getByRole("menuitem", { name: "Interrompre" }).click();
   await signTheBasket();

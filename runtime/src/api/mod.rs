@@ -32,9 +32,11 @@ use crate::domains::allergy::rest as allergy;
 use crate::domains::condition::fhir as condition_fhir;
 use crate::domains::condition::rest as condition;
 use crate::domains::diagnosis::rest as diagnosis;
+use crate::domains::dispense::fhir as dispense_fhir;
 use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
 use crate::domains::immunization::fhir as immunization_fhir;
+use crate::domains::order::fhir as order_fhir;
 use crate::domains::order::formulary;
 use crate::domains::order::rest as order;
 use crate::domains::programme::rest as programme;
@@ -383,6 +385,23 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(immunization_fhir::read)
                 .put(immunization_fhir::update)
                 .delete(immunization_fhir::delete),
+        )
+        .route(&fhir("/MedicationRequest"), get(order_fhir::search))
+        .route(
+            &fhir("/MedicationRequest/{id}"),
+            get(order_fhir::read).patch(order_fhir::patch),
+        )
+        .route(&fhir("/Medication"), get(order_fhir::medications))
+        .route(&fhir("/Medication/{id}"), get(order_fhir::medication))
+        .route(
+            &fhir("/MedicationDispense"),
+            get(dispense_fhir::search).post(dispense_fhir::create),
+        )
+        .route(
+            &fhir("/MedicationDispense/{id}"),
+            get(dispense_fhir::read)
+                .put(dispense_fhir::update)
+                .delete(dispense_fhir::delete),
         )
         .route(&fhir("/AllergyIntolerance"), get(allergy_fhir::search))
         .route(&fhir("/AllergyIntolerance/{id}"), get(allergy_fhir::read))

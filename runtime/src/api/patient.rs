@@ -2036,6 +2036,9 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     if crate::domains::order::store::any_of_patient(&state.store, patient)? {
         found.push("orders");
     }
+    if crate::domains::dispense::store::any_of_patient(&state.store, patient)? {
+        found.push("medication dispenses");
+    }
     let (conditions, _) = crate::domains::condition::store::of_patient(
         &state.store,
         patient,

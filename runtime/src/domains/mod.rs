@@ -1,7 +1,7 @@
 //! The clinical record, one module per aggregate: `visit` (visits and their attributes),
 //! `encounter` (encounters with their observations), `diagnosis` (an encounter's
 //! diagnoses), `condition` (the problem list), `allergy` (allergies), `immunization` (vaccinations, as observation groups in
-//! encounters), `order` (drug and test orders, the formulary's REST resources), `programme`
+//! encounters), `order` (drug and test orders, the formulary's REST resources, FHIR MedicationRequest), `dispense` (medication dispenses, FHIR MedicationDispense), `programme`
 //! (programme enrolments with their workflow states), `queue` (service-queue entries),
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
 //! between persons) and `role` (roles and
@@ -20,6 +20,7 @@
 pub mod allergy;
 pub mod condition;
 pub mod diagnosis;
+pub mod dispense;
 pub mod encounter;
 pub mod immunization;
 pub mod order;
@@ -214,6 +215,7 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     condition::store::RECORDS,
     allergy::store::RECORDS,
     order::store::RECORDS,
+    dispense::store::RECORDS,
     role::store::ROLE_RECORDS,
     role::store::PRIVILEGE_RECORDS,
     provider::store::RECORDS,

@@ -16,6 +16,7 @@ mod router_clinical;
 mod router_concept;
 mod router_condition;
 mod router_diagnosis;
+mod router_dispense;
 mod router_form;
 mod router_immunization;
 mod router_o3;

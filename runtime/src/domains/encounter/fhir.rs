@@ -365,7 +365,7 @@ pub fn observation_resource<'a>(
     r
 }
 
-fn encounter_json(e: &EncounterRecord, catalog: &crate::catalog::Catalog) -> Value {
+pub fn encounter_json(e: &EncounterRecord, catalog: &crate::catalog::Catalog) -> Value {
     let t = catalog
         .content
         .encounter_types
@@ -500,6 +500,10 @@ pub async fn encounters(
     caller: Caller,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
+    // The pharmacy's worklist, fhir2's named query.
+    if param(&query, "_query") == Some("encountersWithMedicationRequests") {
+        return crate::domains::order::fhir::encounters_with_requests(state, caller, query).await;
+    }
     caller.require(&["Get Encounters"])?;
     let Some(patient) = patient_param(&query) else {
         return Err(ApiError::BadRequest(

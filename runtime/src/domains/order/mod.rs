@@ -13,6 +13,7 @@
 //! (`OrderEntry`). A prescription's end (`autoExpireDate`) is computed from its duration
 //! when the duration unit maps to SNOMED CT, as core's `Duration` does.
 
+pub mod fhir;
 pub mod formulary;
 pub mod rest;
 pub mod rules;

@@ -1,0 +1,726 @@
+//! FHIR R4 `MedicationDispense`, as fhir2 translates core's dispenses and the O3
+//! dispensing app writes them: search by patient, prescription or encounter (`context`),
+//! read, create (201), replace (`PUT`, 200) and delete (void). Privileges: Get, Edit and
+//! Delete Medication Dispense.
+//!
+//! The app sends what it read back: a prescription reference, the medication, the
+//! quantity and dosing (units as concept uuids, the frequency as an order frequency uuid
+//! or a frequency concept), the performer and location (possibly empty references), and
+//! codings whose code may be null (read as absent).
+
+use super::{DispenseRecord, STATUSES, store};
+use crate::AppState;
+use crate::api::fhir::{
+    Written, base, fhir, invalid, iso, not_found, outcome, patient_param, reference_id,
+    unprocessable,
+};
+use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::catalog::Catalog;
+use crate::domains::order::fhir::{
+    Dosing, Listing, codeable, dosage_json, medication_fields, mixed_bundle, patient_reference,
+    practitioner, unit_quantity,
+};
+use crate::domains::order::{Action, OrderClass, OrderRecord};
+use crate::domains::{Audit, Voiding, datetime_key, parse_datetime};
+use crate::error::{ApiError, ApiResult, Invalid};
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+const RECORDED_EXT: &str = "http://fhir.openmrs.org/ext/medicationdispense/recorded";
+
+pub fn dispense_json(
+    state: &AppState,
+    catalog: &Catalog,
+    d: &DispenseRecord,
+    locale: &str,
+) -> Value {
+    let mut r = Map::new();
+    r.insert("resourceType".into(), json!("MedicationDispense"));
+    r.insert("id".into(), json!(d.uuid));
+    r.insert(
+        "meta".into(),
+        json!({"lastUpdated": iso(d.audit.date_changed.as_deref().unwrap_or(&d.audit.date_created))}),
+    );
+    r.insert(
+        "extension".into(),
+        json!([{"url": RECORDED_EXT, "valueDateTime": iso(&d.audit.date_created)}]),
+    );
+    r.insert("status".into(), json!(d.status));
+    if d.status_reason.is_some() {
+        r.insert(
+            "statusReasonCodeableConcept".into(),
+            codeable(catalog, d.status_reason.as_deref(), locale),
+        );
+    }
+    medication_fields(catalog, d.drug.as_deref(), &d.concept, locale, &mut r);
+    r.insert(
+        "subject".into(),
+        patient_reference(&state.store, &d.patient),
+    );
+    if let Some(e) = &d.encounter {
+        r.insert(
+            "context".into(),
+            json!({"reference": format!("Encounter/{e}"), "type": "Encounter"}),
+        );
+    }
+    if let Some(p) = &d.dispenser {
+        r.insert(
+            "performer".into(),
+            json!([{"actor": practitioner(&state.store, p)}]),
+        );
+    }
+    if let Some(l) = d.location.as_deref().and_then(|l| catalog.location(l)) {
+        r.insert("location".into(), json!({"reference": format!("Location/{}", l.uuid), "type": "Location", "display": l.name}));
+    }
+    if let Some(o) = &d.drug_order {
+        r.insert(
+            "authorizingPrescription".into(),
+            json!([{"reference": format!("MedicationRequest/{o}"), "type": "MedicationRequest"}]),
+        );
+    }
+    if d.quantity.is_some() || d.quantity_units.is_some() {
+        r.insert(
+            "quantity".into(),
+            unit_quantity(catalog, d.quantity, d.quantity_units.as_deref(), locale),
+        );
+    }
+    if let Some(t) = &d.date_prepared {
+        r.insert("whenPrepared".into(), iso(t));
+    }
+    if let Some(t) = &d.date_handed_over {
+        r.insert("whenHandedOver".into(), iso(t));
+    }
+    let dosing = Dosing {
+        text: d.dosing_instructions.as_deref(),
+        as_needed: d.as_needed,
+        route: d.route.as_deref(),
+        frequency: d.frequency.as_deref(),
+        duration: None,
+        duration_units: None,
+        dose: d.dose,
+        dose_units: d.dose_units.as_deref(),
+    };
+    if d.dosing_instructions.is_some()
+        || d.route.is_some()
+        || d.frequency.is_some()
+        || d.dose.is_some()
+    {
+        r.insert(
+            "dosageInstruction".into(),
+            json!([dosage_json(catalog, &dosing, &Default::default(), locale)]),
+        );
+    }
+    if d.was_substituted || d.substitution_type.is_some() || d.substitution_reason.is_some() {
+        let mut s = Map::new();
+        s.insert("wasSubstituted".into(), json!(d.was_substituted));
+        if d.substitution_type.is_some() {
+            s.insert(
+                "type".into(),
+                codeable(catalog, d.substitution_type.as_deref(), locale),
+            );
+        }
+        if d.substitution_reason.is_some() {
+            s.insert(
+                "reason".into(),
+                json!([codeable(catalog, d.substitution_reason.as_deref(), locale)]),
+            );
+        }
+        r.insert("substitution".into(), Value::Object(s));
+    }
+    Value::Object(r)
+}
+
+/// The code of a CodeableConcept's first coding without a system (a concept uuid), or of
+/// its first coding; a null code is absent.
+fn first_code(v: Option<&Value>) -> Option<String> {
+    let codings = v?.get("coding")?.as_array()?;
+    fn pick(c: &Value) -> Option<&str> {
+        c.get("code")
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+    }
+    codings
+        .iter()
+        .filter(|c| c.get("system").is_none_or(Value::is_null))
+        .find_map(pick)
+        .or_else(|| codings.iter().find_map(pick))
+        .map(str::to_string)
+}
+
+/// A concept code of a body (uuid or `SOURCE:CODE`), checked against the content.
+fn concept_of(
+    catalog: &Catalog,
+    code: Option<String>,
+    field: &str,
+    inv: &mut Invalid,
+) -> Option<String> {
+    let code = code?;
+    match catalog.concept(&code) {
+        Some(c) => Some(c.uuid.clone()),
+        None => {
+            inv.field(
+                field,
+                "error.invalid",
+                &format!("Concept {code} does not exist"),
+            );
+            None
+        }
+    }
+}
+
+fn number(v: Option<&Value>, field: &str) -> Result<Option<f64>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .filter(|x| x.is_finite())
+            .map(Some)
+            .ok_or_else(|| format!("{field} must be a number")),
+        Some(_) => Err(format!("{field} must be a number")),
+    }
+}
+
+fn date(body: &Map<String, Value>, field: &str) -> Result<Option<String>, String> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => parse_datetime(s)
+            .map(|t| Some(datetime_key(t)))
+            .ok_or_else(|| format!("{field}: '{s}' is not a date and time")),
+        Some(_) => Err(format!("{field} must be a date and time")),
+    }
+}
+
+/// Reads a MedicationDispense body into `d` (keeping its uuid, audit and voiding). A
+/// malformed body is `Err` (400); unknown concepts and references go to `inv` (422).
+fn apply(
+    body: &Map<String, Value>,
+    d: &mut DispenseRecord,
+    state: &AppState,
+    catalog: &Catalog,
+    inv: &mut Invalid,
+) -> Result<(), String> {
+    if body
+        .get("resourceType")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t != "MedicationDispense")
+    {
+        return Err("resourceType must be MedicationDispense".into());
+    }
+    match body.get("status").and_then(Value::as_str) {
+        Some(s) if STATUSES.contains(&s) => d.status = s.to_string(),
+        Some(s) => {
+            return Err(format!(
+                "status '{s}' is not one of {}",
+                STATUSES.join(", ")
+            ));
+        }
+        None if d.status.is_empty() => inv.field("status", "error.null", "A dispense has a status"),
+        None => {}
+    }
+    d.drug_order = body
+        .get("authorizingPrescription")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|r| reference_id(Some(r), "MedicationRequest"));
+    if let Some(p) = reference_id(body.get("subject"), "Patient") {
+        d.patient = p;
+    }
+    d.encounter = reference_id(body.get("context"), "Encounter");
+    d.drug = reference_id(body.get("medicationReference"), "Medication");
+    let concept = match &d.drug {
+        Some(drug) => match catalog.drug(drug) {
+            Some(x) => Some(x.concept.clone()),
+            None => {
+                inv.field(
+                    "medicationReference",
+                    "error.invalid",
+                    &format!("Medication {drug} does not exist"),
+                );
+                None
+            }
+        },
+        None => concept_of(
+            catalog,
+            first_code(body.get("medicationCodeableConcept")),
+            "medicationCodeableConcept",
+            inv,
+        ),
+    };
+    d.concept = concept.unwrap_or_default();
+    d.status_reason = concept_of(
+        catalog,
+        first_code(body.get("statusReasonCodeableConcept")),
+        "statusReasonCodeableConcept",
+        inv,
+    );
+    d.dispenser = body
+        .get("performer")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|p| reference_id(p.get("actor"), "Practitioner"));
+    d.location = reference_id(body.get("location"), "Location");
+    let quantity = body.get("quantity");
+    d.quantity = number(quantity.and_then(|q| q.get("value")), "quantity.value")?;
+    d.quantity_units = concept_of(
+        catalog,
+        quantity
+            .and_then(|q| q.get("code"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        "quantity.code",
+        inv,
+    );
+    d.date_prepared = date(body, "whenPrepared")?;
+    d.date_handed_over = date(body, "whenHandedOver")?;
+    let dosage = body
+        .get("dosageInstruction")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first());
+    d.dosing_instructions = dosage
+        .and_then(|x| x.get("text"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    d.as_needed = dosage
+        .and_then(|x| x.get("asNeededBoolean"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    d.route = concept_of(
+        catalog,
+        first_code(dosage.and_then(|x| x.get("route"))),
+        "dosageInstruction.route",
+        inv,
+    );
+    // The frequency: an order frequency's uuid (what the app sends), else its concept.
+    d.frequency = match first_code(
+        dosage
+            .and_then(|x| x.get("timing"))
+            .and_then(|t| t.get("code")),
+    ) {
+        None => None,
+        Some(code) => match catalog.order_frequency(&code) {
+            Some(f) => Some(f.uuid.clone()),
+            None => {
+                let concept = catalog.concept(&code).map(|c| c.uuid.clone());
+                match concept.and_then(|c| {
+                    catalog
+                        .content
+                        .order_frequencies
+                        .iter()
+                        .find(|f| f.concept == c)
+                }) {
+                    Some(f) => Some(f.uuid.clone()),
+                    None => {
+                        inv.field(
+                            "dosageInstruction.timing",
+                            "error.invalid",
+                            &format!("{code} is not an order frequency"),
+                        );
+                        None
+                    }
+                }
+            }
+        },
+    };
+    let dose = dosage
+        .and_then(|x| x.get("doseAndRate"))
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|x| x.get("doseQuantity"));
+    d.dose = number(dose.and_then(|q| q.get("value")), "doseQuantity.value")?;
+    d.dose_units = concept_of(
+        catalog,
+        dose.and_then(|q| q.get("code"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        "doseQuantity.code",
+        inv,
+    );
+    let substitution = body.get("substitution");
+    d.was_substituted = substitution
+        .and_then(|s| s.get("wasSubstituted"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    d.substitution_type = concept_of(
+        catalog,
+        first_code(substitution.and_then(|s| s.get("type"))),
+        "substitution.type",
+        inv,
+    );
+    d.substitution_reason = concept_of(
+        catalog,
+        first_code(
+            substitution
+                .and_then(|s| s.get("reason"))
+                .and_then(Value::as_array)
+                .and_then(|a| a.first()),
+        ),
+        "substitution.reason",
+        inv,
+    );
+    if let Some(p) = &d.dispenser
+        && crate::domains::provider::find(&state.store, p)
+            .ok()
+            .flatten()
+            .is_none()
+    {
+        inv.field(
+            "performer",
+            "error.invalid",
+            &format!("Practitioner {p} does not exist"),
+        );
+    }
+    if let Some(l) = &d.location
+        && catalog.location(l).is_none()
+    {
+        inv.field(
+            "location",
+            "error.invalid",
+            &format!("Location {l} does not exist"),
+        );
+    }
+    if d.dosing_instructions
+        .as_deref()
+        .is_some_and(|t| t.chars().count() > 1024)
+    {
+        inv.field(
+            "dosageInstruction.text",
+            "error.size",
+            "At most 1024 characters",
+        );
+    }
+    Ok(())
+}
+
+/// The rules against other records (see the module's documentation), the prescription
+/// read under the caller's write lock.
+fn check(state: &AppState, d: &mut DispenseRecord, inv: &mut Invalid) -> ApiResult<()> {
+    let order: Option<OrderRecord> = match &d.drug_order {
+        Some(o) => match crate::domains::order::store::get(&state.store, o)? {
+            Some(o) => Some(o),
+            None => {
+                inv.field(
+                    "authorizingPrescription",
+                    "error.invalid",
+                    "The prescription does not exist",
+                );
+                None
+            }
+        },
+        None => None,
+    };
+    if let Some(o) = &order {
+        if o.class != OrderClass::Drug || o.action == Action::Discontinue || o.voiding.voided {
+            inv.field(
+                "authorizingPrescription",
+                "error.invalid",
+                "A dispense fills a drug order that is neither voided nor a discontinuation",
+            );
+        }
+        if d.patient.is_empty() {
+            d.patient = o.patient.clone();
+        }
+        if d.patient != o.patient {
+            inv.field(
+                "subject",
+                "error.invalid",
+                "The prescription is another patient's",
+            );
+        }
+        if d.encounter.is_none() {
+            d.encounter = Some(o.encounter.clone());
+        }
+    }
+    if d.patient.is_empty() {
+        inv.field("subject", "error.null", "A dispense names its patient");
+    } else if state.store.patient(&d.patient)?.is_none_or(|p| p.voided) {
+        inv.field("subject", "error.invalid", "Patient does not exist");
+    }
+    if d.concept.is_empty() {
+        inv.field(
+            "medicationReference",
+            "error.null",
+            "A dispense names what it hands over",
+        );
+    }
+    if d.status == "completed" {
+        match d.quantity {
+            Some(q) if q > 0.0 => {}
+            _ => inv.field(
+                "quantity",
+                "error.invalid",
+                "A completed dispense hands over a positive quantity",
+            ),
+        }
+        if d.quantity_units.is_none() {
+            inv.field(
+                "quantity.code",
+                "error.null",
+                "The quantity's unit is required",
+            );
+        }
+        // No more than the prescription allows, in its unit.
+        if let (Some(o), Some(q)) = (&order, d.quantity)
+            && let Some(details) = &o.drug
+            && let Some(ordered) = details.quantity
+            && details.quantity_units == d.quantity_units
+        {
+            let allowed = ordered * f64::from(1 + details.num_refills.unwrap_or(0));
+            let given: f64 = store::of_order(&state.store, &o.uuid)?
+                .iter()
+                .filter(|x| {
+                    x.uuid != d.uuid
+                        && x.status == "completed"
+                        && x.quantity_units == d.quantity_units
+                })
+                .filter_map(|x| x.quantity)
+                .sum();
+            if given + q > allowed + 1e-9 {
+                inv.field(
+                    "quantity",
+                    "MedicationDispense.error.quantityExceedsOrdered",
+                    &format!("This would hand over {} of the {allowed} the prescription allows ({given} already dispensed)", given + q),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn blank(uuid: String, user: &str) -> DispenseRecord {
+    DispenseRecord {
+        v: 1,
+        uuid,
+        patient: String::new(),
+        encounter: None,
+        drug_order: None,
+        concept: String::new(),
+        drug: None,
+        location: None,
+        dispenser: None,
+        status: String::new(),
+        status_reason: None,
+        quantity: None,
+        quantity_units: None,
+        dose: None,
+        dose_units: None,
+        route: None,
+        frequency: None,
+        as_needed: false,
+        dosing_instructions: None,
+        date_prepared: None,
+        date_handed_over: None,
+        was_substituted: false,
+        substitution_type: None,
+        substitution_reason: None,
+        audit: Audit::new(user, Utc::now()),
+        voiding: Voiding::default(),
+    }
+}
+
+/// `POST MedicationDispense` — privilege: Edit Medication Dispense.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Medication Dispense"])?;
+    let uuid = body
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| uuid::Uuid::parse_str(id).is_ok())
+        .map_or_else(crate::domains::new_uuid, str::to_string);
+    write(state, caller, blank(uuid, ""), body, true).await
+}
+
+/// `PUT MedicationDispense/{id}` replaces what the resource carries — privilege: Edit
+/// Medication Dispense.
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Medication Dispense"])?;
+    if body
+        .get("id")
+        .and_then(Value::as_str)
+        .is_some_and(|b| b != id)
+    {
+        return Ok(invalid("The resource's id is not the one in the path"));
+    }
+    let Some(old) = store::get(&state.store, &id)?.filter(|d| !d.voiding.voided) else {
+        return Ok(not_found("MedicationDispense", &id));
+    };
+    write(state, caller, old, body, false).await
+}
+
+async fn write(
+    state: Arc<AppState>,
+    caller: Caller,
+    start: DispenseRecord,
+    body: Map<String, Value>,
+    new: bool,
+) -> ApiResult<Response> {
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let written = blocking(move || {
+        let catalog = st.catalog.load();
+        let mut d = start;
+        let mut inv = Invalid::default();
+        if let Err(e) = apply(&body, &mut d, &st, &catalog, &mut inv) {
+            return Ok(Written::Refused(invalid(&e)));
+        }
+        let _one_writer = st.store.write_lock();
+        if new {
+            if store::get(&st.store, &d.uuid)?.is_some() {
+                return Ok(Written::Refused(invalid(&format!(
+                    "A dispense with id {} already exists",
+                    d.uuid
+                ))));
+            }
+            d.audit = Audit::new(&user, Utc::now());
+        } else {
+            d.audit.changed(&user, Utc::now());
+        }
+        check(&st, &mut d, &mut inv)?;
+        if !inv.is_empty() {
+            return Ok(Written::Refused(unprocessable(&inv)));
+        }
+        store::put(&st.store, &d)?;
+        Ok::<_, ApiError>(Written::Done(Box::new(d)))
+    })
+    .await?;
+    let d = match written {
+        Written::Done(d) => d,
+        Written::Refused(r) => return Ok(r),
+    };
+    let catalog = state.catalog.load();
+    let status = if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut res = fhir(
+        status,
+        dispense_json(&state, &catalog, &d, &caller.locale(&catalog)),
+    );
+    if new
+        && let Ok(v) = HeaderValue::from_str(&format!(
+            "{}/MedicationDispense/{}",
+            base(&state, &caller),
+            d.uuid
+        ))
+    {
+        res.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(res)
+}
+
+/// `GET MedicationDispense/{id}` — privilege: Get Medication Dispense.
+pub async fn read(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Medication Dispense"])?;
+    let catalog = state.catalog.load();
+    Ok(match store::get(&state.store, &id)? {
+        Some(d) if !d.voiding.voided => fhir(
+            StatusCode::OK,
+            dispense_json(&state, &catalog, &d, &caller.locale(&catalog)),
+        ),
+        Some(_) => outcome(
+            StatusCode::GONE,
+            "error",
+            "deleted",
+            &format!("MedicationDispense {id} was deleted"),
+        ),
+        None => not_found("MedicationDispense", &id),
+    })
+}
+
+/// `GET MedicationDispense?patient=…|prescription=…|context=…` — privilege: Get
+/// Medication Dispense.
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Medication Dispense"])?;
+    let list = if let Some(p) = param(&query, "prescription") {
+        store::of_order(&state.store, p.trim_start_matches("MedicationRequest/"))?
+    } else if let Some(e) = param(&query, "context").or(param(&query, "encounter")) {
+        store::of_encounter(&state.store, e.trim_start_matches("Encounter/"))?
+    } else if let Some(p) = patient_param(&query) {
+        store::of_patient(&state.store, &p)?
+    } else {
+        return Err(ApiError::BadRequest(
+            "MedicationDispense searches name a patient, a prescription or an encounter".into(),
+        ));
+    };
+    let catalog = state.catalog.load();
+    let locale = caller.locale(&catalog);
+    let w = crate::api::fhir::window(&query);
+    let page: Vec<Value> = list
+        .iter()
+        .skip(w.start)
+        .take(w.limit)
+        .map(|d| dispense_json(&state, &catalog, d, &locale))
+        .collect();
+    Ok(fhir(
+        StatusCode::OK,
+        mixed_bundle(
+            &base(&state, &caller),
+            "MedicationDispense",
+            &query,
+            &w,
+            Listing {
+                total: list.len(),
+                matches: page,
+                included: vec![],
+            },
+        ),
+    ))
+}
+
+/// `DELETE MedicationDispense/{id}` voids it — privilege: Delete Medication Dispense.
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&["Delete Medication Dispense"])?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let found = blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let Some(mut d) = store::get(&st.store, &id)? else {
+            return Ok(false);
+        };
+        if !d.voiding.voided {
+            d.voiding.void(&user, Utc::now(), "Voided via FHIR API");
+            store::put(&st.store, &d)?;
+        }
+        Ok::<_, ApiError>(true)
+    })
+    .await?;
+    Ok(if found {
+        outcome(
+            StatusCode::OK,
+            "information",
+            "informational",
+            "Resource successfully deleted",
+        )
+    } else {
+        not_found("MedicationDispense", "")
+    })
+}

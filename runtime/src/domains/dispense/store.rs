@@ -1,0 +1,112 @@
+//! The dispense table, indexed by patient (`patient|recorded|uuid`), by the drug order each
+//! fills (`order|uuid`) and by encounter (`encounter|uuid`). A dispense's index keys never
+//! change (its patient, order and encounter are kept), only its flags.
+
+use super::DispenseRecord;
+use crate::domains::{self, Index, RecordTable, VOIDED, key, uuid_of};
+use crate::store::{Store, StoreResult};
+use redb::{TableDefinition, WriteTransaction};
+
+const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("medication_dispenses");
+const BY_PATIENT: Index = TableDefinition::new("medication_dispenses_by_patient");
+const BY_ORDER: Index = TableDefinition::new("medication_dispenses_by_order");
+const BY_ENCOUNTER: Index = TableDefinition::new("medication_dispenses_by_encounter");
+
+pub const RECORDS: RecordTable = RecordTable {
+    name: "medication_dispenses",
+    table: TABLE,
+    indexes: &[BY_PATIENT, BY_ORDER, BY_ENCOUNTER],
+    create,
+    reindex,
+    decodes: |bytes| domains::decodes::<DispenseRecord>(bytes),
+};
+
+fn create(txn: &WriteTransaction) -> StoreResult<()> {
+    txn.open_table(TABLE)?;
+    for index in [BY_PATIENT, BY_ORDER, BY_ENCOUNTER] {
+        txn.open_table(index)?;
+    }
+    Ok(())
+}
+
+fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
+    let d: DispenseRecord = domains::decode("medication_dispenses", bytes)?;
+    write_index(txn, &d)
+}
+
+fn write_index(txn: &WriteTransaction, d: &DispenseRecord) -> StoreResult<()> {
+    let flags = if d.voiding.voided { VOIDED } else { 0 };
+    txn.open_table(BY_PATIENT)?.insert(
+        key(&[&d.patient, &d.audit.date_created, &d.uuid]).as_str(),
+        flags,
+    )?;
+    if let Some(o) = &d.drug_order {
+        txn.open_table(BY_ORDER)?
+            .insert(key(&[o, &d.uuid]).as_str(), flags)?;
+    }
+    if let Some(e) = &d.encounter {
+        txn.open_table(BY_ENCOUNTER)?
+            .insert(key(&[e, &d.uuid]).as_str(), flags)?;
+    }
+    Ok(())
+}
+
+/// Writes a dispense durably.
+pub fn put(store: &Store, d: &DispenseRecord) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(TABLE)?
+            .insert(d.uuid.as_str(), domains::encode(d).as_slice())?;
+        write_index(txn, d)
+    })
+}
+
+pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<DispenseRecord>> {
+    let txn = store.begin_read()?;
+    txn.open_table(TABLE)?
+        .get(uuid)?
+        .map(|v| domains::decode("medication_dispenses", v.value()))
+        .transpose()
+}
+
+fn under(store: &Store, index: Index, prefix: &str) -> StoreResult<Vec<DispenseRecord>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(TABLE)?;
+    let mut uuids = Vec::new();
+    domains::walk(&txn.open_table(index)?, prefix, VOIDED, true, |k| {
+        uuids.push(uuid_of(k).to_string());
+        true
+    })?;
+    let mut out = Vec::with_capacity(uuids.len());
+    for u in uuids {
+        if let Some(v) = t.get(u.as_str())? {
+            out.push(domains::decode("medication_dispenses", v.value())?);
+        }
+    }
+    Ok(out)
+}
+
+/// A drug order's dispenses (not voided).
+pub fn of_order(store: &Store, order: &str) -> StoreResult<Vec<DispenseRecord>> {
+    under(store, BY_ORDER, order)
+}
+
+/// A patient's dispenses (not voided), newest recorded first.
+pub fn of_patient(store: &Store, patient: &str) -> StoreResult<Vec<DispenseRecord>> {
+    under(store, BY_PATIENT, patient)
+}
+
+/// An encounter's dispenses (not voided).
+pub fn of_encounter(store: &Store, encounter: &str) -> StoreResult<Vec<DispenseRecord>> {
+    under(store, BY_ENCOUNTER, encounter)
+}
+
+/// Whether any dispense, voided or not, names the patient (a purge is refused then).
+pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
+    let txn = store.begin_read()?;
+    let mut found = false;
+    domains::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
+        found = true;
+        false
+    })?;
+    Ok(found)
+}
