@@ -743,7 +743,8 @@ fn link_order_types(order_types: Registry<OrderType>, content: &mut Content, sin
         }
         let written = std::mem::take(&mut e.value.concept_classes);
         for c in written {
-            if let Some(uuid) = classes.resolve(&c, "Concept class", e.at("concept_classes"), sink) {
+            if let Some(uuid) = classes.resolve(&c, "Concept class", e.at("concept_classes"), sink)
+            {
                 e.value.concept_classes.push(uuid);
             }
         }

@@ -368,7 +368,11 @@ fn order_types_add_to_cores_with_their_parent_and_concept_classes_resolved() {
         problems[0].ends_with("'org.openmrs.Procedure' is not an order class OpenMRS knows"),
         "{problems:?}"
     );
-    let names: Vec<_> = content.order_types.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<_> = content
+        .order_types
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
     assert_eq!(names.len(), 4, "{names:?}");
     let imaging = content.order_types.iter().find(|t| t.uuid == A).unwrap();
     assert_eq!(
