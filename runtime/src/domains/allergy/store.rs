@@ -39,11 +39,14 @@ fn write_index(txn: &WriteTransaction, a: &AllergyRecord) -> StoreResult<()> {
 
 /// Writes an allergy durably (its index key never changes: only its flags do).
 pub fn put(store: &Store, a: &AllergyRecord) -> StoreResult<()> {
-    store.write(|txn| {
-        txn.open_table(TABLE)?
-            .insert(a.uuid.as_str(), domains::encode(a).as_slice())?;
-        write_index(txn, a)
-    })
+    store.write(|txn| put_in(txn, a))
+}
+
+/// Writes an allergy in the caller's transaction (imports and generated stores).
+pub fn put_in(txn: &WriteTransaction, a: &AllergyRecord) -> StoreResult<()> {
+    txn.open_table(TABLE)?
+        .insert(a.uuid.as_str(), domains::encode(a).as_slice())?;
+    write_index(txn, a)
 }
 
 pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<AllergyRecord>> {

@@ -47,11 +47,14 @@ fn write_index(txn: &WriteTransaction, c: &ConditionRecord) -> StoreResult<()> {
 
 /// Writes a condition durably (its index key never changes: only its flags do).
 pub fn put(store: &Store, c: &ConditionRecord) -> StoreResult<()> {
-    store.write(|txn| {
-        txn.open_table(TABLE)?
-            .insert(c.uuid.as_str(), domains::encode(c).as_slice())?;
-        write_index(txn, c)
-    })
+    store.write(|txn| put_in(txn, c))
+}
+
+/// Writes an condition in the caller's transaction (imports and generated stores).
+pub fn put_in(txn: &WriteTransaction, c: &ConditionRecord) -> StoreResult<()> {
+    txn.open_table(TABLE)?
+        .insert(c.uuid.as_str(), domains::encode(c).as_slice())?;
+    write_index(txn, c)
 }
 
 pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<ConditionRecord>> {
