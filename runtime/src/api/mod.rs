@@ -284,7 +284,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(
             &rest("/obs/{uuid}"),
-            get(encounter::obs_read).delete(encounter::obs_delete),
+            get(encounter::obs_read)
+                .post(encounter::obs_update)
+                .delete(encounter::obs_delete),
         )
         .route(&rest("/encounterrole"), get(encounter::encounter_roles))
         .route(

@@ -578,6 +578,92 @@ async fn the_laboratory_picks_up_a_test_order_enters_its_result_and_completes_it
     let r = send_json(&mut c, "POST", &format!("{REST}/encounter/{encounter}"),
         &json!({"obs": [{"concept": HAEMOGLOBIN, "order": "00000000-0000-4000-8000-000000000000", "value": 10}]})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    // The laboratory corrects the result (the app's `POST obs/{uuid}`): the old value is
+    // voided, the new one points back to it and keeps the order.
+    let first = obs["uuid"].as_str().unwrap().to_string();
+    let r = send_json(
+        &mut c,
+        "POST",
+        &format!("{REST}/obs/{first}"),
+        &json!({"value": 10.1}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_ne!(r.body["uuid"], first.as_str());
+    assert_eq!(r.body["value"], 10.1);
+    let corrected = c
+        .get(&format!(
+            "{REST}/obs/{}?v=full",
+            r.body["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(corrected.body["previousVersion"]["uuid"], first.as_str());
+    assert_eq!(corrected.body["order"]["uuid"], order);
+    assert_eq!(
+        c.get(&format!("{REST}/obs/{first}?v=full")).await.body["voided"],
+        true
+    );
+    let r = send_json(
+        &mut c,
+        "POST",
+        &format!("{REST}/obs/{first}"),
+        &json!({"value": 11}),
+    )
+    .await;
+    assert_eq!(
+        r.status,
+        StatusCode::BAD_REQUEST,
+        "a voided value is not corrected again"
+    );
+    let r = send_json(
+        &mut c,
+        "POST",
+        &format!("{REST}/obs/{}", corrected.body["uuid"].as_str().unwrap()),
+        &json!({"value": 99}),
+    )
+    .await;
+    assert_eq!(
+        r.status,
+        StatusCode::BAD_REQUEST,
+        "the concept's absolute range still holds: {:?}",
+        r.body
+    );
+}
+
+#[tokio::test]
+async fn a_result_answers_a_test_order_never_a_medication_order() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let ch = chart(&mut c, &st, "510008").await;
+    let para = drug_concept(&st, PARACETAMOL);
+    let r = sign(
+        &mut c,
+        &ch,
+        vec![drug_order(&ch, PARACETAMOL, &para, TABLET, THRICE_DAILY)],
+    )
+    .await;
+    let encounter = r.body["uuid"].as_str().unwrap().to_string();
+    let order = r.body["orders"][0]["uuid"].as_str().unwrap().to_string();
+    let result = json!({"obs": [{"concept": HAEMOGLOBIN, "status": "FINAL", "order": {"uuid": order}, "value": 9.5}]});
+    let r = send_json(
+        &mut c,
+        "POST",
+        &format!("{REST}/encounter/{encounter}"),
+        &result,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["obs.order"][0]["code"],
+        "Obs.error.orderNotATest"
+    );
+    let r = send_json(&mut c, "POST", &format!("{REST}/obs"),
+        &json!({"person": ch.patient, "encounter": encounter, "concept": HAEMOGLOBIN, "order": order, "value": 9.5})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let e = c
+        .get(&format!("{REST}/encounter/{encounter}?v=custom:(obs)"))
+        .await;
+    assert_eq!(e.body["obs"].as_array().unwrap().len(), 0);
 }
 
 #[tokio::test]

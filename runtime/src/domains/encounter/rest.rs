@@ -559,36 +559,46 @@ fn has_orders(body: &Map<String, Value>) -> bool {
     matches!(body.get("orders"), Some(Value::Array(items)) if !items.is_empty())
 }
 
-/// An observation that answers an order (a laboratory result) names an order of the same
-/// patient: a stored one, or one placed with it.
+/// An observation that answers an order (a laboratory result) names a test order of the
+/// same patient: a stored one, or one placed with it. A medication order has no result.
 fn check_obs_orders(
     state: &AppState,
     obs: &[ObsRecord],
     patient: &str,
     placed: &[crate::domains::order::OrderRecord],
 ) -> ApiResult<()> {
-    for (i, o) in obs.iter().enumerate() {
+    use crate::domains::order::OrderClass;
+    for o in obs {
         let Some(order) = &o.order else { continue };
+        let field = "obs.order";
         let found = match placed.iter().find(|p| &p.uuid == order) {
-            Some(p) => Some(p.patient.clone()),
-            None => crate::domains::order::store::get(&state.store, order)?.map(|x| x.patient),
+            Some(p) => Some((p.patient.clone(), p.class)),
+            None => crate::domains::order::store::get(&state.store, order)?
+                .map(|x| (x.patient, x.class)),
         };
         match found {
-            Some(p) if p == patient => {}
-            Some(_) => {
-                return Err(ApiError::invalid_field(
-                    &format!("obs[{i}].order"),
-                    "error.invalid",
-                    "The order is another patient's",
-                ));
-            }
             None => {
                 return Err(ApiError::invalid_field(
-                    &format!("obs[{i}].order"),
+                    field,
                     "error.invalid",
                     "Order does not exist",
                 ));
             }
+            Some((p, _)) if p != patient => {
+                return Err(ApiError::invalid_field(
+                    field,
+                    "error.invalid",
+                    "The order is another patient's",
+                ));
+            }
+            Some((_, OrderClass::Drug)) => {
+                return Err(ApiError::invalid_field(
+                    field,
+                    "Obs.error.orderNotATest",
+                    "A result answers a test order, not a medication order",
+                ));
+            }
+            Some(_) => {}
         }
     }
     Ok(())
@@ -1079,6 +1089,7 @@ pub async fn obs_create(
         if !inv.is_empty() {
             return Err(ApiError::Invalid(inv));
         }
+        check_obs_orders(&st, &obs, &person, &[])?;
         store::write(
             &st.store,
             &Change {
@@ -1090,6 +1101,128 @@ pub async fn obs_create(
     })
     .await?;
     answer(&state, &caller, &ObsRes(&o), &rep, StatusCode::CREATED)
+}
+
+/// `POST obs/{uuid}` with a new `value` (and `comment`, `obsDatetime`, `status`): as
+/// OpenMRS saves an edited observation, the old one is voided and the new one, with a new
+/// uuid, points back to it (`previousVersion`), in one transaction; answered with the new
+/// one. What the laboratory app sends to correct a result — privilege: Edit Observations.
+pub async fn obs_update(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Observations"])?;
+    only_known(
+        &body,
+        "obs",
+        &[
+            "uuid",
+            "value",
+            "comment",
+            "obsDatetime",
+            "status",
+            "concept",
+            "person",
+        ],
+    )?;
+    let rep = rep_of(&query)?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let o = blocking(move || {
+        let now = Utc::now();
+        let _one_writer = st.store.write_lock();
+        let old = store::obs(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
+        if old.voiding.voided {
+            return Err(ApiError::BadRequest(
+                "A voided observation cannot be changed".into(),
+            ));
+        }
+        if matches!(old.value, ObsValue::Group) {
+            return Err(ApiError::BadRequest(
+                "An obs group has no value: change its members".into(),
+            ));
+        }
+        for (field, same) in [("concept", &old.concept), ("person", &old.person)] {
+            if crate::domains::rest::opt_ref(&body, field)?.is_some_and(|v| {
+                st.catalog
+                    .load()
+                    .concept(&v)
+                    .map_or(v.clone(), |c| c.uuid.clone())
+                    != *same
+                    && v != *same
+            }) {
+                return Err(ApiError::BadRequest(format!(
+                    "The {field} of an observation cannot be changed"
+                )));
+            }
+        }
+        let encounter = match &old.encounter {
+            Some(e) => store::encounter(&st.store, e)?,
+            None => None,
+        };
+        let mut fresh = serde_json::Map::new();
+        fresh.insert("concept".into(), json!(old.concept));
+        for field in ["value", "comment", "status"] {
+            if let Some(v) = body.get(field) {
+                fresh.insert(field.into(), v.clone());
+            }
+        }
+        if !body.contains_key("value") {
+            return Err(ApiError::invalid_field(
+                "value",
+                "error.null",
+                "The new value is required",
+            ));
+        }
+        if !fresh.contains_key("comment")
+            && let Some(c) = &old.comment
+        {
+            fresh.insert("comment".into(), json!(c));
+        }
+        fresh.insert(
+            "obsDatetime".into(),
+            body.get("obsDatetime")
+                .cloned()
+                .unwrap_or_else(|| json!(old.datetime)),
+        );
+        let mut inv = Invalid::default();
+        let mut parsed = Vec::new();
+        super::parse_obs(
+            &st,
+            &fresh,
+            "",
+            &old.person,
+            encounter.as_ref(),
+            old.obs_group.as_deref(),
+            &Audit::new(&user, now),
+            &mut inv,
+            &mut parsed,
+        )?;
+        if !inv.is_empty() {
+            return Err(ApiError::Invalid(inv));
+        }
+        let mut new = parsed.swap_remove(0);
+        new.previous_version = Some(old.uuid.clone());
+        new.order = old.order.clone();
+        new.location = old.location.clone();
+        new.form_field_namespace = old.form_field_namespace.clone();
+        new.form_field_path = old.form_field_path.clone();
+        let mut voided = old.clone();
+        voided.voiding.void(&user, now, "edited");
+        store::write(
+            &st.store,
+            &Change {
+                encounter: None,
+                obs: vec![(Some(&old), &voided), (None, &new)],
+            },
+        )?;
+        Ok(new)
+    })
+    .await?;
+    answer(&state, &caller, &ObsRes(&o), &rep, StatusCode::OK)
 }
 
 pub async fn obs_read(
