@@ -389,7 +389,7 @@ async fn orders_are_checked_as_core_checks_them() {
     );
     refused(
         &sign(&mut c, &ch, vec![o]).await,
-        "frequency",
+        "orders[0].frequency",
         "error.invalid",
     );
     // A route outside the routes set (the dose unit concept is not a route).
@@ -397,7 +397,7 @@ async fn orders_are_checked_as_core_checks_them() {
     o["route"] = json!(TABLET);
     refused(
         &sign(&mut c, &ch, vec![o]).await,
-        "route",
+        "orders[0].route",
         "DrugOrder.error.routeNotAmongAllowedConcepts",
     );
     // A dose unit outside the dosing units (a route is not one).
@@ -405,7 +405,7 @@ async fn orders_are_checked_as_core_checks_them() {
     o["doseUnits"] = json!(ORAL);
     refused(
         &sign(&mut c, &ch, vec![o]).await,
-        "doseUnits",
+        "orders[0].doseUnits",
         "DrugOrder.error.notAmongAllowedConcepts",
     );
     // An outpatient prescription states the quantity to dispense.
@@ -414,19 +414,19 @@ async fn orders_are_checked_as_core_checks_them() {
     o["quantityUnits"] = Value::Null;
     refused(
         &sign(&mut c, &ch, vec![o]).await,
-        "quantity",
+        "orders[0].quantity",
         "DrugOrder.error.quantityIsNullForOutPatient",
     );
     // Simple dosing needs a dose.
     let mut o = drug_order(&ch, PARACETAMOL, &para, TABLET, THRICE_DAILY);
     o["dose"] = Value::Null;
-    refused(&sign(&mut c, &ch, vec![o]).await, "dose", "error.null");
+    refused(&sign(&mut c, &ch, vec![o]).await, "orders[0].dose", "DrugOrder.error.doseIsNullForDosingTypeSimple");
     // A concept that is not the drug's.
     let mut o = drug_order(&ch, PARACETAMOL, &para, TABLET, THRICE_DAILY);
     o["concept"] = json!(drug_concept(&st, AMOXICILLIN));
     refused(
         &sign(&mut c, &ch, vec![o]).await,
-        "concept",
+        "orders[0].concept",
         "DrugOrder.error.conceptMismatch",
     );
     // Activated before its encounter.
@@ -434,7 +434,7 @@ async fn orders_are_checked_as_core_checks_them() {
     o["dateActivated"] = json!(ago(60));
     refused(
         &sign(&mut c, &ch, vec![o]).await,
-        "dateActivated",
+        "orders[0].dateActivated",
         "Order.error.encounterDatetimeAfterDateActivated",
     );
     // A revision names what it revises.
@@ -442,7 +442,7 @@ async fn orders_are_checked_as_core_checks_them() {
     o["action"] = json!("REVISE");
     refused(
         &sign(&mut c, &ch, vec![o]).await,
-        "previousOrder",
+        "orders[0].previousOrder",
         "Order.previous.required",
     );
     // Malformed values are 400 with the field named.
@@ -789,7 +789,7 @@ async fn voiding_the_encounter_voids_its_orders_and_a_backup_keeps_them() {
         vec![drug_order(&ch, AMOXICILLIN, &amox, CAPSULE, THRICE_DAILY)],
     )
     .await;
-    let kept_number = kept.body["orders"][0]["uuid"].as_str().unwrap().to_string();
+    let kept_order = kept.body["orders"][0]["uuid"].as_str().unwrap().to_string();
     let r = sign(
         &mut c,
         &ch,
@@ -841,7 +841,7 @@ async fn voiding_the_encounter_voids_its_orders_and_a_backup_keeps_them() {
         .await;
     let list = r.body["results"].as_array().unwrap();
     assert_eq!(list.len(), 1);
-    assert_eq!(list[0]["uuid"], kept_number);
+    assert_eq!(list[0]["uuid"], kept_order);
     // Numbers go on after the restore: never one already given.
     let ch2 = Chart {
         patient: ch.patient.clone(),
@@ -871,4 +871,105 @@ async fn voiding_the_encounter_voids_its_orders_and_a_backup_keeps_them() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), numbers.len(), "{numbers:?}");
+}
+
+#[tokio::test]
+async fn voiding_a_revision_puts_the_revised_order_back_in_force() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let ch = chart(&mut c, &st, "510009").await;
+    let para = drug_concept(&st, PARACETAMOL);
+    let mut first = drug_order(&ch, PARACETAMOL, &para, TABLET, THRICE_DAILY);
+    first["dateActivated"] = json!(ago(30));
+    let r = sign(&mut c, &ch, vec![first]).await;
+    let encounter = r.body["uuid"].as_str().unwrap().to_string();
+    let original = r.body["orders"][0]["uuid"].as_str().unwrap().to_string();
+    let mut revise = drug_order(&ch, PARACETAMOL, &para, TABLET, ONCE_DAILY);
+    revise["action"] = json!("REVISE");
+    revise["previousOrder"] = json!(original);
+    revise["encounter"] = json!(encounter);
+    let r = send_json(&mut c, "POST", &format!("{REST}/order"), &revise).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let revision = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c.send("DELETE", &format!("{REST}/order/{revision}?reason=erreur"), &[], None).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let back = c.get(&format!("{REST}/order/{original}")).await;
+    assert!(back.body["dateStopped"].is_null(), "{:?}", back.body);
+    let active = c.get(&format!("{REST}/order?patient={}&status=active", ch.patient)).await;
+    assert_eq!(active.body["results"][0]["uuid"], original.as_str());
+    // It can be revised again.
+    let r = send_json(&mut c, "POST", &format!("{REST}/order"), &revise).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn a_basket_sees_its_own_earlier_orders() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let ch = chart(&mut c, &st, "510010").await;
+    let para = drug_concept(&st, PARACETAMOL);
+    let mut first = drug_order(&ch, PARACETAMOL, &para, TABLET, THRICE_DAILY);
+    first["dateActivated"] = json!(ago(30));
+    let r = sign(&mut c, &ch, vec![first]).await;
+    let original = r.body["orders"][0]["uuid"].as_str().unwrap().to_string();
+    let dc = json!({"action": "DISCONTINUE", "type": "drugorder", "previousOrder": original, "patient": ch.patient,
+        "careSetting": OUTPATIENT, "orderer": ch.provider, "drug": PARACETAMOL});
+    // Stopping the same order twice in one basket: the second finds it stopped.
+    let r = sign(&mut c, &ch, vec![dc.clone(), dc.clone()]).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("already stopped"));
+    // Stopping it and prescribing the drug anew in one basket is what a change of dose is.
+    let r = sign(&mut c, &ch, vec![dc, drug_order(&ch, PARACETAMOL, &para, TABLET, ONCE_DAILY)]).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    // Two orders with one uuid in a basket: refused, nothing written.
+    let mut a = drug_order(&ch, AMOXICILLIN, &drug_concept(&st, AMOXICILLIN), CAPSULE, THRICE_DAILY);
+    a["uuid"] = json!("3c1d2e4f-0000-4000-8000-00000000aaaa");
+    let mut b = a.clone();
+    b["drug"] = json!(PARACETAMOL);
+    let r = sign(&mut c, &ch, vec![a, b]).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert_eq!(c.get(&format!("{REST}/order/3c1d2e4f-0000-4000-8000-00000000aaaa")).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn schedules_durations_and_clocks_as_core_reads_them() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let ch = chart(&mut c, &st, "510011").await;
+    let para = drug_concept(&st, PARACETAMOL);
+    // Scheduled in ten days, then a five-day course now: they do not overlap.
+    let mut later = drug_order(&ch, PARACETAMOL, &para, TABLET, THRICE_DAILY);
+    later.as_object_mut().unwrap().remove("dateActivated");
+    later["urgency"] = json!("ON_SCHEDULED_DATE");
+    later["scheduledDate"] = json!((chrono::Utc::now() + chrono::Duration::days(10)).to_rfc3339());
+    let r = sign(&mut c, &ch, vec![later]).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let r = sign(&mut c, &ch, vec![drug_order(&ch, PARACETAMOL, &para, TABLET, ONCE_DAILY)]).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    // A duration past what a date holds is refused, not a fault.
+    let mut huge = drug_order(&ch, AMOXICILLIN, &drug_concept(&st, AMOXICILLIN), CAPSULE, THRICE_DAILY);
+    huge["duration"] = json!(4_000_000_000u64);
+    let r = sign(&mut c, &ch, vec![huge]).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    // Revising a tablet prescription into the syrup (the same concept, another drug) is
+    // not a revision.
+    let meds = c.get(&format!("{REST}/order?patient={}&status=active", ch.patient)).await;
+    let current = meds.body["results"].as_array().unwrap().iter().find(|o| o["scheduledDate"].is_null()).unwrap()["uuid"].clone();
+    let mut syrup = drug_order(&ch, "12f9fa2d-646e-42ef-beb0-5ea374c23fdf", &para, "1513AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", ONCE_DAILY);
+    syrup["action"] = json!("REVISE");
+    syrup["previousOrder"] = current;
+    let r = sign(&mut c, &ch, vec![syrup]).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert_eq!(r.body["error"]["fieldErrors"]["orders[0].previousOrder"][0]["code"], "Order.orderable.doesnot.match");
+    // A browser whose clock runs ahead: the encounter a few seconds in the future, a test
+    // order without its own date starts with it.
+    let ahead = (chrono::Utc::now() + chrono::Duration::seconds(20)).to_rfc3339();
+    let body = json!({"patient": ch.patient, "encounterType": ORDER_ENCOUNTER, "encounterDatetime": ahead, "visit": ch.visit,
+        "orders": [{"action": "NEW", "type": "testorder", "patient": ch.patient, "careSetting": OUTPATIENT,
+            "orderer": ch.provider, "concept": HAEMOGLOBIN}]});
+    let r = send_json(&mut c, "POST", &format!("{REST}/encounter"), &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    // Order numbers are found in any case.
+    let number = c.get(&format!("{REST}/order/{}", r.body["orders"][0]["uuid"].as_str().unwrap())).await.body["orderNumber"].as_str().unwrap().to_lowercase();
+    assert_eq!(c.get(&format!("{REST}/order/{number}")).await.status, StatusCode::OK);
 }

@@ -400,8 +400,8 @@ fn apply(
     Ok(())
 }
 
-/// The rules against other records (see the module's documentation), the prescription
-/// read under the caller's write lock.
+/// The rules against other records (see the module's documentation); the caller holds the
+/// clinical write lock, so the prescription's other dispenses cannot change meanwhile.
 fn check(state: &AppState, d: &mut DispenseRecord, inv: &mut Invalid) -> ApiResult<()> {
     let order: Option<OrderRecord> = match &d.drug_order {
         Some(o) => match crate::domains::order::store::get(&state.store, o)? {
@@ -429,11 +429,7 @@ fn check(state: &AppState, d: &mut DispenseRecord, inv: &mut Invalid) -> ApiResu
             d.patient = o.patient.clone();
         }
         if d.patient != o.patient {
-            inv.field(
-                "subject",
-                "error.invalid",
-                "The prescription is another patient's",
-            );
+            inv.field("subject", "error.invalid", "The prescription is another patient's");
         }
         if d.encounter.is_none() {
             d.encounter = Some(o.encounter.clone());
@@ -444,52 +440,62 @@ fn check(state: &AppState, d: &mut DispenseRecord, inv: &mut Invalid) -> ApiResu
     } else if state.store.patient(&d.patient)?.is_none_or(|p| p.voided) {
         inv.field("subject", "error.invalid", "Patient does not exist");
     }
-    if d.concept.is_empty() {
-        inv.field(
-            "medicationReference",
-            "error.null",
-            "A dispense names what it hands over",
-        );
-    }
-    if d.status == "completed" {
-        match d.quantity {
-            Some(q) if q > 0.0 => {}
+    // The encounter (`context`): an encounter of the same patient that stands.
+    if let Some(e) = &d.encounter {
+        match crate::domains::encounter::store::encounter(&state.store, e)? {
+            Some(enc) if !enc.voiding.voided && enc.patient == d.patient => {}
             _ => inv.field(
-                "quantity",
+                "context",
                 "error.invalid",
-                "A completed dispense hands over a positive quantity",
+                "The encounter does not exist, is voided or is another patient's",
             ),
         }
-        if d.quantity_units.is_none() {
-            inv.field(
-                "quantity.code",
+    }
+    if d.concept.is_empty() {
+        inv.field("medicationReference", "error.null", "A dispense names what it hands over");
+    }
+    if let Some(q) = d.quantity
+        && q <= 0.0
+    {
+        inv.field("quantity", "error.invalid", "A quantity handed over is positive");
+    }
+    if d.quantity.is_some() && d.quantity_units.is_none() {
+        inv.field("quantity.code", "error.null", "The quantity's unit is required");
+    }
+    if d.status == "completed"
+        && let Some(o) = &order
+        && let Some(details) = &o.drug
+        && let Some(ordered) = details.quantity
+    {
+        // A prescription that states a quantity is handed over in quantities, and never
+        // more than it allows with its refills (in its unit).
+        match d.quantity {
+            None => inv.field(
+                "quantity",
                 "error.null",
-                "The quantity's unit is required",
-            );
-        }
-        // No more than the prescription allows, in its unit.
-        if let (Some(o), Some(q)) = (&order, d.quantity)
-            && let Some(details) = &o.drug
-            && let Some(ordered) = details.quantity
-            && details.quantity_units == d.quantity_units
-        {
-            let allowed = ordered * f64::from(1 + details.num_refills.unwrap_or(0));
-            let given: f64 = store::of_order(&state.store, &o.uuid)?
-                .iter()
-                .filter(|x| {
-                    x.uuid != d.uuid
-                        && x.status == "completed"
-                        && x.quantity_units == d.quantity_units
-                })
-                .filter_map(|x| x.quantity)
-                .sum();
-            if given + q > allowed + 1e-9 {
-                inv.field(
-                    "quantity",
-                    "MedicationDispense.error.quantityExceedsOrdered",
-                    &format!("This would hand over {} of the {allowed} the prescription allows ({given} already dispensed)", given + q),
-                );
+                "The prescription states a quantity: say how much is handed over",
+            ),
+            Some(q) if details.quantity_units == d.quantity_units => {
+                let allowed = ordered * f64::from(1 + details.num_refills.unwrap_or(0));
+                let given: f64 = store::of_order(&state.store, &o.uuid)?
+                    .iter()
+                    .filter(|x| {
+                        x.uuid != d.uuid && x.status == "completed" && x.quantity_units == d.quantity_units
+                    })
+                    .filter_map(|x| x.quantity)
+                    .sum();
+                if given + q > allowed + 1e-9 {
+                    inv.field(
+                        "quantity",
+                        "MedicationDispense.error.quantityExceedsOrdered",
+                        &format!(
+                            "This would hand over {} of the {allowed} the prescription allows ({given} already dispensed)",
+                            given + q
+                        ),
+                    );
+                }
             }
+            Some(_) => {}
         }
     }
     Ok(())
@@ -538,7 +544,7 @@ pub async fn create(
         .and_then(Value::as_str)
         .filter(|id| uuid::Uuid::parse_str(id).is_ok())
         .map_or_else(crate::domains::new_uuid, str::to_string);
-    write(state, caller, blank(uuid, ""), body, true).await
+    write(state, caller, Target::New(uuid), body).await
 }
 
 /// `PUT MedicationDispense/{id}` replaces what the resource carries — privilege: Edit
@@ -550,52 +556,57 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Medication Dispense"])?;
-    if body
-        .get("id")
-        .and_then(Value::as_str)
-        .is_some_and(|b| b != id)
-    {
+    if body.get("id").and_then(Value::as_str).is_some_and(|b| b != id) {
         return Ok(invalid("The resource's id is not the one in the path"));
     }
-    let Some(old) = store::get(&state.store, &id)?.filter(|d| !d.voiding.voided) else {
-        return Ok(not_found("MedicationDispense", &id));
-    };
-    write(state, caller, old, body, false).await
+    write(state, caller, Target::Existing(id), body).await
+}
+
+/// What a write starts from: a new dispense (with its uuid), or a stored one read under the
+/// write lock (so a deletion meanwhile is not undone).
+enum Target {
+    New(String),
+    Existing(String),
 }
 
 async fn write(
     state: Arc<AppState>,
     caller: Caller,
-    start: DispenseRecord,
+    target: Target,
     body: Map<String, Value>,
-    new: bool,
 ) -> ApiResult<Response> {
     let user = caller.user_uuid();
+    let new = matches!(target, Target::New(_));
     let st = state.clone();
     let written = blocking(move || {
         let catalog = st.catalog.load();
-        let mut d = start;
+        let _one_writer = st.store.write_lock();
+        let (old, mut d) = match target {
+            Target::New(uuid) => {
+                if store::get(&st.store, &uuid)?.is_some() {
+                    return Ok(Written::Refused(invalid(&format!(
+                        "A dispense with id {uuid} already exists"
+                    ))));
+                }
+                (None, blank(uuid, &user))
+            }
+            Target::Existing(id) => match store::get(&st.store, &id)? {
+                Some(d) if !d.voiding.voided => (Some(d.clone()), d),
+                _ => return Ok(Written::Refused(not_found("MedicationDispense", &id))),
+            },
+        };
         let mut inv = Invalid::default();
         if let Err(e) = apply(&body, &mut d, &st, &catalog, &mut inv) {
             return Ok(Written::Refused(invalid(&e)));
         }
-        let _one_writer = st.store.write_lock();
-        if new {
-            if store::get(&st.store, &d.uuid)?.is_some() {
-                return Ok(Written::Refused(invalid(&format!(
-                    "A dispense with id {} already exists",
-                    d.uuid
-                ))));
-            }
-            d.audit = Audit::new(&user, Utc::now());
-        } else {
+        if old.is_some() {
             d.audit.changed(&user, Utc::now());
         }
         check(&st, &mut d, &mut inv)?;
         if !inv.is_empty() {
             return Ok(Written::Refused(unprocessable(&inv)));
         }
-        store::put(&st.store, &d)?;
+        store::put(&st.store, old.as_ref(), &d)?;
         Ok::<_, ApiError>(Written::Done(Box::new(d)))
     })
     .await?;
@@ -604,11 +615,7 @@ async fn write(
         Written::Refused(r) => return Ok(r),
     };
     let catalog = state.catalog.load();
-    let status = if new {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
+    let status = if new { StatusCode::CREATED } else { StatusCode::OK };
     let mut res = fhir(
         status,
         dispense_json(&state, &catalog, &d, &caller.locale(&catalog)),
@@ -701,14 +708,16 @@ pub async fn delete(
     caller.require(&["Delete Medication Dispense"])?;
     let user = caller.user_uuid();
     let st = state.clone();
+    let missing = id.clone();
     let found = blocking(move || {
         let _one_writer = st.store.write_lock();
         let Some(mut d) = store::get(&st.store, &id)? else {
             return Ok(false);
         };
         if !d.voiding.voided {
+            let old = d.clone();
             d.voiding.void(&user, Utc::now(), "Voided via FHIR API");
-            store::put(&st.store, &d)?;
+            store::put(&st.store, Some(&old), &d)?;
         }
         Ok::<_, ApiError>(true)
     })
@@ -721,6 +730,6 @@ pub async fn delete(
             "Resource successfully deleted",
         )
     } else {
-        not_found("MedicationDispense", "")
+        not_found("MedicationDispense", &missing)
     })
 }

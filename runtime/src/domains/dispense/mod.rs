@@ -8,10 +8,13 @@
 //! (`completed`, `on-hold` for a pause, `declined` for a close…), kept as its code.
 //!
 //! Rules: a patient and a status; a drug order of that patient, not voided, and not a
-//! discontinuation; the drug and concept of the content (the concept is the drug's); a
-//! completed dispense hands over a positive quantity with its unit, and the quantities a
-//! prescription's completed dispenses hand over (in the prescription's unit) never exceed
-//! what it allows: its quantity times one plus its refills.
+//! discontinuation; an encounter of that patient that stands; the drug and concept of the
+//! content (the concept is the drug's); a quantity is positive and has its unit. Against a
+//! prescription that states a quantity, a completed dispense says how much it hands over,
+//! and the quantities its completed dispenses hand over (in the prescription's unit) never
+//! exceed what it allows: its quantity times one plus its refills. (OpenMRS leaves that cap
+//! to the dispensing app, off by default; here a pharmacy cannot hand over more than was
+//! prescribed without a new prescription.)
 
 pub mod fhir;
 pub mod store;

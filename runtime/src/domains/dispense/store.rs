@@ -1,6 +1,6 @@
 //! The dispense table, indexed by patient (`patient|recorded|uuid`), by the drug order each
-//! fills (`order|uuid`) and by encounter (`encounter|uuid`). A dispense's index keys never
-//! change (its patient, order and encounter are kept), only its flags.
+//! fills (`order|uuid`) and by encounter (`encounter|uuid`). A replaced dispense's old keys
+//! are removed before its new ones are written (a correction may name another order).
 
 use super::DispenseRecord;
 use crate::domains::{self, Index, RecordTable, VOIDED, key, uuid_of};
@@ -34,26 +34,33 @@ fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
     write_index(txn, &d)
 }
 
-fn write_index(txn: &WriteTransaction, d: &DispenseRecord) -> StoreResult<()> {
-    let flags = if d.voiding.voided { VOIDED } else { 0 };
-    txn.open_table(BY_PATIENT)?.insert(
-        key(&[&d.patient, &d.audit.date_created, &d.uuid]).as_str(),
-        flags,
-    )?;
+fn keys(d: &DispenseRecord) -> Vec<(Index, String)> {
+    let mut k = vec![(BY_PATIENT, key(&[&d.patient, &d.audit.date_created, &d.uuid]))];
     if let Some(o) = &d.drug_order {
-        txn.open_table(BY_ORDER)?
-            .insert(key(&[o, &d.uuid]).as_str(), flags)?;
+        k.push((BY_ORDER, key(&[o, &d.uuid])));
     }
     if let Some(e) = &d.encounter {
-        txn.open_table(BY_ENCOUNTER)?
-            .insert(key(&[e, &d.uuid]).as_str(), flags)?;
+        k.push((BY_ENCOUNTER, key(&[e, &d.uuid])));
+    }
+    k
+}
+
+fn write_index(txn: &WriteTransaction, d: &DispenseRecord) -> StoreResult<()> {
+    let flags = if d.voiding.voided { VOIDED } else { 0 };
+    for (index, k) in keys(d) {
+        txn.open_table(index)?.insert(k.as_str(), flags)?;
     }
     Ok(())
 }
 
-/// Writes a dispense durably.
-pub fn put(store: &Store, d: &DispenseRecord) -> StoreResult<()> {
+/// Writes a dispense durably, replacing `old` (its index keys removed first) if given.
+pub fn put(store: &Store, old: Option<&DispenseRecord>, d: &DispenseRecord) -> StoreResult<()> {
     store.write(|txn| {
+        if let Some(old) = old {
+            for (index, k) in keys(old) {
+                txn.open_table(index)?.remove(k.as_str())?;
+            }
+        }
         txn.open_table(TABLE)?
             .insert(d.uuid.as_str(), domains::encode(d).as_slice())?;
         write_index(txn, d)

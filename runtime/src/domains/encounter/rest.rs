@@ -698,7 +698,7 @@ pub async fn create(
         if !inv.is_empty() {
             return Err(ApiError::Invalid(inv));
         }
-        let drafts = order_rest::drafts_of_encounter(&st, &body, &e.uuid, &patient, &audit, now)?;
+        let drafts = order_rest::drafts_of_encounter(&st, &body, &e.uuid, &patient, &audit)?;
         let _one_writer = st.store.write_lock();
         if store::encounter(&st.store, &e.uuid)?.is_some() {
             return Err(ApiError::BadRequest(format!(
@@ -707,7 +707,7 @@ pub async fn create(
             )));
         }
         check_obs_orders(&st, &obs, &patient, &drafts)?;
-        let placed = order_rest::place_all(&st, drafts, &e, now)?;
+        let placed = order_rest::place_all(&st, drafts, &e, now, Some("orders"))?;
         // The encounter, its observations and its orders (a signed order basket) commit
         // together.
         st.store.write(|txn| {
@@ -830,6 +830,12 @@ pub async fn update(
                     if !fresh.contains_key("concept") {
                         fresh.insert("concept".into(), json!(s.concept));
                     }
+                    // A corrected result still answers its order.
+                    if !fresh.contains_key("order")
+                        && let Some(order) = &s.order
+                    {
+                        fresh.insert("order".into(), json!(order));
+                    }
                     let mut parsed = Vec::new();
                     super::parse_obs(
                         &st,
@@ -874,9 +880,9 @@ pub async fn update(
         if !inv.is_empty() {
             return Err(ApiError::Invalid(inv));
         }
-        let drafts = order_rest::drafts_of_encounter(&st, &body, &e.uuid, &e.patient, &audit, now)?;
+        let drafts = order_rest::drafts_of_encounter(&st, &body, &e.uuid, &e.patient, &audit)?;
         check_obs_orders(&st, &added, &e.patient, &drafts)?;
-        let placed = order_rest::place_all(&st, drafts, &e, now)?;
+        let placed = order_rest::place_all(&st, drafts, &e, now, Some("orders"))?;
         let mut obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
             replaced.iter().map(|(o, n)| (Some(o), n)).collect();
         obs.extend(added.iter().map(|o| (None, o)));
@@ -950,16 +956,15 @@ pub async fn delete(
                 })
                 .collect();
         let obs = changed.iter().map(|(o, n)| (Some(o), n)).collect();
-        // Its orders go with it, as core's voidEncounter voids them.
-        let orders: Vec<(OrderRecord, OrderRecord)> =
-            crate::domains::order::store::of_encounter(&st.store, &uuid, false)?
-                .into_iter()
-                .map(|o| {
-                    let mut v = o.clone();
-                    v.voiding.void(&user, now, &reason);
-                    (o, v)
-                })
-                .collect();
+        // Its orders go with it, as core's voidEncounter voids them (and the orders their
+        // revisions had stopped stand again).
+        let orders: Vec<(OrderRecord, OrderRecord)> = crate::domains::order::voiding(
+            &st.store,
+            &crate::domains::order::store::of_encounter(&st.store, &uuid, false)?,
+            &user,
+            now,
+            &reason,
+        )?;
         st.store
             .write(|txn| {
                 store::write_in(

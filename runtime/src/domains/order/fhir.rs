@@ -190,6 +190,7 @@ pub fn request_status(o: &OrderRecord, now: &str) -> &'static str {
 pub fn medication_request_json(
     state: &AppState,
     catalog: &Catalog,
+    snomed: &std::collections::HashMap<String, String>,
     o: &OrderRecord,
     locale: &str,
 ) -> Value {
@@ -268,7 +269,6 @@ pub fn medication_request_json(
         );
     }
     if let Some(d) = d {
-        let entry = super::rules::OrderEntry::of(state);
         r.insert(
             "dosageInstruction".into(),
             json!([dosage_json(
@@ -283,7 +283,7 @@ pub fn medication_request_json(
                     dose: d.dose,
                     dose_units: d.dose_units.as_deref(),
                 },
-                &entry.snomed,
+                snomed,
                 locale,
             )]),
         );
@@ -419,6 +419,7 @@ pub async fn search(
         caller.require(&["Get Medication Dispense"])?;
     }
     let catalog = state.catalog.load();
+    let snomed = super::rules::OrderEntry::of(&state).snomed;
     let locale = caller.locale(&catalog);
     let now = datetime_key(Utc::now());
     let orders: Vec<OrderRecord> = if let Some(e) = param(&query, "encounter") {
@@ -426,16 +427,21 @@ pub async fn search(
     } else if let Some(p) = patient_param(&query) {
         store::of_patient(&state.store, &p, false)?
     } else {
-        return Err(ApiError::BadRequest(
-            "MedicationRequest searches name a patient or an encounter".into(),
+        return Ok(crate::api::fhir::invalid(
+            "MedicationRequest searches name a patient or an encounter",
         ));
     };
     let status = param(&query, "status").map(str::to_ascii_lowercase);
     let fulfiller = match param(&query, "fulfillerStatus") {
         None => None,
-        Some(f) => Some(FulfillerStatus::parse(f).ok_or_else(|| {
-            ApiError::BadRequest(format!("fulfillerStatus: '{f}' is not a fulfiller status"))
-        })?),
+        Some(f) => match FulfillerStatus::parse(f) {
+            Some(s) => Some(s),
+            None => {
+                return Ok(crate::api::fhir::invalid(&format!(
+                    "fulfillerStatus: '{f}' is not a fulfiller status"
+                )));
+            }
+        },
     };
     let matching: Vec<&OrderRecord> = orders
         .iter()
@@ -456,7 +462,7 @@ pub async fn search(
         .collect();
     let resources: Vec<Value> = page
         .iter()
-        .map(|o| medication_request_json(&state, &catalog, o, &locale))
+        .map(|o| medication_request_json(&state, &catalog, &snomed, o, &locale))
         .collect();
     let mut included = Vec::new();
     if includes(&query, "_include", "MedicationRequest:encounter") {
@@ -499,10 +505,11 @@ pub async fn read(
 ) -> ApiResult<Response> {
     caller.require(&["Get Orders"])?;
     let catalog = state.catalog.load();
+    let snomed = super::rules::OrderEntry::of(&state).snomed;
     match store::get(&state.store, &id)? {
         Some(o) if is_request(&o) && !o.voiding.voided => Ok(fhir(
             StatusCode::OK,
-            medication_request_json(&state, &catalog, &o, &caller.locale(&catalog)),
+            medication_request_json(&state, &catalog, &snomed, &o, &caller.locale(&catalog)),
         )),
         _ => Ok(not_found("MedicationRequest", &id)),
     }
@@ -529,8 +536,11 @@ pub async fn patch(
             &format!("Only the fulfiller status of a MedicationRequest can be changed, not {k}"),
         ));
     }
+    // A merge patch leaves out what it does not change: no `extension`, no change; the
+    // extension left out of the list, or its `valueCode` null, clears the status.
     let status = match body.get("extension") {
-        None | Some(Value::Null) => None,
+        None => return read_after_patch(&state, &caller, &id),
+        Some(Value::Null) => None,
         Some(Value::Array(items)) => {
             let ext = items
                 .iter()
@@ -552,6 +562,7 @@ pub async fn patch(
     };
     let user = caller.user_uuid();
     let st = state.clone();
+    let wanted = id.clone();
     let updated = blocking(move || {
         let _one_writer = st.store.write_lock();
         let Some(old) = store::get(&st.store, &id)?.filter(|o| is_request(o) && !o.voiding.voided)
@@ -566,12 +577,26 @@ pub async fn patch(
     })
     .await?;
     let catalog = state.catalog.load();
+    let snomed = super::rules::OrderEntry::of(&state).snomed;
     Ok(match updated {
         Some(o) => fhir(
             StatusCode::OK,
-            medication_request_json(&state, &catalog, &o, &caller.locale(&catalog)),
+            medication_request_json(&state, &catalog, &snomed, &o, &caller.locale(&catalog)),
         ),
-        None => not_found("MedicationRequest", ""),
+        None => not_found("MedicationRequest", &wanted),
+    })
+}
+
+/// The MedicationRequest a patch that changes nothing answers with.
+fn read_after_patch(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Response> {
+    let catalog = state.catalog.load();
+    let snomed = super::rules::OrderEntry::of(state).snomed;
+    Ok(match store::get(&state.store, id)? {
+        Some(o) if is_request(&o) && !o.voiding.voided => fhir(
+            StatusCode::OK,
+            medication_request_json(state, &catalog, &snomed, &o, &caller.locale(&catalog)),
+        ),
+        _ => not_found("MedicationRequest", id),
     })
 }
 
@@ -646,7 +671,10 @@ pub async fn encounters_with_requests(
     query: Vec<(String, String)>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounters", "Get Orders"])?;
+    // Dispenses are shown to those who may read them.
+    let with_dispenses = caller.require(&["Get Medication Dispense"]).is_ok();
     let catalog = state.catalog.load();
+    let snomed = super::rules::OrderEntry::of(&state).snomed;
     let locale = caller.locale(&catalog);
     let now = datetime_key(Utc::now());
     let from = match query
@@ -657,9 +685,14 @@ pub async fn encounters_with_requests(
         None => None,
         Some(v) => {
             let v = v.trim_start_matches("ge").trim_start_matches("gt");
-            Some(datetime_key(parse_datetime(v).ok_or_else(|| {
-                ApiError::BadRequest(format!("date: '{v}' is not a date"))
-            })?))
+            match parse_datetime(v) {
+                Some(t) => Some(datetime_key(t)),
+                None => {
+                    return Ok(crate::api::fhir::invalid(&format!(
+                        "date: '{v}' is not a date (ge… or gt…)"
+                    )));
+                }
+            }
         }
     };
     let active_only = param(&query, "status").is_some_and(|s| s.eq_ignore_ascii_case("active"));
@@ -693,14 +726,18 @@ pub async fn encounters_with_requests(
         false,
     )?;
     let mut by_encounter: Vec<(String, Vec<OrderRecord>)> = Vec::new();
+    let mut slot: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for chunk in uuids.chunks(256) {
         for o in store::records(&state.store, chunk)? {
             if !is_request(&o) {
                 continue;
             }
-            match by_encounter.iter_mut().find(|(e, _)| *e == o.encounter) {
-                Some((_, list)) => list.push(o),
-                None => by_encounter.push((o.encounter.clone(), vec![o])),
+            match slot.get(&o.encounter) {
+                Some(&i) => by_encounter[i].1.push(o),
+                None => {
+                    slot.insert(o.encounter.clone(), by_encounter.len());
+                    by_encounter.push((o.encounter.clone(), vec![o]));
+                }
             }
         }
     }
@@ -753,10 +790,12 @@ pub async fn encounters_with_requests(
         r["subject"] = patient_reference(&state.store, &e.patient);
         matches.push(r);
         for o in orders {
-            included.push(medication_request_json(&state, &catalog, o, &locale));
+            included.push(medication_request_json(&state, &catalog, &snomed, o, &locale));
         }
-        let refs: Vec<&OrderRecord> = orders.iter().collect();
-        included.extend(dispenses_json(&state, &catalog, &refs, &locale)?);
+        if with_dispenses {
+            let refs: Vec<&OrderRecord> = orders.iter().collect();
+            included.extend(dispenses_json(&state, &catalog, &refs, &locale)?);
+        }
     }
     Ok(fhir(
         StatusCode::OK,

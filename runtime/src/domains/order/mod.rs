@@ -282,11 +282,67 @@ impl OrderRecord {
             && !self.is_stopped_or_expired(at)
     }
 
-    /// What the order asks for: its drug, else its concept (core's orderable).
-    pub fn orderable(&self) -> &str {
-        self.drug
-            .as_ref()
-            .and_then(|d| d.drug.as_deref())
-            .unwrap_or(&self.concept)
+    /// Whether `self` and `o` ask for the same thing (core's `hasSameOrderableAs`): the same
+    /// concept and, for drug orders, the same drug, or the same free-text drug in any case
+    /// when either is not coded.
+    pub fn same_orderable(&self, o: &OrderRecord) -> bool {
+        if self.concept != o.concept {
+            return false;
+        }
+        match (&self.drug, &o.drug) {
+            (Some(a), Some(b)) => match (&a.drug_non_coded, &b.drug_non_coded) {
+                (None, None) => a.drug == b.drug,
+                (Some(x), Some(y)) => x.trim().eq_ignore_ascii_case(y.trim()),
+                _ => false,
+            },
+            (None, None) => true,
+            _ => false,
+        }
     }
+}
+
+/// What voiding `orders` changes, as core's `voidOrder` does: each order voided, and the
+/// order a voided revision or discontinuation had stopped active again (its `dateStopped`
+/// cleared), unless another order that still stands stopped it or it is voided too.
+/// Answers (old, new) pairs to write together. The caller holds the clinical write lock.
+pub fn voiding(
+    store: &crate::store::Store,
+    orders: &[OrderRecord],
+    user: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    reason: &str,
+) -> crate::store::StoreResult<Vec<(OrderRecord, OrderRecord)>> {
+    let mut changes = Vec::new();
+    for o in orders.iter().filter(|o| !o.voiding.voided) {
+        let mut v = o.clone();
+        v.voiding.void(user, now, reason);
+        changes.push((o.clone(), v));
+    }
+    let voided: Vec<String> = changes.iter().map(|(o, _)| o.uuid.clone()).collect();
+    for (o, _) in changes.clone() {
+        let Some(prev_uuid) = o.previous_order.as_ref().filter(|_| matches!(o.action, Action::Revise | Action::Discontinue)) else {
+            continue;
+        };
+        if voided.contains(prev_uuid) {
+            continue;
+        }
+        let Some(prev) = store::get(store, prev_uuid)? else { continue };
+        if prev.date_stopped.is_none() {
+            continue;
+        }
+        // Another revision or discontinuation of it that still stands keeps it stopped.
+        let others = store::of_patient(store, &prev.patient, false)?;
+        let still_stopped = others.iter().any(|x| {
+            !voided.contains(&x.uuid)
+                && x.previous_order.as_deref() == Some(prev_uuid)
+                && matches!(x.action, Action::Revise | Action::Discontinue)
+        });
+        if !still_stopped {
+            let mut active = prev.clone();
+            active.date_stopped = None;
+            active.audit.changed(user, now);
+            changes.push((prev, active));
+        }
+    }
+    Ok(changes)
 }

@@ -564,7 +564,6 @@ pub fn from_body(
     body: &Map<String, Value>,
     encounter: Option<&str>,
     audit: &Audit,
-    now: DateTime<Utc>,
     field: &str,
 ) -> ApiResult<OrderRecord> {
     only_known(body, "order", FIELDS)?;
@@ -761,7 +760,8 @@ pub fn from_body(
         orderer,
         action,
         previous_order: opt_ref(body, "previousOrder")?,
-        date_activated: date(body, "dateActivated")?.unwrap_or_else(|| datetime_key(now)),
+        // Empty: placing it gives now, or its encounter's time if later (`rules::place`).
+        date_activated: date(body, "dateActivated")?.unwrap_or_default(),
         scheduled_date: date(body, "scheduledDate")?,
         date_stopped: None,
         auto_expire_date: date(body, "autoExpireDate")?,
@@ -841,6 +841,7 @@ pub fn place_all(
     drafts: Vec<OrderRecord>,
     encounter: &EncounterRecord,
     now: DateTime<Utc>,
+    prefix: Option<&str>,
 ) -> ApiResult<Placed> {
     let mut out = Placed::default();
     if drafts.is_empty() {
@@ -848,9 +849,12 @@ pub fn place_all(
     }
     let entry = OrderEntry::of(state);
     let catalog = state.catalog.load();
-    let stored = store::of_patient(&state.store, &encounter.patient, false)?;
-    for draft in drafts {
-        if store::get(&state.store, &draft.uuid)?.is_some() {
+    // The patient's orders as they stand, each placed or stopped order of the request
+    // applied in turn, so the next one sees it (two discontinuations of one order: the
+    // second finds it stopped).
+    let mut known = store::of_patient(&state.store, &encounter.patient, false)?;
+    for (i, draft) in drafts.into_iter().enumerate() {
+        if known.iter().any(|x| x.uuid == draft.uuid) || store::get(&state.store, &draft.uuid)?.is_some() {
             return Err(ApiError::BadRequest(format!(
                 "An order with uuid {} already exists",
                 draft.uuid
@@ -860,18 +864,31 @@ pub fn place_all(
             catalog: &catalog,
             entry: &entry,
             now,
-            patient_orders: &stored,
-            placed: &out.orders,
+            known: &known,
         };
-        let (o, stopped) = place(&p, draft, encounter)?;
-        if let Some(s) = stopped {
+        let (o, stopped) = place(&p, draft, encounter).map_err(|e| match (e, prefix) {
+            (ApiError::Invalid(mut inv), Some(prefix)) => {
+                for f in &mut inv.fields {
+                    f.0 = format!("{prefix}[{i}].{}", f.0);
+                }
+                ApiError::Invalid(inv)
+            }
+            (e, _) => e,
+        })?;
+        if let Some((old, new)) = stopped {
+            if let Some(x) = known.iter_mut().find(|x| x.uuid == new.uuid) {
+                *x = new.clone();
+            }
             // A previous order placed in this same request is stopped in place.
-            if let Some(x) = out.orders.iter_mut().find(|x| x.uuid == s.1.uuid) {
-                *x = s.1;
+            if let Some(x) = out.orders.iter_mut().find(|x| x.uuid == new.uuid) {
+                *x = new;
+            } else if let Some(s) = out.stops.iter_mut().find(|s| s.1.uuid == new.uuid) {
+                s.1 = new;
             } else {
-                out.stops.push(s);
+                out.stops.push((old, new));
             }
         }
+        known.push(o.clone());
         out.orders.push(o);
     }
     Ok(out)
@@ -884,7 +901,6 @@ pub fn drafts_of_encounter(
     encounter: &str,
     patient: &str,
     audit: &Audit,
-    now: DateTime<Utc>,
 ) -> ApiResult<Vec<OrderRecord>> {
     let list = match body.get("orders") {
         None | Some(Value::Null) => return Ok(vec![]),
@@ -903,19 +919,12 @@ pub fn drafts_of_encounter(
             // The encounter is the one being written; its patient, when the order omits it.
             o.remove("encounter");
             o.entry("patient").or_insert_with(|| json!(patient));
-            from_body(
-                state,
-                &o,
-                Some(encounter),
-                audit,
-                now,
-                &format!("orders[{i}]"),
-            )
+            from_body(state, &o, Some(encounter), audit, &format!("orders[{i}]"))
         })
         .collect()
 }
 
-/// `POST order` — privileges: Add Orders (and Edit Orders, as webservices.rest asks both).
+/// `POST order` — privilege: Add Orders.
 pub async fn create(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -928,13 +937,13 @@ pub async fn create(
     let st = state.clone();
     let o = blocking(move || {
         let now = Utc::now();
-        let draft = from_body(&st, &body, None, &Audit::new(&user, now), now, "")?;
+        let draft = from_body(&st, &body, None, &Audit::new(&user, now), "")?;
         let _one_writer = st.store.write_lock();
         let encounter = crate::domains::encounter::store::encounter(&st.store, &draft.encounter)?
             .ok_or_else(|| {
             ApiError::invalid_field("encounter", "error.invalid", "Encounter does not exist")
         })?;
-        let placed = place_all(&st, vec![draft], &encounter, now)?;
+        let placed = place_all(&st, vec![draft], &encounter, now, None)?;
         let placed = st.store.write(|txn| placed.write_in(txn))?;
         placed
             .into_iter()
@@ -950,7 +959,7 @@ fn find(state: &AppState, id: &str) -> ApiResult<OrderRecord> {
     if let Some(o) = store::get(&state.store, id)? {
         return Ok(o);
     }
-    store::by_number(&state.store, id)?.ok_or(ApiError::NotFound)
+    store::by_number(&state.store, &id.to_ascii_uppercase())?.ok_or(ApiError::NotFound)
 }
 
 /// `GET order/{uuid or number}` — privilege: Get Orders.
@@ -971,8 +980,9 @@ pub async fn read(
     )
 }
 
-/// `DELETE order/{uuid}[?reason=]` voids it; `?purge=true` is refused, as an order's
-/// history is kept — privilege: Delete Orders.
+/// `DELETE order/{uuid}[?reason=]` voids it, and makes the order a voided revision or
+/// discontinuation had stopped active again (core's `voidOrder`); `?purge=true` is
+/// refused, as an order's history is kept — privilege: Delete Orders.
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -985,16 +995,20 @@ pub async fn delete(
             "Orders are voided, never purged: their history is part of the record".into(),
         ));
     }
-    crate::domains::rest::void_answer(
-        state,
-        &caller,
-        uuid,
-        &query,
-        store::get,
-        |o| &mut o.voiding,
-        store::put,
-    )
-    .await
+    let user = caller.user_uuid();
+    let reason = param(&query, "reason").unwrap_or("web service call").to_string();
+    let st = state.clone();
+    blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let o = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
+        let changes = super::voiding(&st.store, &[o], &user, Utc::now(), &reason)?;
+        let refs: Vec<(Option<&OrderRecord>, &OrderRecord)> =
+            changes.iter().map(|(old, new)| (Some(old), new)).collect();
+        st.store.write(|txn| store::put_in(txn, &refs))?;
+        Ok(())
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// `POST order/{uuid or number}/fulfillerdetails` with `fulfillerStatus`,
@@ -1335,9 +1349,11 @@ pub async fn search(
     }
     let all_types: Vec<String>;
     let number = param(&query, "orderNumber");
+    // Order numbers are written `ORD-<n>`; the search ignores case, as core's does.
+    let number_upper = number.map(str::to_ascii_uppercase).unwrap_or_default();
     let source = match (&patient, &source_types, number) {
         (Some(p), _, _) => Source::Patient(p),
-        (None, _, Some(n)) if !legacy => Source::Number(n),
+        (None, _, Some(_)) if !legacy => Source::Number(&number_upper),
         (None, Some(types), _) => Source::Types {
             types,
             from: from.as_deref(),
@@ -1371,7 +1387,7 @@ pub async fn search(
             }
             if matched >= w.start && page_records.len() < w.limit {
                 page_records.push(o);
-            } else if matched >= w.start + w.limit {
+            } else if matched >= w.start.saturating_add(w.limit) {
                 more = true;
             }
             matched += 1;

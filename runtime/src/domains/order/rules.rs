@@ -112,10 +112,10 @@ pub struct Placing<'a> {
     pub catalog: &'a Catalog,
     pub entry: &'a OrderEntry,
     pub now: DateTime<Utc>,
-    /// The patient's orders as stored (for the previous order and the duplicate check).
-    pub patient_orders: &'a [OrderRecord],
-    /// Orders placed earlier in the same request (an order basket), not yet stored.
-    pub placed: &'a [OrderRecord],
+    /// The patient's orders as they stand: the stored ones, with what earlier orders of the
+    /// same request (an order basket) placed and stopped (for the previous order and the
+    /// duplicate check).
+    pub known: &'a [OrderRecord],
 }
 
 /// The order type of an order that names none: the type listing its concept's class,
@@ -157,23 +157,36 @@ pub fn auto_expire(
     frequency_per_day: Option<f64>,
 ) -> Option<DateTime<Utc>> {
     let n = i64::from(duration);
+    let after = |d: Option<Duration>| d.and_then(|d| start.checked_add_signed(d));
     let end = match snomed {
-        SNOMED_SECONDS => start + Duration::seconds(n),
-        SNOMED_MINUTES => start + Duration::minutes(n),
-        SNOMED_HOURS => start + Duration::hours(n),
-        SNOMED_DAYS => start + Duration::days(n),
-        SNOMED_WEEKS => start + Duration::weeks(n),
+        SNOMED_SECONDS => after(Duration::try_seconds(n))?,
+        SNOMED_MINUTES => after(Duration::try_minutes(n))?,
+        SNOMED_HOURS => after(Duration::try_hours(n))?,
+        SNOMED_DAYS => after(Duration::try_days(n))?,
+        SNOMED_WEEKS => after(Duration::try_weeks(n))?,
         SNOMED_MONTHS => start.checked_add_months(Months::new(duration))?,
         SNOMED_YEARS => start.checked_add_months(Months::new(duration.checked_mul(12)?))?,
-        // So many doses: as many days as they take at the frequency.
+        // So many doses at the frequency's rate: a day divided among them, in seconds.
         SNOMED_RECURRING => {
-            let per_day = frequency_per_day.filter(|f| *f > 0.0)?;
-            let days = (f64::from(duration) / per_day).ceil() as i64;
-            start + Duration::days(days)
+            let per_day = frequency_per_day.filter(|f| *f > 0.0 && f.is_finite())?;
+            let seconds = (f64::from(duration) * 86_400.0 / per_day).round();
+            after(Duration::try_seconds(seconds as i64).filter(|_| seconds < 1e15))?
         }
         _ => return None,
     };
-    Some(end - Duration::seconds(1))
+    end.checked_sub_signed(Duration::seconds(1))
+}
+
+/// The latest date an order may end on: index keys sort as text, so a year of five digits
+/// would sort before every real date.
+pub const LAST_DAY: &str = "9999-12-31T23:59:59.999Z";
+
+/// Core's `saveOrderInternal`: an end at midnight means the end of that day.
+fn end_of_day_if_midnight(key: String) -> String {
+    match parse_key(&key) {
+        Some(t) if t.time() == chrono::NaiveTime::MIN => datetime_key(t + Duration::seconds(86_399)),
+        _ => key,
+    }
 }
 
 fn seconds(key: &str) -> &str {
@@ -191,6 +204,11 @@ pub fn place(
 ) -> ApiResult<(OrderRecord, Option<(OrderRecord, OrderRecord)>)> {
     let mut inv = Invalid::default();
     let now_key = datetime_key(p.now);
+    // Without a date sent, now; never before the encounter, whose time the client's clock
+    // may have set a little ahead of the server's.
+    if o.date_activated.is_empty() {
+        o.date_activated = now_key.clone().max(encounter.datetime.clone());
+    }
     if encounter.voiding.voided {
         inv.field("encounter", "error.invalid", "The encounter is voided");
     }
@@ -312,30 +330,59 @@ pub fn place(
         return Err(ApiError::Invalid(inv));
     }
 
+    // The end: a discontinuation ends at once; a prescription with a duration and no
+    // refills ends when its duration is over (computed first: the duplicate rule below
+    // compares schedules).
+    if o.action == Action::Discontinue {
+        o.auto_expire_date = Some(o.date_activated.clone());
+    } else if o.auto_expire_date.is_none()
+        && let Some(d) = &o.drug
+        && d.num_refills.unwrap_or(0) == 0
+        && let (Some(n), Some(units)) = (d.duration, &d.duration_units)
+        && let Some(code) = p.entry.snomed.get(units)
+        && let Some(start) = parse_key(o.effective_start())
+    {
+        let per_day = d
+            .frequency
+            .as_deref()
+            .and_then(|f| p.catalog.order_frequency(f))
+            .and_then(|f| f.frequency_per_day);
+        let end = auto_expire(start, n, code, per_day).map(datetime_key);
+        match end {
+            Some(e) if e.as_str() <= LAST_DAY => o.auto_expire_date = Some(e),
+            // Units of time without an end date (a recurring count with no frequency).
+            None if code == SNOMED_RECURRING => {}
+            _ => {
+                return Err(ApiError::invalid_field(
+                    "duration",
+                    "error.invalid",
+                    "The duration runs past the year 9999",
+                ));
+            }
+        }
+    }
+    if o.action != Action::Discontinue {
+        o.auto_expire_date = o.auto_expire_date.take().map(end_of_day_if_midnight);
+    }
+
     // The previous order: required to revise or discontinue; the same orderable, type and
     // care setting; still active, and stopped a second before this one starts.
-    let find = |uuid: &str| {
-        p.patient_orders
-            .iter()
-            .chain(p.placed)
-            .find(|x| x.uuid == uuid)
-            .cloned()
-    };
     let mut previous = match &o.previous_order {
-        Some(u) => Some(find(u).ok_or_else(|| {
+        Some(u) => Some(p.known.iter().find(|x| &x.uuid == u).cloned().ok_or_else(|| {
             ApiError::invalid_field(
                 "previousOrder",
                 "error.invalid",
-                "The previous order does not exist",
+                "The previous order does not exist (or is another patient's)",
             )
         })?),
         None => None,
     };
     if previous.is_none() && o.action == Action::Discontinue {
-        // Core finds the one active order of the same orderable to stop.
-        let mut active = p.patient_orders.iter().filter(|x| {
+        // Core finds the one active order of the same orderable, kind and care setting.
+        let mut active = p.known.iter().filter(|x| {
             x.is_active(&now_key)
-                && x.orderable() == o.orderable()
+                && x.same_orderable(&o)
+                && x.class == o.class
                 && x.care_setting == o.care_setting
         });
         match (active.next(), active.next()) {
@@ -361,14 +408,7 @@ pub fn place(
     let mut stopped = None;
     if let Some(prev) = &previous {
         let mut inv = Invalid::default();
-        if prev.patient != o.patient {
-            inv.field(
-                "previousOrder",
-                "error.invalid",
-                "The previous order is another patient's",
-            );
-        }
-        if prev.orderable() != o.orderable() && prev.concept != o.concept {
+        if !prev.same_orderable(&o) {
             inv.field(
                 "previousOrder",
                 "Order.orderable.doesnot.match",
@@ -410,7 +450,10 @@ pub fn place(
                     "Cannot stop an order that is already stopped, expired or voided".into(),
                 ));
             }
-            let at = parse_key(&o.date_activated).unwrap_or(p.now) - Duration::seconds(1);
+            // A second before this order starts, never in the future (core refuses a
+            // stop in the future) nor before the previous order started.
+            let at = (parse_key(&o.date_activated).unwrap_or(p.now) - Duration::seconds(1))
+                .min(p.now);
             let mut s = prev.clone();
             s.date_stopped = Some(datetime_key(
                 at.max(parse_key(&prev.date_activated).unwrap_or(at)),
@@ -422,12 +465,12 @@ pub fn place(
     // One active order at a time for the same drug in a care setting.
     if o.class == OrderClass::Drug && o.action != Action::Discontinue {
         let start = o.effective_start().to_string();
-        let clash = p.patient_orders.iter().chain(p.placed).find(|x| {
+        let clash = p.known.iter().find(|x| {
             x.class == OrderClass::Drug
                 && !x.voiding.voided
                 && x.action != Action::Discontinue
                 && x.care_setting == o.care_setting
-                && x.orderable() == o.orderable()
+                && x.same_orderable(&o)
                 && Some(&x.uuid) != o.previous_order.as_ref()
                 && !x.is_stopped_or_expired(&start)
                 // Scheduled to start after this one ends: no overlap.
@@ -438,25 +481,6 @@ pub fn place(
                 "Cannot have more than one active order for the same orderable and care setting at same time (Order.cannot.have.more.than.one)".into(),
             ));
         }
-    }
-
-    // The end: a discontinuation ends at once; a prescription with a duration and no
-    // refills ends when its duration is over.
-    if o.action == Action::Discontinue {
-        o.auto_expire_date = Some(o.date_activated.clone());
-    } else if o.auto_expire_date.is_none()
-        && let Some(d) = &o.drug
-        && d.num_refills.unwrap_or(0) == 0
-        && let (Some(n), Some(units)) = (d.duration, &d.duration_units)
-        && let Some(code) = p.entry.snomed.get(units)
-        && let Some(start) = parse_key(o.effective_start())
-    {
-        let per_day = d
-            .frequency
-            .as_deref()
-            .and_then(|f| p.catalog.order_frequency(f))
-            .and_then(|f| f.frequency_per_day);
-        o.auto_expire_date = auto_expire(start, n, code, per_day).map(datetime_key);
     }
     Ok((o, stopped))
 }
@@ -486,16 +510,16 @@ fn check_drug(p: &Placing, o: &OrderRecord, d: &super::DrugDetails, inv: &mut In
     }
     match d.dosing_type {
         DosingType::Simple => {
-            for (field, present) in [
-                ("dose", d.dose.is_some()),
-                ("doseUnits", d.dose_units.is_some()),
-                ("route", d.route.is_some()),
-                ("frequency", d.frequency.is_some()),
+            for (field, present, code) in [
+                ("dose", d.dose.is_some(), "DrugOrder.error.doseIsNullForDosingTypeSimple"),
+                ("doseUnits", d.dose_units.is_some(), "DrugOrder.error.doseUnitsIsNullForDosingTypeSimple"),
+                ("route", d.route.is_some(), "DrugOrder.error.routeIsNullForDosingTypeSimple"),
+                ("frequency", d.frequency.is_some(), "DrugOrder.error.frequencyIsNullForDosingTypeSimple"),
             ] {
                 if !present {
                     inv.field(
                         field,
-                        "error.null",
+                        code,
                         &format!("{field} is required with simple dosing instructions"),
                     );
                 }
