@@ -439,13 +439,14 @@ await step("record-a-vaccination", async () => {
 // stopped; a laboratory test, picked up, resulted and completed in the laboratory app; the
 // result in the chart, flagged.
 const patientUuid = () => chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
-async function signTheBasket() {
-  // The basket opens by itself after a discontinuation; after a new prescription, from the
-  // side menu.
+async function signTheBasket({ open }) {
+  // After a new prescription the basket is opened from the side menu; after a
+  // discontinuation it opens by itself (waited for: opening it again would close it).
   const sign = page.getByRole("button", { name: "Signer et fermer" });
-  if (!(await sign.isVisible())) await page.getByRole("button", { name: "Ordonnance", exact: true }).click();
+  if (open) await page.getByRole("button", { name: "Ordonnance", exact: true }).click();
+  await visible(sign);
   await sign.click();
-  await page.getByRole("button", { name: "Signer et fermer" }).waitFor({ state: "hidden", timeout: 30000 });
+  await sign.waitFor({ state: "hidden", timeout: 30000 });
 }
 
 await step("prescribe-a-medicine", async () => {
@@ -468,7 +469,8 @@ await step("prescribe-a-medicine", async () => {
   await page.locator("input#prescriptionRefills").fill("0");
   await page.locator("input#indication").fill("Fièvre");
   await page.getByRole("button", { name: "Enregistrer cette prescription" }).click();
-  await signTheBasket();
+  await page.getByRole("button", { name: "Enregistrer cette prescription" }).waitFor({ state: "hidden", timeout: 30000 });
+  await signTheBasket({ open: true });
   await visible(page.getByText("Traitements en cours"));
   await visible(page.getByText(/trois fois par jour — pour 5 jours/));
   const [order] = (await api("GET", `order?patient=${patientUuid()}&status=active&v=full`)).results;
@@ -518,7 +520,7 @@ await step("stop-the-prescription", async () => {
   // A discontinuation signed from the basket; it moves to the past treatments.
   await page.locator("table").first().getByRole("button").last().click();
   await page.getByRole("menuitem", { name: "Interrompre" }).click();
-  await signTheBasket();
+  await signTheBasket({ open: false });
   await visible(page.getByText("Aucun(e) traitement en cours à afficher pour ce patient."));
   const all = (await api("GET", `order?patient=${patientUuid()}&status=any`)).results.map((o) => o.display.split(")")[0] + ")");
   if (all.join(",") !== "(DISCONTINUE),(REVISE),(NEW)") throw new Error(`the prescription's history is not NEW, REVISE, DISCONTINUE: ${all}`);

@@ -470,43 +470,127 @@ async fn a_dispense_moved_or_misplaced_keeps_every_count_and_list_right() {
     let q = prescribed(&mut c, &st, "520007", 0).await;
     let req = of_type(&details(&mut c, &p).await, "MedicationRequest")[0].clone();
     // A merge patch without the extension changes nothing.
-    let r = send_json(&mut c, "PATCH", &format!("{FHIR}/MedicationRequest/{}", p.order), &json!({"extension": [{"url": EXT, "valueCode": "ON_HOLD"}]})).await;
+    let r = send_json(
+        &mut c,
+        "PATCH",
+        &format!("{FHIR}/MedicationRequest/{}", p.order),
+        &json!({"extension": [{"url": EXT, "valueCode": "ON_HOLD"}]}),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK);
-    let r = send_json(&mut c, "PATCH", &format!("{FHIR}/MedicationRequest/{}", p.order), &json!({"resourceType": "MedicationRequest"})).await;
-    assert_eq!(r.body["extension"][0]["valueCode"], "ON_HOLD", "{:?}", r.body);
+    let r = send_json(
+        &mut c,
+        "PATCH",
+        &format!("{FHIR}/MedicationRequest/{}", p.order),
+        &json!({"resourceType": "MedicationRequest"}),
+    )
+    .await;
+    assert_eq!(
+        r.body["extension"][0]["valueCode"], "ON_HOLD",
+        "{:?}",
+        r.body
+    );
     // Another patient's encounter as the context: refused.
     let mut foreign = dispense(&p, &req, "completed", 5.0);
     foreign["context"] = json!({"reference": format!("Encounter/{}", q.encounter)});
-    let r = send_json(&mut c, "POST", &format!("{FHIR}/MedicationDispense"), &foreign).await;
+    let r = send_json(
+        &mut c,
+        "POST",
+        &format!("{FHIR}/MedicationDispense"),
+        &foreign,
+    )
+    .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", r.body);
     // A dispense of all 15, then corrected to a close (declined): it no longer counts.
-    let r = send_json(&mut c, "POST", &format!("{FHIR}/MedicationDispense"), &dispense(&p, &req, "completed", 15.0)).await;
+    let r = send_json(
+        &mut c,
+        "POST",
+        &format!("{FHIR}/MedicationDispense"),
+        &dispense(&p, &req, "completed", 15.0),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     let id = r.body["id"].as_str().unwrap().to_string();
     let mut moved = dispense(&p, &req, "declined", 15.0);
     moved["id"] = json!(id);
-    let r = send_json(&mut c, "PUT", &format!("{FHIR}/MedicationDispense/{id}"), &moved).await;
+    let r = send_json(
+        &mut c,
+        "PUT",
+        &format!("{FHIR}/MedicationDispense/{id}"),
+        &moved,
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     // Declined: the 15 no longer count against the prescription.
-    let r = send_json(&mut c, "POST", &format!("{FHIR}/MedicationDispense"), &dispense(&p, &req, "completed", 15.0)).await;
+    let r = send_json(
+        &mut c,
+        "POST",
+        &format!("{FHIR}/MedicationDispense"),
+        &dispense(&p, &req, "completed", 15.0),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     // A deleted dispense is not brought back by a later replacement.
-    let r = c.send("DELETE", &format!("{FHIR}/MedicationDispense/{id}"), &[], None).await;
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{FHIR}/MedicationDispense/{id}"),
+            &[],
+            None,
+        )
+        .await;
     assert_eq!(r.status, StatusCode::OK);
-    let r = send_json(&mut c, "PUT", &format!("{FHIR}/MedicationDispense/{id}"), &moved).await;
+    let r = send_json(
+        &mut c,
+        "PUT",
+        &format!("{FHIR}/MedicationDispense/{id}"),
+        &moved,
+    )
+    .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{:?}", r.body);
-    let r = c.get(&format!("{FHIR}/MedicationDispense?prescription={}", p.order)).await;
+    let r = c
+        .get(&format!(
+            "{FHIR}/MedicationDispense?prescription={}",
+            p.order
+        ))
+        .await;
     assert_eq!(r.body["total"], 1);
     // Moved to another encounter of the patient: listed under that one only.
-    let kept = r.body["entry"][0]["resource"]["id"].as_str().unwrap().to_string();
+    let kept = r.body["entry"][0]["resource"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let other = send_json(&mut c, "POST", &format!("{REST}/encounter"),
         &json!({"patient": p.patient, "encounterType": ORDER_ENCOUNTER, "encounterDatetime": ago(10)})).await;
     assert_eq!(other.status, StatusCode::CREATED, "{:?}", other.body);
     let mut moved = dispense(&p, &req, "completed", 15.0);
     moved["id"] = json!(kept);
-    moved["context"] = json!({"reference": format!("Encounter/{}", other.body["uuid"].as_str().unwrap())});
-    let r = send_json(&mut c, "PUT", &format!("{FHIR}/MedicationDispense/{kept}"), &moved).await;
+    moved["context"] =
+        json!({"reference": format!("Encounter/{}", other.body["uuid"].as_str().unwrap())});
+    let r = send_json(
+        &mut c,
+        "PUT",
+        &format!("{FHIR}/MedicationDispense/{kept}"),
+        &moved,
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
-    assert_eq!(c.get(&format!("{FHIR}/MedicationDispense?context={}", p.encounter)).await.body["total"], 0);
-    assert_eq!(c.get(&format!("{FHIR}/MedicationDispense?context={}", other.body["uuid"].as_str().unwrap())).await.body["total"], 1);
+    assert_eq!(
+        c.get(&format!(
+            "{FHIR}/MedicationDispense?context={}",
+            p.encounter
+        ))
+        .await
+        .body["total"],
+        0
+    );
+    assert_eq!(
+        c.get(&format!(
+            "{FHIR}/MedicationDispense?context={}",
+            other.body["uuid"].as_str().unwrap()
+        ))
+        .await
+        .body["total"],
+        1
+    );
 }

@@ -420,7 +420,11 @@ async fn orders_are_checked_as_core_checks_them() {
     // Simple dosing needs a dose.
     let mut o = drug_order(&ch, PARACETAMOL, &para, TABLET, THRICE_DAILY);
     o["dose"] = Value::Null;
-    refused(&sign(&mut c, &ch, vec![o]).await, "orders[0].dose", "DrugOrder.error.doseIsNullForDosingTypeSimple");
+    refused(
+        &sign(&mut c, &ch, vec![o]).await,
+        "orders[0].dose",
+        "DrugOrder.error.doseIsNullForDosingTypeSimple",
+    );
     // A concept that is not the drug's.
     let mut o = drug_order(&ch, PARACETAMOL, &para, TABLET, THRICE_DAILY);
     o["concept"] = json!(drug_concept(&st, AMOXICILLIN));
@@ -891,11 +895,23 @@ async fn voiding_a_revision_puts_the_revised_order_back_in_force() {
     let r = send_json(&mut c, "POST", &format!("{REST}/order"), &revise).await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     let revision = r.body["uuid"].as_str().unwrap().to_string();
-    let r = c.send("DELETE", &format!("{REST}/order/{revision}?reason=erreur"), &[], None).await;
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/order/{revision}?reason=erreur"),
+            &[],
+            None,
+        )
+        .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let back = c.get(&format!("{REST}/order/{original}")).await;
     assert!(back.body["dateStopped"].is_null(), "{:?}", back.body);
-    let active = c.get(&format!("{REST}/order?patient={}&status=active", ch.patient)).await;
+    let active = c
+        .get(&format!(
+            "{REST}/order?patient={}&status=active",
+            ch.patient
+        ))
+        .await;
     assert_eq!(active.body["results"][0]["uuid"], original.as_str());
     // It can be revised again.
     let r = send_json(&mut c, "POST", &format!("{REST}/order"), &revise).await;
@@ -917,18 +933,39 @@ async fn a_basket_sees_its_own_earlier_orders() {
     // Stopping the same order twice in one basket: the second finds it stopped.
     let r = sign(&mut c, &ch, vec![dc.clone(), dc.clone()]).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
-    assert!(r.body["error"]["message"].as_str().unwrap().contains("already stopped"));
-    // Stopping it and prescribing the drug anew in one basket is what a change of dose is.
-    let r = sign(&mut c, &ch, vec![dc, drug_order(&ch, PARACETAMOL, &para, TABLET, ONCE_DAILY)]).await;
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already stopped")
+    );
+    // Stopping it and prescribing the drug anew in one basket (both from now) is what a
+    // change of dose is.
+    let mut anew = drug_order(&ch, PARACETAMOL, &para, TABLET, ONCE_DAILY);
+    anew.as_object_mut().unwrap().remove("dateActivated");
+    let r = sign(&mut c, &ch, vec![dc, anew]).await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     // Two orders with one uuid in a basket: refused, nothing written.
-    let mut a = drug_order(&ch, AMOXICILLIN, &drug_concept(&st, AMOXICILLIN), CAPSULE, THRICE_DAILY);
+    let mut a = drug_order(
+        &ch,
+        AMOXICILLIN,
+        &drug_concept(&st, AMOXICILLIN),
+        CAPSULE,
+        THRICE_DAILY,
+    );
     a["uuid"] = json!("3c1d2e4f-0000-4000-8000-00000000aaaa");
     let mut b = a.clone();
     b["drug"] = json!(PARACETAMOL);
     let r = sign(&mut c, &ch, vec![a, b]).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
-    assert_eq!(c.get(&format!("{REST}/order/3c1d2e4f-0000-4000-8000-00000000aaaa")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        c.get(&format!(
+            "{REST}/order/3c1d2e4f-0000-4000-8000-00000000aaaa"
+        ))
+        .await
+        .status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
@@ -944,23 +981,54 @@ async fn schedules_durations_and_clocks_as_core_reads_them() {
     later["scheduledDate"] = json!((chrono::Utc::now() + chrono::Duration::days(10)).to_rfc3339());
     let r = sign(&mut c, &ch, vec![later]).await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    let r = sign(&mut c, &ch, vec![drug_order(&ch, PARACETAMOL, &para, TABLET, ONCE_DAILY)]).await;
+    let r = sign(
+        &mut c,
+        &ch,
+        vec![drug_order(&ch, PARACETAMOL, &para, TABLET, ONCE_DAILY)],
+    )
+    .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     // A duration past what a date holds is refused, not a fault.
-    let mut huge = drug_order(&ch, AMOXICILLIN, &drug_concept(&st, AMOXICILLIN), CAPSULE, THRICE_DAILY);
+    let mut huge = drug_order(
+        &ch,
+        AMOXICILLIN,
+        &drug_concept(&st, AMOXICILLIN),
+        CAPSULE,
+        THRICE_DAILY,
+    );
     huge["duration"] = json!(4_000_000_000u64);
     let r = sign(&mut c, &ch, vec![huge]).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     // Revising a tablet prescription into the syrup (the same concept, another drug) is
     // not a revision.
-    let meds = c.get(&format!("{REST}/order?patient={}&status=active", ch.patient)).await;
-    let current = meds.body["results"].as_array().unwrap().iter().find(|o| o["scheduledDate"].is_null()).unwrap()["uuid"].clone();
-    let mut syrup = drug_order(&ch, "12f9fa2d-646e-42ef-beb0-5ea374c23fdf", &para, "1513AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", ONCE_DAILY);
+    let meds = c
+        .get(&format!(
+            "{REST}/order?patient={}&status=active",
+            ch.patient
+        ))
+        .await;
+    let current = meds.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["scheduledDate"].is_null())
+        .unwrap()["uuid"]
+        .clone();
+    let mut syrup = drug_order(
+        &ch,
+        "12f9fa2d-646e-42ef-beb0-5ea374c23fdf",
+        &para,
+        "1513AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        ONCE_DAILY,
+    );
     syrup["action"] = json!("REVISE");
     syrup["previousOrder"] = current;
     let r = sign(&mut c, &ch, vec![syrup]).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
-    assert_eq!(r.body["error"]["fieldErrors"]["orders[0].previousOrder"][0]["code"], "Order.orderable.doesnot.match");
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["orders[0].previousOrder"][0]["code"],
+        "Order.orderable.doesnot.match"
+    );
     // A browser whose clock runs ahead: the encounter a few seconds in the future, a test
     // order without its own date starts with it.
     let ahead = (chrono::Utc::now() + chrono::Duration::seconds(20)).to_rfc3339();
@@ -970,6 +1038,18 @@ async fn schedules_durations_and_clocks_as_core_reads_them() {
     let r = send_json(&mut c, "POST", &format!("{REST}/encounter"), &body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     // Order numbers are found in any case.
-    let number = c.get(&format!("{REST}/order/{}", r.body["orders"][0]["uuid"].as_str().unwrap())).await.body["orderNumber"].as_str().unwrap().to_lowercase();
-    assert_eq!(c.get(&format!("{REST}/order/{number}")).await.status, StatusCode::OK);
+    let number = c
+        .get(&format!(
+            "{REST}/order/{}",
+            r.body["orders"][0]["uuid"].as_str().unwrap()
+        ))
+        .await
+        .body["orderNumber"]
+        .as_str()
+        .unwrap()
+        .to_lowercase();
+    assert_eq!(
+        c.get(&format!("{REST}/order/{number}")).await.status,
+        StatusCode::OK
+    );
 }

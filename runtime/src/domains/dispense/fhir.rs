@@ -429,7 +429,11 @@ fn check(state: &AppState, d: &mut DispenseRecord, inv: &mut Invalid) -> ApiResu
             d.patient = o.patient.clone();
         }
         if d.patient != o.patient {
-            inv.field("subject", "error.invalid", "The prescription is another patient's");
+            inv.field(
+                "subject",
+                "error.invalid",
+                "The prescription is another patient's",
+            );
         }
         if d.encounter.is_none() {
             d.encounter = Some(o.encounter.clone());
@@ -452,15 +456,27 @@ fn check(state: &AppState, d: &mut DispenseRecord, inv: &mut Invalid) -> ApiResu
         }
     }
     if d.concept.is_empty() {
-        inv.field("medicationReference", "error.null", "A dispense names what it hands over");
+        inv.field(
+            "medicationReference",
+            "error.null",
+            "A dispense names what it hands over",
+        );
     }
     if let Some(q) = d.quantity
         && q <= 0.0
     {
-        inv.field("quantity", "error.invalid", "A quantity handed over is positive");
+        inv.field(
+            "quantity",
+            "error.invalid",
+            "A quantity handed over is positive",
+        );
     }
     if d.quantity.is_some() && d.quantity_units.is_none() {
-        inv.field("quantity.code", "error.null", "The quantity's unit is required");
+        inv.field(
+            "quantity.code",
+            "error.null",
+            "The quantity's unit is required",
+        );
     }
     if d.status == "completed"
         && let Some(o) = &order
@@ -480,7 +496,9 @@ fn check(state: &AppState, d: &mut DispenseRecord, inv: &mut Invalid) -> ApiResu
                 let given: f64 = store::of_order(&state.store, &o.uuid)?
                     .iter()
                     .filter(|x| {
-                        x.uuid != d.uuid && x.status == "completed" && x.quantity_units == d.quantity_units
+                        x.uuid != d.uuid
+                            && x.status == "completed"
+                            && x.quantity_units == d.quantity_units
                     })
                     .filter_map(|x| x.quantity)
                     .sum();
@@ -556,7 +574,11 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Medication Dispense"])?;
-    if body.get("id").and_then(Value::as_str).is_some_and(|b| b != id) {
+    if body
+        .get("id")
+        .and_then(Value::as_str)
+        .is_some_and(|b| b != id)
+    {
         return Ok(invalid("The resource's id is not the one in the path"));
     }
     write(state, caller, Target::Existing(id), body).await
@@ -615,7 +637,11 @@ async fn write(
         Written::Refused(r) => return Ok(r),
     };
     let catalog = state.catalog.load();
-    let status = if new { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     let mut res = fhir(
         status,
         dispense_json(&state, &catalog, &d, &caller.locale(&catalog)),

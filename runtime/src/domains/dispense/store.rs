@@ -35,7 +35,10 @@ fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
 }
 
 fn keys(d: &DispenseRecord) -> Vec<(Index, String)> {
-    let mut k = vec![(BY_PATIENT, key(&[&d.patient, &d.audit.date_created, &d.uuid]))];
+    let mut k = vec![(
+        BY_PATIENT,
+        key(&[&d.patient, &d.audit.date_created, &d.uuid]),
+    )];
     if let Some(o) = &d.drug_order {
         k.push((BY_ORDER, key(&[o, &d.uuid])));
     }

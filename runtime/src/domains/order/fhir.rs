@@ -790,7 +790,9 @@ pub async fn encounters_with_requests(
         r["subject"] = patient_reference(&state.store, &e.patient);
         matches.push(r);
         for o in orders {
-            included.push(medication_request_json(&state, &catalog, &snomed, o, &locale));
+            included.push(medication_request_json(
+                &state, &catalog, &snomed, o, &locale,
+            ));
         }
         if with_dispenses {
             let refs: Vec<&OrderRecord> = orders.iter().collect();

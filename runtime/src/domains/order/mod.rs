@@ -320,13 +320,19 @@ pub fn voiding(
     }
     let voided: Vec<String> = changes.iter().map(|(o, _)| o.uuid.clone()).collect();
     for (o, _) in changes.clone() {
-        let Some(prev_uuid) = o.previous_order.as_ref().filter(|_| matches!(o.action, Action::Revise | Action::Discontinue)) else {
+        let Some(prev_uuid) = o
+            .previous_order
+            .as_ref()
+            .filter(|_| matches!(o.action, Action::Revise | Action::Discontinue))
+        else {
             continue;
         };
         if voided.contains(prev_uuid) {
             continue;
         }
-        let Some(prev) = store::get(store, prev_uuid)? else { continue };
+        let Some(prev) = store::get(store, prev_uuid)? else {
+            continue;
+        };
         if prev.date_stopped.is_none() {
             continue;
         }

@@ -854,7 +854,9 @@ pub fn place_all(
     // second finds it stopped).
     let mut known = store::of_patient(&state.store, &encounter.patient, false)?;
     for (i, draft) in drafts.into_iter().enumerate() {
-        if known.iter().any(|x| x.uuid == draft.uuid) || store::get(&state.store, &draft.uuid)?.is_some() {
+        if known.iter().any(|x| x.uuid == draft.uuid)
+            || store::get(&state.store, &draft.uuid)?.is_some()
+        {
             return Err(ApiError::BadRequest(format!(
                 "An order with uuid {} already exists",
                 draft.uuid
@@ -996,7 +998,9 @@ pub async fn delete(
         ));
     }
     let user = caller.user_uuid();
-    let reason = param(&query, "reason").unwrap_or("web service call").to_string();
+    let reason = param(&query, "reason")
+        .unwrap_or("web service call")
+        .to_string();
     let st = state.clone();
     blocking(move || {
         let _one_writer = st.store.write_lock();

@@ -184,7 +184,9 @@ pub const LAST_DAY: &str = "9999-12-31T23:59:59.999Z";
 /// Core's `saveOrderInternal`: an end at midnight means the end of that day.
 fn end_of_day_if_midnight(key: String) -> String {
     match parse_key(&key) {
-        Some(t) if t.time() == chrono::NaiveTime::MIN => datetime_key(t + Duration::seconds(86_399)),
+        Some(t) if t.time() == chrono::NaiveTime::MIN => {
+            datetime_key(t + Duration::seconds(86_399))
+        }
         _ => key,
     }
 }
@@ -368,13 +370,19 @@ pub fn place(
     // The previous order: required to revise or discontinue; the same orderable, type and
     // care setting; still active, and stopped a second before this one starts.
     let mut previous = match &o.previous_order {
-        Some(u) => Some(p.known.iter().find(|x| &x.uuid == u).cloned().ok_or_else(|| {
-            ApiError::invalid_field(
-                "previousOrder",
-                "error.invalid",
-                "The previous order does not exist (or is another patient's)",
-            )
-        })?),
+        Some(u) => Some(
+            p.known
+                .iter()
+                .find(|x| &x.uuid == u)
+                .cloned()
+                .ok_or_else(|| {
+                    ApiError::invalid_field(
+                        "previousOrder",
+                        "error.invalid",
+                        "The previous order does not exist (or is another patient's)",
+                    )
+                })?,
+        ),
         None => None,
     };
     if previous.is_none() && o.action == Action::Discontinue {
@@ -452,8 +460,8 @@ pub fn place(
             }
             // A second before this order starts, never in the future (core refuses a
             // stop in the future) nor before the previous order started.
-            let at = (parse_key(&o.date_activated).unwrap_or(p.now) - Duration::seconds(1))
-                .min(p.now);
+            let at =
+                (parse_key(&o.date_activated).unwrap_or(p.now) - Duration::seconds(1)).min(p.now);
             let mut s = prev.clone();
             s.date_stopped = Some(datetime_key(
                 at.max(parse_key(&prev.date_activated).unwrap_or(at)),
@@ -511,10 +519,26 @@ fn check_drug(p: &Placing, o: &OrderRecord, d: &super::DrugDetails, inv: &mut In
     match d.dosing_type {
         DosingType::Simple => {
             for (field, present, code) in [
-                ("dose", d.dose.is_some(), "DrugOrder.error.doseIsNullForDosingTypeSimple"),
-                ("doseUnits", d.dose_units.is_some(), "DrugOrder.error.doseUnitsIsNullForDosingTypeSimple"),
-                ("route", d.route.is_some(), "DrugOrder.error.routeIsNullForDosingTypeSimple"),
-                ("frequency", d.frequency.is_some(), "DrugOrder.error.frequencyIsNullForDosingTypeSimple"),
+                (
+                    "dose",
+                    d.dose.is_some(),
+                    "DrugOrder.error.doseIsNullForDosingTypeSimple",
+                ),
+                (
+                    "doseUnits",
+                    d.dose_units.is_some(),
+                    "DrugOrder.error.doseUnitsIsNullForDosingTypeSimple",
+                ),
+                (
+                    "route",
+                    d.route.is_some(),
+                    "DrugOrder.error.routeIsNullForDosingTypeSimple",
+                ),
+                (
+                    "frequency",
+                    d.frequency.is_some(),
+                    "DrugOrder.error.frequencyIsNullForDosingTypeSimple",
+                ),
             ] {
                 if !present {
                     inv.field(
