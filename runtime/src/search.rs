@@ -487,6 +487,7 @@ mod tests {
             dead,
             death_date: None,
             cause_of_death: None,
+            cause_of_death_non_coded: None,
             names: vec![NameRecord {
                 uuid: format!("{uuid}-n"),
                 given_name: Some(given.into()),

@@ -221,6 +221,7 @@ pub fn seed(data: &std::path::Path, type_uuid: &str) -> Vec<String> {
             dead: i % 53 == 0,
             death_date: None,
             cause_of_death: None,
+            cause_of_death_non_coded: None,
             names: vec![NameRecord {
                 uuid: uuid::Uuid::new_v4().to_string(),
                 given_name: Some(GIVEN[i % GIVEN.len()].into()),

@@ -110,6 +110,7 @@ pub fn app(state: Arc<AppState>) -> Router {
                 .post(allergy::update)
                 .delete(allergy::delete),
         )
+        .route(&rest("/person"), get(patient::person_search))
         .route(
             &rest("/person/{uuid}/{kind}/{item}"),
             delete(patient::delete_person_item),
@@ -174,7 +175,24 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(&rest("/visittype"), get(metadata::visit_types))
         .route(&rest("/encountertype"), get(metadata::encounter_types))
-        .route(&rest("/queue"), get(metadata::queues))
+        .route(
+            &rest("/queue"),
+            get(metadata::queues).post(metadata::queue_write),
+        )
+        .route(
+            &rest("/queue/{uuid}"),
+            get(metadata::queue)
+                .post(metadata::queue_write)
+                .delete(metadata::queue_write),
+        )
+        .route(
+            &rest("/queue-room"),
+            get(metadata::queue_rooms).post(metadata::queue_room_write),
+        )
+        .route(
+            &rest("/queue-room/{uuid}"),
+            post(metadata::queue_room_write).delete(metadata::queue_room_write),
+        )
         .route(
             &rest("/metadatamapping/termmapping"),
             get(metadata::term_mappings),

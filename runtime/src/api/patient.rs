@@ -295,7 +295,13 @@ impl Resource for PersonRes<'_> {
             "deathDate" => p
                 .death_date
                 .as_deref()
-                .map(format_date)
+                .map(|d| {
+                    if d.contains('T') {
+                        crate::domains::wire_datetime(d)
+                    } else {
+                        format_date(d)
+                    }
+                })
                 .unwrap_or(Value::Null),
             "causeOfDeath" => nested(
                 p.cause_of_death
@@ -307,7 +313,7 @@ impl Resource for PersonRes<'_> {
                 rep,
                 ctx,
             ),
-            "causeOfDeathNonCoded" => Value::Null,
+            "causeOfDeathNonCoded" => json!(p.cause_of_death_non_coded),
             "preferredName" | "personName" => nested(
                 preferred_name(p)
                     .map(|n| NameRes(uuid, n))
@@ -745,6 +751,29 @@ pub async fn search(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
+    search_as(&state, &caller, &query, "/patient").await
+}
+
+/// `GET person?q=…`: the persons matching, as `patient?q=` finds them (the persons a
+/// relationship can name are patients') — privilege: Get People.
+pub async fn person_search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get People"])?;
+    search_as(&state, &caller, &query, "/person").await
+}
+
+/// A search of patients, rendered as patients or as persons (`path`).
+async fn search_as(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    query: &[(String, String)],
+    path: &str,
+) -> ApiResult<Response> {
+    let query = query.to_vec();
+    let state = state.clone();
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Ref);
     let paging = Paging::from_query(&query)?;
     let (q, by_identifier) = match (param(&query, "q"), param(&query, "identifier")) {
@@ -790,13 +819,19 @@ pub async fn search(
     let ctx = caller.ctx(&state, &catalog);
     let results = records
         .iter()
-        .map(|p| render(&PatientRes(p), &rep, &ctx))
+        .map(|p| {
+            if path == "/person" {
+                render(&PersonRes(p), &rep, &ctx)
+            } else {
+                render(&PatientRes(p), &rep, &ctx)
+            }
+        })
         .collect::<ApiResult<Vec<Value>>>()?;
     Ok(ok(paging.answer(
         results,
-        paging.start + paging.limit < total,
+        paging.start.saturating_add(paging.limit) < total,
         paging.total_count.then_some(total),
-        &caller.request_url(&state, "/patient", &query),
+        &caller.request_url(&state, path, &query),
     )))
 }
 
@@ -1073,19 +1108,21 @@ fn build_patient(
         },
     };
     let dead = opt_bool(person, "dead", "person.")?.unwrap_or(false);
+    // The moment of death, as OpenMRS keeps it (a date alone is midnight UTC): the chart
+    // sends the local midnight of the day chosen, which is the day before in UTC.
     let death_date = match opt_string(person, "deathDate", "person.")? {
         Some(s) => {
-            let d = parse_date(&s).ok_or_else(|| {
+            let t = crate::domains::parse_datetime(&s).ok_or_else(|| {
                 ApiError::BadRequest(format!("person.deathDate: cannot parse the date '{s}'"))
             })?;
-            if d > today() {
+            if t > chrono::Utc::now() + crate::domains::CLOCK_SKEW {
                 invalid.field(
                     "deathDate",
                     "error.date.future",
                     "Cannot be a date in the future",
                 );
             }
-            Some(d.format("%Y-%m-%d").to_string())
+            Some(crate::domains::datetime_key(t))
         }
         None => None,
     };
@@ -1096,6 +1133,26 @@ fn build_patient(
         })?),
         None => None,
     };
+    let cause_of_death_non_coded = opt_string(person, "causeOfDeathNonCoded", "person.")?
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty());
+    if let Some(t) = &cause_of_death_non_coded {
+        if t.chars().count() > 255 || t.chars().any(char::is_control) {
+            invalid.field(
+                "causeOfDeathNonCoded",
+                "error.invalid",
+                "At most 255 characters, without control characters",
+            );
+        }
+        // PersonValidator: a coded cause or a written one, not both.
+        if cause_of_death.is_some() {
+            invalid.field(
+                "causeOfDeathNonCoded",
+                "Person.causeOfDeathAndCauseOfDeathNonCoded.error",
+                "Give a coded cause of death or a written one, not both",
+            );
+        }
+    }
     // Attributes.
     let mut attributes = Vec::new();
     if let Some(list) = person.get("attributes") {
@@ -1296,7 +1353,7 @@ fn build_patient(
         ));
     }
     if let (Some(birth), Some(death)) = (&birthdate, &death_date)
-        && death < birth
+        && death.get(..10).unwrap_or(death) < birth.as_str()
     {
         invalid.field(
             "deathDate",
@@ -1317,6 +1374,7 @@ fn build_patient(
         dead,
         death_date,
         cause_of_death,
+        cause_of_death_non_coded,
         names,
         identifiers: records,
         addresses,
@@ -1529,6 +1587,7 @@ fn as_body(p: &PatientRecord) -> Map<String, Value> {
         ("dead", json!(p.dead)),
         ("deathDate", json!(p.death_date)),
         ("causeOfDeath", json!(p.cause_of_death)),
+        ("causeOfDeathNonCoded", json!(p.cause_of_death_non_coded)),
         ("attributes", json!(attributes)),
         ("addresses", json!(addresses)),
     ]);

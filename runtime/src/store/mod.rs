@@ -116,8 +116,13 @@ pub struct PatientRecord {
     pub birthdate: Option<String>,
     pub birthdate_estimated: bool,
     pub dead: bool,
+    /// A date (`yyyy-mm-dd`, records before the time of death was kept) or a key-form
+    /// datetime.
     pub death_date: Option<String>,
     pub cause_of_death: Option<String>,
+    /// A cause of death written as text (with no coded cause).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause_of_death_non_coded: Option<String>,
     pub names: Vec<NameRecord>,
     pub identifiers: Vec<IdentifierRecord>,
     pub addresses: Vec<AddressRecord>,
@@ -923,6 +928,7 @@ mod tests {
             dead: false,
             death_date: None,
             cause_of_death: None,
+            cause_of_death_non_coded: None,
             names: vec![],
             identifiers: vec![],
             addresses: vec![],

@@ -407,6 +407,7 @@ mod tests {
             dead: false,
             death_date: None,
             cause_of_death: None,
+            cause_of_death_non_coded: None,
             names: vec![super::super::NameRecord {
                 uuid: "n1".into(),
                 given_name: Some("Amani".into()),

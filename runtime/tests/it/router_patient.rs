@@ -918,3 +918,106 @@ async fn identifiers_names_and_attributes_change_through_their_sub_resources() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_death_keeps_its_moment_and_a_written_cause_as_the_o3_forms_send_them() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let created = register(&mut c, &st, "Pascaline", "Mwamba", "100104").await;
+    let uuid = created["uuid"].as_str().unwrap();
+    // The chart's form: the local midnight of the day chosen (Kinshasa, UTC+1), in UTC, and
+    // a cause written as text.
+    let r = c
+        .post(
+            &format!("{REST}/person/{uuid}"),
+            &json!({"dead": true, "deathDate": "2026-01-04T23:00:00.000Z", "causeOfDeathNonCoded": "Morsure de serpent"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let p = c
+        .get(&format!(
+            "{REST}/person/{uuid}?v=custom:(dead,deathDate,causeOfDeath,causeOfDeathNonCoded)"
+        ))
+        .await;
+    assert_eq!(p.body["deathDate"], "2026-01-04T23:00:00.000+0000");
+    assert_eq!(p.body["causeOfDeathNonCoded"], "Morsure de serpent");
+    let f = c.get(&format!("/openmrs/ws/fhir2/R4/Patient/{uuid}")).await;
+    assert_eq!(f.body["deceasedDateTime"], "2026-01-04T23:00:00+00:00");
+    // A coded cause and a written one at once: refused.
+    let cause = st
+        .catalog
+        .load()
+        .concept("DRC-EMR:2001")
+        .unwrap()
+        .uuid
+        .clone();
+    let r = c
+        .post(
+            &format!("{REST}/person/{uuid}"),
+            &json!({"causeOfDeath": cause, "causeOfDeathNonCoded": "autre"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    // Alive again: both cleared.
+    let r = c
+        .post(&format!("{REST}/person/{uuid}"), &json!({"dead": false, "deathDate": null, "causeOfDeath": null, "causeOfDeathNonCoded": null}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert!(r.body["causeOfDeathNonCoded"].is_null());
+    // The causes the chart offers: the content's question and its answers, "Autre" among them.
+    let setting = c
+        .get(&format!("{REST}/systemsetting/concept.causeOfDeath"))
+        .await;
+    let question = setting.body["value"].as_str().unwrap().to_string();
+    let q = c.get(&format!("{REST}/concept/{question}")).await;
+    assert!(
+        q.body["answers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["uuid"] == "5622AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+    );
+}
+
+#[tokio::test]
+async fn the_registration_form_reads_back_what_it_saved() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let created = register(&mut c, &st, "Bienvenu", "Kasongo", "100105").await;
+    let uuid = created["uuid"].as_str().unwrap();
+    // An edit adds a new address, with its quartier (address1), as the form saves it.
+    let r = c
+        .post(
+            &format!("{REST}/patient/{uuid}"),
+            &json!({"person": {"addresses": [{"cityVillage": "Lemba", "stateProvince": "Kinshasa", "address1": "Quartier Salongo"}],
+                "birthdate": "1990-1-1", "birthdateEstimated": true}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let f = c.get(&format!("/openmrs/ws/fhir2/R4/Patient/{uuid}")).await;
+    let address = &f.body["address"][0];
+    assert_eq!(
+        address["city"], "Lemba",
+        "the preferred address comes first: {:?}",
+        f.body["address"]
+    );
+    assert_eq!(address["use"], "home");
+    assert_eq!(f.body["address"][1]["use"], "old");
+    let ext = &address["extension"][0];
+    assert_eq!(ext["url"], "http://fhir.openmrs.org/ext/address");
+    assert!(ext["extension"].as_array().unwrap().iter().any(|e| e["url"]
+        == "http://fhir.openmrs.org/ext/address#address1"
+        && e["valueString"] == "Quartier Salongo"));
+    // An estimated birth date is written to the year, so the form knows it is estimated.
+    assert_eq!(f.body["birthDate"], "1990");
+    // The relationship search looks for persons too.
+    let r = c.get(&format!("{REST}/person?q=kasongo")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["results"][0]["uuid"], uuid);
+    assert!(
+        r.body["results"][0]["links"][0]["uri"]
+            .as_str()
+            .unwrap()
+            .contains("/person/")
+    );
+}

@@ -205,6 +205,7 @@ fn patient(i: usize) -> runtime::store::PatientRecord {
         dead: false,
         death_date: None,
         cause_of_death: None,
+        cause_of_death_non_coded: None,
         names: vec![runtime::store::NameRecord {
             uuid: format!("name-{i:06}"),
             given_name: Some(format!("Given{i}")),
