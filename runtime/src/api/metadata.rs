@@ -614,3 +614,52 @@ pub async fn empty_list(
     }
     Ok(ok(body))
 }
+
+/// `GET queue/{uuid}` — privilege: Get Locations.
+pub async fn queue(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): Q,
+) -> ApiResult<Response> {
+    caller.require(&["Get Locations"])?;
+    let catalog = state.catalog.load();
+    let q = catalog
+        .content
+        .queues
+        .iter()
+        .find(|q| q.uuid == uuid)
+        .ok_or(ApiError::NotFound)?;
+    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
+    Ok(ok(render(
+        &QueueRes(q),
+        &rep,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
+/// `POST queue[/{uuid}]`, `DELETE queue/{uuid}`: queues are the content's (`queues/`), so a
+/// change made here would be lost at the next image; refused with where to make it.
+pub async fn queue_write(caller: Caller) -> ApiResult<Response> {
+    caller.require(&["Manage Queues"])?;
+    Err(ApiError::BadRequest(
+        "Queues are defined by the content package (queues/ of openmrs_config): change them there"
+            .into(),
+    ))
+}
+
+/// `GET queue-room`: the rooms of the queues. No content folder defines queue rooms, and
+/// the O3 queue screens of the pinned version assign none, so there are none: an empty
+/// list, and rooms cannot be created (`queue_room_write`) — privilege: Get Locations.
+pub async fn queue_rooms(caller: Caller) -> ApiResult<Response> {
+    caller.require(&["Get Locations"])?;
+    Ok(ok(json!({"results": []})))
+}
+
+/// `POST queue-room[/{uuid}]`, `DELETE queue-room/{uuid}`: refused (see `queue_rooms`).
+pub async fn queue_room_write(caller: Caller) -> ApiResult<Response> {
+    caller.require(&["Manage Queues"])?;
+    Err(ApiError::BadRequest(
+        "Queue rooms are not kept by this distribution: no content folder defines them".into(),
+    ))
+}

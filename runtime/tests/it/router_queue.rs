@@ -572,3 +572,31 @@ async fn a_backup_restores_queue_entries_with_their_indexes() {
         assert_eq!(a.body, b.body, "{path}");
     }
 }
+
+#[tokio::test]
+async fn queues_are_the_contents_and_there_are_no_rooms() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let all = c.get("/openmrs/ws/rest/v1/queue?v=default").await;
+    let first = all.body["results"][0]["uuid"].as_str().unwrap().to_string();
+    let one = c.get(&format!("/openmrs/ws/rest/v1/queue/{first}")).await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.body["uuid"], first.as_str());
+    let r = c
+        .post("/openmrs/ws/rest/v1/queue", r#"{"name": "Nouvelle"}"#)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("content package")
+    );
+    let r = c.get("/openmrs/ws/rest/v1/queue-room?v=custom:(uuid,display,name,description,queue:(uuid,display))").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 0);
+    let r = c
+        .post("/openmrs/ws/rest/v1/queue-room", r#"{"name": "Salle 1"}"#)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}

@@ -468,7 +468,11 @@ fn apply(
         e.completed = opt_datetime(body, "dateCompleted")?;
     }
     if body.contains_key("location") {
-        e.location = opt_ref(body, "location")?;
+        // The O3 programmes form sends "" when the session has no location: none.
+        e.location = match body.get("location") {
+            Some(Value::String(l)) if l.trim().is_empty() => None,
+            _ => opt_ref(body, "location")?,
+        };
         if let Some(l) = &e.location
             && state.catalog.load().location(l).is_none()
         {
