@@ -200,21 +200,22 @@ impl Resource for PatientRes<'_> {
             "person" => nested(Some(&PersonRes(p)), rep, ctx),
             "voided" => json!(p.voided),
             "patientId" => Value::Null,
-            "auditInfo" => audit(p),
+            "auditInfo" => audit(p, ctx),
             // O3 asks for person properties on the patient (Patient extends Person).
             other => return PersonRes(p).prop(other, rep, ctx),
         })
     }
 }
 
-fn audit(p: &PatientRecord) -> Value {
+fn audit(p: &PatientRecord, ctx: &Ctx) -> Value {
+    use crate::domains::rest::user_ref;
     let (changed_by, date_changed) = match &p.changed {
-        Some((by, at)) => (json!({"uuid": by, "display": null}), format_datetime(at)),
+        Some((by, at)) => (user_ref(by, ctx), format_datetime(at)),
         None => (Value::Null, Value::Null),
     };
-    let mut audit = json!({"creator": {"uuid": p.creator, "display": null}, "dateCreated": format_datetime(&p.date_created), "changedBy": changed_by, "dateChanged": date_changed});
+    let mut audit = json!({"creator": user_ref(&p.creator, ctx), "dateCreated": format_datetime(&p.date_created), "changedBy": changed_by, "dateChanged": date_changed});
     if let Some(v) = &p.voiding {
-        audit["voidedBy"] = json!({"uuid": v.voided_by, "display": null});
+        audit["voidedBy"] = user_ref(&v.voided_by, ctx);
         audit["dateVoided"] = format_datetime(&v.date_voided);
         audit["voidReason"] = json!(v.void_reason);
     }
@@ -353,7 +354,7 @@ impl Resource for PersonRes<'_> {
             "birthtime" => Value::Null,
             "deathdateEstimated" => json!(false),
             "isPatient" => json!(true),
-            "auditInfo" => audit(p),
+            "auditInfo" => audit(p, ctx),
             _ => return None,
         })
     }

@@ -83,8 +83,16 @@ pub fn only_known(body: &Map<String, Value>, resource: &str, known: &[&str]) -> 
     }
 }
 
+/// A user as a ref: its display is the username, as OpenMRS shows it (`auditInfo.creator`
+/// names who wrote a record: the O3 sticky note shows it). Users are cached, so this is cheap.
 pub fn user_ref(uuid: &str, ctx: &Ctx) -> Value {
-    json!({"uuid": uuid, "display": null, "links": [{"rel": "self", "uri": format!("{}/user/{uuid}", ctx.base), "resourceAlias": "user"}]})
+    let display = ctx
+        .store
+        .user_shared(uuid)
+        .ok()
+        .flatten()
+        .map(|u| u.username.clone());
+    json!({"uuid": uuid, "display": display, "links": [{"rel": "self", "uri": format!("{}/user/{uuid}", ctx.base), "resourceAlias": "user"}]})
 }
 
 pub fn audit_info(audit: &Audit, ctx: &Ctx) -> Value {

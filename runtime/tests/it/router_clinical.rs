@@ -1142,3 +1142,49 @@ async fn fhir_observations_are_filtered_by_category() {
     assert_eq!(none.body["total"], 0, "{:?}", none.body);
     assert_eq!(codes(&none.body), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn a_sticky_note_is_a_free_standing_text_obs_read_back_with_its_author() {
+    // The O3 chart's sticky note: a text obs of CIEL 165095 without an encounter, listed
+    // with the properties the note reads (a form's answer has a namespace and path).
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200013").await;
+    let note = concept_uuid(&st, "CIEL:165095");
+    assert_eq!(note, "165095AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+    let r = c
+        .post(
+            &format!("{REST}/obs"),
+            &json!({"person": p, "concept": note, "value": "Vit avec sa tante", "obsDatetime": ago(1)}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let visit = start_visit(&mut c, &st, &p, &ago(30)).await;
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": CONSULTATION_TYPE, "visit": visit["uuid"],
+                "obs": [{"concept": note, "value": "Dans un formulaire", "formFieldNamespace": "rfe-forms", "formFieldPath": "rfe-forms-note"}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let r = c
+        .get(&format!("{REST}/obs?patient={p}&concept={note}&v=custom:(uuid,value,obsDatetime,encounter:(uuid),formNamespaceAndPath,auditInfo:(creator:(display)))"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let results = r.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{results:?}");
+    let free = results
+        .iter()
+        .find(|o| o["value"] == "Vit avec sa tante")
+        .unwrap();
+    assert_eq!(free["formNamespaceAndPath"], Value::Null);
+    assert_eq!(free["encounter"], Value::Null);
+    assert_eq!(free["auditInfo"]["creator"]["display"], "admin");
+    let in_form = results
+        .iter()
+        .find(|o| o["value"] == "Dans un formulaire")
+        .unwrap();
+    assert_eq!(in_form["formNamespaceAndPath"], "rfe-forms^rfe-forms-note");
+}

@@ -443,6 +443,14 @@ impl Resource for ObsRes<'_> {
             },
             "formFieldPath" => json!(o.form_field_path),
             "formFieldNamespace" => json!(o.form_field_namespace),
+            // OpenMRS keeps both in one column, "namespace^path"; the O3 sticky note reads it
+            // to tell a free-standing note from a form's answer.
+            "formNamespaceAndPath" => match (&o.form_field_namespace, &o.form_field_path) {
+                (Some(ns), Some(path)) => json!(format!("{ns}^{path}")),
+                (Some(ns), None) => json!(format!("{ns}^")),
+                (None, Some(path)) => json!(format!("^{path}")),
+                (None, None) => Value::Null,
+            },
             "status" => json!(o.status),
             "interpretation" => json!(o.interpretation),
             "previousVersion" => o
