@@ -129,6 +129,8 @@ const ENGLISH = [
   "Upcoming Medications", "Order placed", "Placed order for", "Back to order basket", "Add to my pinned orders",
   "Auto-calculated", "Add test order", "Days", "Test Order", "Drug Order", "Orders placed", "Order updated",
   "Medication successfully dispensed", "Dispense prescription", "Active prescriptions",
+  "Sticky note", "program enrollments", "Program enrollment saved", "Marking the patient as deceased",
+  "Patient marked deceased successfully", "Serve patient", "Queue screen",
 ];
 let french = true;
 async function noEnglish() {
@@ -267,9 +269,36 @@ await step("start-a-visit", async () => {
   await page.getByRole("menuitem", { name: "Ajouter une visite" }).click();
   await visible(page.getByText("Consultation externe"));
   await page.getByText("Consultation externe", { exact: true }).click();
+  // The visit form sends the patient on to the triage queue (the queues are the content's).
+  await page.locator("select#queueLocation").selectOption({ label: "Bondeko - Triage" });
+  // (A select's options are never "visible": wait for the service to be listed.)
+  await page.locator("select#queueService option", { hasText: "Bondeko - File de triage" }).waitFor({ state: "attached", timeout: 30000 });
+  await page.locator("select#queueService").selectOption({ label: "Bondeko - File de triage" });
   await page.getByRole("button", { name: /^Démarrer la visite$/ }).click();
-  // The banner marks the visit as the current one.
+  // The banner marks the visit as the current one, and shows the queue the patient waits in.
   await visible(page.getByText("Visite en cours"));
+  await visible(page.getByText("Bondeko - File de triage"));
+  await visible(page.getByText("Priorité normale"));
+});
+
+await step("the-triage-nurse-calls-the-patient", async () => {
+  // The service queues page lists her, waiting; the nurse calls her and serves her.
+  await page.goto(`${base}/openmrs/spa/home/service-queues`);
+  const row = page.getByRole("row", { name: /Grâce Kapinga/ });
+  await visible(row.getByText("En attente"));
+  await visible(row.getByText("Bondeko - File de triage"));
+  await row.getByRole("button", { name: "Appeler" }).click();
+  const dialog = page.getByRole("dialog");
+  await visible(dialog.getByText("Servir le patient"));
+  await dialog.getByRole("button", { name: "Servir", exact: true }).click();
+  // Serving opens her chart; the server ended the waiting entry and opened one in service.
+  await page.waitForURL(/\/patient\/[0-9a-f-]{36}\/chart/, { timeout: 30000 });
+  await visible(page.getByText("Grâce Kapinga"));
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const all = await api("GET", `queue-entry?patient=${uuid}&v=custom:(status:(uuid),endedAt,previousQueueEntry:(uuid))`);
+  const open = all.results.filter((e) => e.endedAt === null);
+  if (all.results.length !== 2 || open.length !== 1 || open[0].status.uuid !== "91ed8388-f8b6-54b5-9f7c-6360060038e3")
+    throw new Error(`the patient is not in service: ${JSON.stringify(all.results)}`);
 });
 
 await step("record-vital-signs", async () => {
@@ -448,6 +477,38 @@ async function signTheBasket({ open }) {
   await sign.click();
   await sign.waitFor({ state: "hidden", timeout: 30000 });
 }
+
+await step("enrol-in-a-programme", async () => {
+  await page.getByRole("link", { name: "Programmes" }).click();
+  await page.getByRole("button", { name: "Ajouter inscriptions aux programmes" }).click();
+  await page.locator("select#program").selectOption({ label: "Programme de soins et traitement du VIH" });
+  await page.locator("select#programStatus").selectOption({ label: "Pré-TARV" });
+  await page.getByRole("button", { name: "Sauvegarder et fermer" }).click();
+  const row = page.getByRole("row", { name: /Programme de soins et traitement du VIH/ });
+  await visible(row.getByText("Pré-TARV"));
+  // She starts her treatment: the enrolment's state changes.
+  await row.getByRole("button").last().click();
+  await page.getByRole("menuitem", { name: "Modifier" }).click();
+  await page.locator("select#programStatus").selectOption({ label: "Sous traitement antirétroviral" });
+  await page.getByRole("button", { name: "Sauvegarder et fermer" }).click();
+  await visible(page.getByText("Enregistrement dans le programme mis à jour"));
+  await visible(row.getByText("Sous traitement antirétroviral"));
+  // Kept as OpenMRS keeps it: the first state ended when the second began.
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const [enrolment] = (await api("GET", `programenrollment?patient=${uuid}&v=custom:(states:(endDate,state:(concept:(display))))`)).results;
+  const states = enrolment.states.map((x) => `${x.state.concept.display}:${x.endDate ? "ended" : "open"}`).sort();
+  if (states.join() !== "Pré-TARV:ended,Sous traitement antirétroviral:open") throw new Error(`the states were not recorded: ${states}`);
+});
+
+await step("pin-a-note-to-the-chart", async () => {
+  await page.getByRole("button", { name: "Note épinglée" }).click();
+  await page.locator("textarea#sticky-note-text").fill("Vient avec sa sœur, qui traduit en lingala");
+  await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
+  await visible(page.getByText("Note épinglée créée"));
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const notes = await api("GET", `obs?patient=${uuid}&concept=165095AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA&v=custom:(value)`);
+  if (notes.results[0]?.value !== "Vient avec sa sœur, qui traduit en lingala") throw new Error(`the note was not kept: ${JSON.stringify(notes)}`);
+});
 
 await step("prescribe-a-medicine", async () => {
   await page.getByRole("link", { name: "Médicaments", exact: true }).click();
@@ -643,6 +704,45 @@ await step("delete-an-encounter", async () => {
   const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
   const all = await api("GET", `encounter?patient=${uuid}&encounterType=023c2721-8ffa-4ce2-a1d4-7a2a3ec45f42&includeAll=true&v=custom:(uuid,voided)`);
   if (!all.results.some((e) => e.voided === true)) throw new Error(`the vital-signs encounter was not voided: ${JSON.stringify(all)}`);
+});
+
+await step("edit-the-patient", async () => {
+  await page.goto(chartUrl);
+  await page.getByRole("button", { name: /Actions/ }).first().click();
+  await page.getByRole("menuitem", { name: "Modifier le patient" }).click();
+  await page.waitForURL(/\/edit/, { timeout: 30000 });
+  // The form opens on what was registered: her estimated age, her province.
+  await visible(page.locator("input#givenName"));
+  if ((await page.getByLabel("Âge estimé en années").inputValue()) !== "34") throw new Error("the estimated age was not read back");
+  if ((await page.locator("input#stateProvince").inputValue()) !== "Kinshasa") throw new Error("the province was not read back");
+  await page.locator("input#cityVillage").fill("Lingwala");
+  await page.keyboard.press("Escape");
+  await page.locator("input#phone").fill("0812345678");
+  await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
+  await visible(page.getByText("Les informations du patient ont été modifiées"));
+  // The new address is the preferred one and keeps the province; the age stays estimated.
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const person = await api("GET", `person/${uuid}?v=custom:(birthdateEstimated,preferredAddress:(stateProvince,cityVillage),attributes:(value))`);
+  if (!person.birthdateEstimated || person.preferredAddress?.cityVillage !== "Lingwala" || person.preferredAddress?.stateProvince !== "Kinshasa" || person.attributes[0]?.value !== "0812345678")
+    throw new Error(`the edit was not stored as made: ${JSON.stringify(person)}`);
+});
+
+await step("mark-a-patient-deceased", async () => {
+  const [helene] = (await api("GET", "patient?q=Mbuyi&v=custom:(uuid)")).results;
+  await page.goto(`${base}/openmrs/spa/patient/${helene.uuid}/chart`);
+  await visible(page.getByText("Hélène Mbuyi"));
+  await page.getByRole("button", { name: /Actions/ }).first().click();
+  await page.getByRole("menuitem", { name: "Marquer comme décédé" }).click();
+  // The causes are the answers of the content's cause-of-death question; "Autre" asks for text.
+  await visible(page.getByText("Paludisme grave avec atteinte cérébrale"));
+  await page.getByText("Autre", { exact: true }).click();
+  await page.locator("input#freeTextCauseOfDeath").fill("Morsure de serpent");
+  await page.getByRole("button", { name: "Enregistrer et fermer" }).click();
+  await visible(page.getByText("Le patient a été déclaré décédé"));
+  await visible(page.getByText("Décédé", { exact: true }));
+  const person = await api("GET", `person/${helene.uuid}?v=custom:(dead,deathDate,causeOfDeath,causeOfDeathNonCoded)`);
+  if (!person.dead || !person.deathDate || person.causeOfDeath !== null || person.causeOfDeathNonCoded !== "Morsure de serpent")
+    throw new Error(`the death was not stored as recorded: ${JSON.stringify(person)}`);
 });
 
 await step("administer-accounts", async () => {
