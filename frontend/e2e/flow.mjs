@@ -130,7 +130,8 @@ const ENGLISH = [
   "Auto-calculated", "Add test order", "Days", "Test Order", "Drug Order", "Orders placed", "Order updated",
   "Medication successfully dispensed", "Dispense prescription", "Active prescriptions",
   "Sticky note", "program enrollments", "Program enrollment saved", "Marking the patient as deceased",
-  "Patient marked deceased successfully", "Serve patient", "Queue screen",
+  "Patient marked deceased successfully", "Serve patient", "Queue screen", "Patient lists", "New list",
+  "Add patient to list", "Create list",
 ];
 let french = true;
 async function noEnglish() {
@@ -743,6 +744,42 @@ await step("mark-a-patient-deceased", async () => {
   const person = await api("GET", `person/${helene.uuid}?v=custom:(dead,deathDate,causeOfDeath,causeOfDeathNonCoded)`);
   if (!person.dead || !person.deathDate || person.causeOfDeath !== null || person.causeOfDeathNonCoded !== "Morsure de serpent")
     throw new Error(`the death was not stored as recorded: ${JSON.stringify(person)}`);
+});
+
+await step("keep-a-patient-list", async () => {
+  await page.goto(`${base}/openmrs/spa/home/patient-lists`);
+  await page.getByRole("button", { name: "Nouvelle liste" }).click();
+  await page.getByLabel("Nom de la liste").fill("Femmes enceintes à revoir");
+  await page.getByText("Choisir le type de cohorte").click();
+  await page.getByRole("option", { name: "Ma liste" }).click();
+  await page.getByLabel(/Décrivez l'objet/).fill("Consultations prénatales du mardi");
+  await page.getByRole("button", { name: "Créer une liste" }).click();
+  await visible(page.getByText("Liste créée avec succès"));
+  await page.getByRole("tab", { name: "Mes listes" }).click();
+  await page.getByRole("link", { name: "Femmes enceintes à revoir" }).click();
+  await visible(page.getByText("Consultations prénatales du mardi"));
+  // A patient found by name and added to the list.
+  await page.getByRole("button", { name: "Ajouter le patient à la liste" }).first().click();
+  await page.getByRole("searchbox").last().fill("Grâce Kapinga");
+  await page.keyboard.press("Enter");
+  await page.locator('[data-openmrs-role="Search Results"] button', { hasText: "Grâce Kapinga" }).first().click();
+  await visible(page.getByText("Patient ajouté à la liste"));
+  await visible(page.getByRole("row", { name: /Grâce Kapinga/ }));
+  const [list] = (await api("GET", "cohortm/cohort?q=enceintes&v=custom:(uuid,size)")).results;
+  if (list?.size !== 1) throw new Error(`the list does not hold her: ${JSON.stringify(list)}`);
+});
+
+await step("take-her-off-the-list", async () => {
+  await page.getByRole("row", { name: /Grâce Kapinga/ }).getByRole("button").last().click();
+  const dialog = page.getByRole("dialog");
+  await visible(dialog.getByText("Retirer le patient de la liste"));
+  await dialog.getByRole("button", { name: "Retirer de la liste" }).click();
+  await page.getByRole("row", { name: /Grâce Kapinga/ }).waitFor({ state: "detached", timeout: 30000 });
+  // Her membership ended, kept: the list is empty.
+  const [list] = (await api("GET", "cohortm/cohort?q=enceintes&v=custom:(uuid,size)")).results;
+  const members = await api("GET", `cohortm/cohortmember?cohort=${list.uuid}&includeAll=true&v=custom:(endDate)`);
+  if (list.size !== 0 || members.results.length !== 1 || !members.results[0].endDate)
+    throw new Error(`her membership was not ended: ${JSON.stringify({ list, members })}`);
 });
 
 await step("administer-accounts", async () => {

@@ -599,22 +599,6 @@ pub async fn address_template(
     })))
 }
 
-/// Lists of data this distribution does not record yet: valid and empty, for the privilege
-/// the matching OpenMRS resource needs.
-pub async fn empty_list(
-    caller: Caller,
-    QueryPairs(query): Q,
-    privilege: &'static str,
-) -> ApiResult<Response> {
-    caller.require(&[privilege])?;
-    let _ = Rep::parse(param(&query, "v"))?;
-    let mut body = json!({"results": []});
-    if param(&query, "totalCount").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-        body["totalCount"] = json!(0);
-    }
-    Ok(ok(body))
-}
-
 /// `GET queue/{uuid}` — privilege: Get Locations.
 pub async fn queue(
     State(state): State<Arc<AppState>>,

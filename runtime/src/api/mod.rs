@@ -29,6 +29,7 @@ use crate::auth::{self, Grants};
 use crate::catalog::Catalog;
 use crate::domains::allergy::fhir as allergy_fhir;
 use crate::domains::allergy::rest as allergy;
+use crate::domains::cohort::rest as cohort;
 use crate::domains::condition::fhir as condition_fhir;
 use crate::domains::condition::rest as condition;
 use crate::domains::diagnosis::rest as diagnosis;
@@ -69,8 +70,6 @@ pub fn app(state: Arc<AppState>) -> Router {
     let rest = |p: &str| format!("{app_path}/ws/rest/v1{p}");
     let fhir = |p: &str| format!("{app_path}/ws/fhir2/R4{p}");
     let top = |p: &str| format!("{app_path}{p}");
-    let empty_list =
-        |privilege: &'static str| get(move |c, q| metadata::empty_list(c, q, privilege));
     let routes = Router::new()
         .route(
             &rest("/session"),
@@ -322,6 +321,36 @@ pub fn app(state: Arc<AppState>) -> Router {
                 .delete(provider::delete),
         )
         .route(
+            &rest("/cohortm/cohorttype"),
+            get(cohort::types).post(cohort::write_type),
+        )
+        .route(
+            &rest("/cohortm/cohorttype/{uuid}"),
+            get(cohort::read_type)
+                .post(cohort::write_type)
+                .delete(cohort::write_type),
+        )
+        .route(
+            &rest("/cohortm/cohort"),
+            get(cohort::search).post(cohort::create),
+        )
+        .route(
+            &rest("/cohortm/cohort/{uuid}"),
+            get(cohort::read)
+                .post(cohort::update)
+                .delete(cohort::delete),
+        )
+        .route(
+            &rest("/cohortm/cohortmember"),
+            get(cohort::member_search).post(cohort::member_create),
+        )
+        .route(
+            &rest("/cohortm/cohortmember/{uuid}"),
+            get(cohort::member_read)
+                .post(cohort::member_update)
+                .delete(cohort::member_delete),
+        )
+        .route(
             &rest("/relationship"),
             get(relationship::search).post(relationship::create),
         )
@@ -330,10 +359,6 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(relationship::read)
                 .post(relationship::update)
                 .delete(relationship::delete),
-        )
-        .route(
-            &rest("/cohortm/cohortmember"),
-            empty_list("Get Patient Cohorts"),
         )
         .route(&rest("/emrapi/configuration"), get(emrapi::configuration))
         .route(

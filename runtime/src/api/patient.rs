@@ -2099,6 +2099,9 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     if crate::domains::dispense::store::any_of_patient(&state.store, patient)? {
         found.push("medication dispenses");
     }
+    if crate::domains::cohort::store::any_of_patient(&state.store, patient)? {
+        found.push("patient list memberships");
+    }
     let (conditions, _) = crate::domains::condition::store::of_patient(
         &state.store,
         patient,

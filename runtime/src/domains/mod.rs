@@ -4,7 +4,7 @@
 //! encounters), `order` (drug and test orders, the formulary's REST resources, FHIR MedicationRequest), `dispense` (medication dispenses, FHIR MedicationDispense), `programme`
 //! (programme enrolments with their workflow states), `queue` (service-queue entries),
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
-//! between persons) and `role` (roles and
+//! between persons), `cohort` (patient lists and their members) and `role` (roles and
 //! privileges made through the API). Each owns its record types, its redb
 //! tables and secondary indexes, its validation and its REST representations; they share
 //! what is here: who-and-when records, the index scans that page newest first, and the
@@ -18,6 +18,7 @@
 //! a restore rebuilds the indexes from them.
 
 pub mod allergy;
+pub mod cohort;
 pub mod condition;
 pub mod diagnosis;
 pub mod dispense;
@@ -220,6 +221,8 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     role::store::PRIVILEGE_RECORDS,
     provider::store::RECORDS,
     relationship::store::RECORDS,
+    cohort::store::COHORT_RECORDS,
+    cohort::store::MEMBER_RECORDS,
 ];
 
 /// An index table: key → flags.

@@ -13,6 +13,7 @@ mod process;
 mod router_account;
 mod router_allergy;
 mod router_clinical;
+mod router_cohort;
 mod router_concept;
 mod router_condition;
 mod router_diagnosis;
