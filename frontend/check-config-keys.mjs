@@ -101,9 +101,20 @@ function pathsIn(files) {
       }
     };
     bind(ast);
-    // Outermost object literals with at least two settings: the schemas.
+    // A schema handed to the framework (`(0, x.defineConfigSchema)(name, schema)`), however
+    // few settings it has; otherwise outermost object literals with at least two settings.
+    const calls = (node, name) => {
+      let callee = node.callee;
+      if (callee?.type === "SequenceExpression") callee = callee.expressions.at(-1);
+      const called = callee?.type === "MemberExpression" ? keyName({ key: callee.property }) : callee?.name;
+      return node.type === "CallExpression" && called === name;
+    };
     const walk = (node) => {
       if (!node || typeof node.type !== "string") return;
+      if (calls(node, "defineConfigSchema") && node.arguments[1]) {
+        const schema = bound(node.arguments[1]);
+        if (schema.type === "ObjectExpression") collect(schema, "");
+      }
       if (
         node.type === "ObjectExpression" &&
         !isEntry(node) &&

@@ -433,7 +433,11 @@ pub const MODULE_PRIVILEGES: &[(&str, &[&str])] = &[
     ),
     (
         "attachments",
-        &["App: attachments.attachments.page", "View Attachments"],
+        &[
+            "App: attachments.attachments.page",
+            "View Attachments",
+            "Create Attachments",
+        ],
     ),
     (
         "cohort",

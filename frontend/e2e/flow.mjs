@@ -6,7 +6,8 @@
 // answer of 400 or more.
 import { chromium } from "playwright-core";
 import { schemaPaths } from "../check-config-keys.mjs";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 
@@ -131,7 +132,7 @@ const ENGLISH = [
   "Medication successfully dispensed", "Dispense prescription", "Active prescriptions",
   "Sticky note", "program enrollments", "Program enrollment saved", "Marking the patient as deceased",
   "Patient marked deceased successfully", "Serve patient", "Queue screen", "Patient lists", "New list",
-  "Add patient to list", "Create list",
+  "Add patient to list", "Create list", "Attachments", "Add attachment", "Upload complete", "Attachment preview",
 ];
 let french = true;
 async function noEnglish() {
@@ -509,6 +510,33 @@ await step("pin-a-note-to-the-chart", async () => {
   const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
   const notes = await api("GET", `obs?patient=${uuid}&concept=165095AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA&v=custom:(value)`);
   if (notes.results[0]?.value !== "Vient avec sa sœur, qui traduit en lingala") throw new Error(`the note was not kept: ${JSON.stringify(notes)}`);
+});
+
+await step("attach-a-photo-to-the-chart", async () => {
+  // A photograph of a wound (a small PNG), as a nurse's phone would take it.
+  const photo = join(mkdtempSync(join(tmpdir(), "e2e-")), "plaie-pied.png");
+  writeFileSync(photo, Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAEAAAABACAIAAAAlC+aJAAAAeElEQVR4nO3PQQkAMAzAwAqrfyZrIvY4BoEIuMzZ/brhgga0oAEtaEALGtCCBrSgAS1oQAsa0IIGtKABLWhACxrQgga0oAEtaEALGtCCBrSgAS1oQAsa0IIGtKABLWhACxrQgga0oAEtaEALGtCCBrSgAS1oQAseuzfrAS2gdd8fAAAAAElFTkSuQmCC", "base64"));
+  await page.getByRole("link", { name: "Pièces jointes" }).click();
+  await page.getByRole("button", { name: "Ajouter pièces jointes" }).click();
+  // The limits are the content's settings.
+  await visible(page.getByText("La limite de fichier est 5MB. Les fichiers compatibles sont pdf, jpg, jpeg, png."));
+  await page.locator('input[type="file"]').setInputFiles(photo);
+  await page.locator("textarea#description").fill("Plaie du pied gauche, troisième jour");
+  await page.getByRole("dialog").getByRole("button", { name: "Ajouter une pièce jointe" }).click();
+  await visible(page.getByText("Ajout terminé"));
+  await page.getByRole("dialog").getByRole("button", { name: "Fermer" }).click();
+  // Its thumbnail is the photograph, read back from the server with the session cookie.
+  const thumbnail = page.locator('img[src*="/attachment/"]').first();
+  await visible(thumbnail);
+  await page.waitForFunction(() => document.querySelector('img[src*="/attachment/"]')?.naturalWidth === 64, null, { timeout: 30000, polling: 200 });
+  await thumbnail.click();
+  await visible(page.getByText("Plaie du pied gauche, troisième jour"));
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const [kept] = (await api("GET", `attachment?patient=${uuid}&includeEncounterless=true`)).results;
+  if (kept?.filename !== "plaie-pied.png" || kept.bytesContentFamily !== "IMAGE") throw new Error(`the photograph was not kept: ${JSON.stringify(kept)}`);
+  await page.keyboard.press("Escape");
+  await page.goto(chartUrl);
+  await visible(page.getByText("Grâce Kapinga"));
 });
 
 await step("prescribe-a-medicine", async () => {

@@ -29,6 +29,7 @@ use crate::auth::{self, Grants};
 use crate::catalog::Catalog;
 use crate::domains::allergy::fhir as allergy_fhir;
 use crate::domains::allergy::rest as allergy;
+use crate::domains::attachment::rest as attachment;
 use crate::domains::cohort::rest as cohort;
 use crate::domains::condition::fhir as condition_fhir;
 use crate::domains::condition::rest as condition;
@@ -320,6 +321,18 @@ pub fn app(state: Arc<AppState>) -> Router {
                 .post(provider::update)
                 .delete(provider::delete),
         )
+        .route(
+            &rest("/attachment"),
+            get(attachment::search)
+                // The upload enforces `attachments.maxUploadFileSize` itself, part by part.
+                .post(attachment::create)
+                .layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route(
+            &rest("/attachment/{uuid}"),
+            get(attachment::read).delete(attachment::delete),
+        )
+        .route(&rest("/attachment/{uuid}/bytes"), get(attachment::bytes))
         .route(
             &rest("/cohortm/cohorttype"),
             get(cohort::types).post(cohort::write_type),

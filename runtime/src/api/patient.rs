@@ -2102,6 +2102,9 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     if crate::domains::cohort::store::any_of_patient(&state.store, patient)? {
         found.push("patient list memberships");
     }
+    if crate::domains::attachment::store::any_of_patient(&state.store, patient)? {
+        found.push("attachments");
+    }
     let (conditions, _) = crate::domains::condition::store::of_patient(
         &state.store,
         patient,

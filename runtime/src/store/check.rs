@@ -3,7 +3,8 @@
 //! on a failing disk, or before trusting an old data directory).
 //!
 //! It checks, in order: redb's own page checksums (`Database::check_integrity`); that every
-//! record decodes as its table's record type; that the identifier and username indexes
+//! record decodes as its table's record type; that every attachment's file is there, as
+//! uploaded (its SHA-256); that the identifier and username indexes
 //! point at records that hold them; and, for the clinical records, that each index table is
 //! exactly what the records imply. The last check rebuilds the indexes inside a write
 //! transaction that is never committed, then compares them with the stored ones key by key
@@ -114,6 +115,9 @@ fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreErro
             }
         }
     }
+
+    report.records +=
+        crate::domains::attachment::store::check_bytes(&txn, &mut |p| report.problems.push(p))?;
 
     // `<type>|<scope>|<identifier>` → a patient that holds that identifier.
     let patients = txn.open_table(PATIENTS)?;

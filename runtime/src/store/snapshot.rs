@@ -12,6 +12,7 @@ use super::{
     COUNTERS, IDENTIFIERS, META, PATIENTS, PatientRecord, SCHEMA_VERSION, SETTINGS, SettingRecord,
     Store, StoreError, USERNAMES, USERS, UserRecord,
 };
+use base64::Engine;
 use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -179,6 +180,18 @@ impl Store {
                 record(&mut out, table.name, k.value(), value)?;
             }
         }
+        for blob in crate::domains::BLOB_TABLES {
+            for row in txn
+                .open_table(blob.table)
+                .map_err(StoreError::from)?
+                .iter()
+                .map_err(StoreError::from)?
+            {
+                let (k, v) = row.map_err(StoreError::from)?;
+                let text = base64::engine::general_purpose::STANDARD.encode(v.value());
+                record(&mut out, blob.name, k.value(), text.into())?;
+            }
+        }
         for row in txn
             .open_table(COUNTERS)
             .map_err(StoreError::from)?
@@ -255,6 +268,13 @@ impl Store {
                         txn.open_table(COUNTERS)?
                             .insert(k, rec.v.as_u64().unwrap_or_default())?;
                     }
+                    other if blob_table(other).is_some() => {
+                        let blob = blob_table(other).expect("matched");
+                        let bytes = base64::engine::general_purpose::STANDARD
+                            .decode(rec.v.as_str().unwrap_or_default())
+                            .map_err(|e| StoreError::Redb(format!("{other}: {e}")))?;
+                        txn.open_table(blob.table)?.insert(k, bytes.as_slice())?;
+                    }
                     other => {
                         let table = record_table(other)
                             .ok_or_else(|| StoreError::Redb(format!("unknown table {other}")))?;
@@ -278,6 +298,10 @@ impl Store {
         }
         Ok(records)
     }
+}
+
+fn blob_table(name: &str) -> Option<&'static crate::domains::BlobTable> {
+    crate::domains::BLOB_TABLES.iter().find(|t| t.name == name)
 }
 
 fn record_table(name: &str) -> Option<&'static crate::domains::RecordTable> {
@@ -384,6 +408,13 @@ fn check_record(rec: &SnapshotLine) -> Result<(), String> {
         "patients" => crate::domains::decodes::<PatientRecord>(&json()?),
         "users" => crate::domains::decodes::<UserRecord>(&json()?),
         "settings" => crate::domains::decodes::<SettingRecord>(&json()?),
+        other if blob_table(other).is_some() => match &rec.v {
+            serde_json::Value::String(text) => base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map(drop)
+                .map_err(|e| format!("not base64: {e}")),
+            _ => Err("expected the bytes as a base64 string".into()),
+        },
         other => match record_table(other) {
             Some(table) => (table.decodes)(&json()?),
             None => Err(format!("unknown table {other}")),

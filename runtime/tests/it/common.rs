@@ -111,6 +111,40 @@ impl Client {
         app(self.state.clone()).oneshot(req).await.unwrap()
     }
 
+    /// `send` with a body of bytes (a multipart upload).
+    pub async fn send_bytes(
+        &mut self,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Response {
+        let mut req = Request::builder().method(method).uri(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(c) = &self.cookie {
+            req = req.header("cookie", format!("JSESSIONID={c}"));
+        }
+        let res = app(self.state.clone())
+            .oneshot(req.body(Body::from(body)).unwrap())
+            .await
+            .unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = http_body_util::BodyExt::collect(res.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
     pub async fn send(
         &mut self,
         method: &str,

@@ -454,6 +454,37 @@ async fn check_store_reports_injected_inconsistencies() {
                 .map(|(k, _)| k.value().to_string())
                 .unwrap();
             obs.remove(first.as_str()).unwrap();
+            // An attachment whose file is gone, and a file that no attachment owns.
+            let record = runtime::domains::attachment::AttachmentRecord {
+                v: 1,
+                uuid: "att-without-file".into(),
+                patient: "someone".into(),
+                visit: None,
+                encounter: None,
+                filename: "radio.png".into(),
+                caption: None,
+                mime_type: "image/png".into(),
+                datetime: "2026-01-01T00:00:00.000Z".into(),
+                size: 3,
+                sha256: "00".into(),
+                audit: runtime::domains::Audit::new("someone", chrono::Utc::now()),
+                voiding: Default::default(),
+            };
+            txn.open_table(TableDefinition::<&str, &[u8]>::new("attachments"))
+                .unwrap()
+                .insert(
+                    "att-without-file",
+                    serde_json::to_vec(&record).unwrap().as_slice(),
+                )
+                .unwrap();
+            txn.open_table(TableDefinition::<&str, u8>::new("attachments_by_patient"))
+                .unwrap()
+                .insert("someone|2026-01-01T00:00:00.000Z|att-without-file", 0)
+                .unwrap();
+            txn.open_table(TableDefinition::<&str, &[u8]>::new("attachment_bytes"))
+                .unwrap()
+                .insert("att-ghost", b"abc".as_slice())
+                .unwrap();
         }
         txn.commit().unwrap();
     }
@@ -475,7 +506,15 @@ async fn check_store_reports_injected_inconsistencies() {
         all.contains("obs_by_encounter") && all.contains("missing entry"),
         "{all}"
     );
-    assert_eq!(report.problems.len(), 4, "{all}");
+    assert!(
+        all.contains("attachments att-without-file: its file is missing"),
+        "{all}"
+    );
+    assert!(
+        all.contains("attachment_bytes att-ghost: a file without its attachment"),
+        "{all}"
+    );
+    assert_eq!(report.problems.len(), 6, "{all}");
     // The check wrote nothing: the same problems are found again.
     let again = runtime::store::check::check_store(&path).unwrap();
     assert_eq!(again.problems, report.problems);
