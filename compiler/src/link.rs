@@ -591,6 +591,11 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         &payment_mode_uuids,
         sink,
     );
+    (
+        content.appointment_specialities,
+        content.appointment_services,
+        content.appointment_service_types,
+    ) = crate::domains::services::appointment_content(&services, &location_lookup);
     for (_, mut e) in queues.items {
         if let Some(c) = index.resolve(&e.value.service, e.at("service"), sink) {
             e.value.service = c;
@@ -692,6 +697,15 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         .order_frequencies
         .sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.queues.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .appointment_specialities
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .appointment_services
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content
+        .appointment_service_types
+        .sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.forms.sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content
 }

@@ -133,6 +133,7 @@ const ENGLISH = [
   "Sticky note", "program enrollments", "Program enrollment saved", "Marking the patient as deceased",
   "Patient marked deceased successfully", "Serve patient", "Queue screen", "Patient lists", "New list",
   "Add patient to list", "Create list", "Attachments", "Add attachment", "Upload complete", "Attachment preview",
+  "Appointments", "Check in", "Check out", "Checked in", "Appointment scheduled", "Appointment ended",
 ];
 let french = true;
 async function noEnglish() {
@@ -733,6 +734,63 @@ await step("delete-an-encounter", async () => {
   const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
   const all = await api("GET", `encounter?patient=${uuid}&encounterType=023c2721-8ffa-4ce2-a1d4-7a2a3ec45f42&includeAll=true&v=custom:(uuid,voided)`);
   if (!all.results.some((e) => e.voided === true)) throw new Error(`the vital-signs encounter was not voided: ${JSON.stringify(all)}`);
+});
+
+// Appointments (issue 12): booked from the chart; at reception her arrival starts her visit
+// and sends her to triage; her check-out completes the appointment and closes the visit.
+await step("book-an-appointment", async () => {
+  await page.goto(chartUrl);
+  await page.getByRole("link", { name: "Rendez-vous" }).click();
+  await page.locator("main").getByRole("button", { name: "Ajouter" }).last().click();
+  await page.locator("select#location").selectOption({ label: "Bondeko - Accueil" });
+  await page.locator("select#service").selectOption({ label: "Consultation prénatale" });
+  await page.locator("select#appointmentType").selectOption({ label: "Programmé" });
+  await page.locator("#time-picker").fill("10:00");
+  await page.locator("#time-picker-select-1").selectOption("AM");
+  await page.locator("#duration").fill("30");
+  await page.locator("select#provider").selectOption({ index: 1 });
+  await page.locator("#appointmentNote").fill("Deuxième consultation prénatale");
+  await page.getByRole("button", { name: "Sauvegarder et fermer" }).click();
+  await visible(page.getByText("Rendez-vous programmé"));
+  await page.getByRole("tab", { name: "Aujourd’hui" }).click();
+  await visible(page.getByRole("cell", { name: "Deuxième consultation prénatale" }));
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const booked = await api("POST", "appointments/search", { patientUuid: uuid, startDate: new Date(Date.now() - 86400e3).toISOString() });
+  if (booked.length !== 1 || booked[0].status !== "Scheduled" || booked[0].service.name !== "Consultation prénatale" || !/^RDV-\d{6}$/.test(booked[0].appointmentNumber))
+    throw new Error(`the appointment was not booked as asked: ${JSON.stringify(booked)}`);
+});
+
+await step("she-arrives-for-her-appointment", async () => {
+  await page.goto(`${base}/openmrs/spa/home/appointments`);
+  const row = page.getByRole("row", { name: /Grâce Kapinga/ });
+  await visible(row.getByText("Consultation prénatale"));
+  await row.getByRole("button", { name: "Arrivée" }).click();
+  // She has no visit open: her arrival starts one, and sends her to the triage queue.
+  await page.getByRole("radio", { name: "Consultation prénatale" }).check({ force: true });
+  await page.locator("select#queueLocation").selectOption({ label: "Bondeko - Triage" });
+  await page.locator("select#queueService option", { hasText: "Bondeko - File de triage" }).waitFor({ state: "attached", timeout: 30000 });
+  await page.locator("select#queueService").selectOption({ label: "Bondeko - File de triage" });
+  await page.getByRole("button", { name: /^Démarrer la visite$/ }).click();
+  await visible(page.getByText("La visite a démarré et le rendez-vous est enregistré comme arrivé"));
+  await visible(row.getByText("Arrivé", { exact: true }));
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const [arrived] = await api("POST", "appointments/search", { patientUuid: uuid, startDate: new Date(Date.now() - 86400e3).toISOString() });
+  const visits = await api("GET", `visit?patient=${uuid}&includeInactive=false&v=custom:(visitType:(display))`);
+  if (arrived.status !== "CheckedIn" || visits.results[0]?.visitType.display !== "Consultation prénatale")
+    throw new Error(`her arrival was not recorded: ${JSON.stringify({ arrived, visits })}`);
+});
+
+await step("she-leaves-at-the-end-of-her-appointment", async () => {
+  const row = page.getByRole("row", { name: /Grâce Kapinga/ });
+  await row.getByRole("button", { name: "Sortie" }).click();
+  const dialog = page.getByRole("dialog");
+  await visible(dialog.getByText(/clôturera la visite active/));
+  await dialog.getByRole("button", { name: "Sortie" }).click();
+  await visible(page.getByText("Rendez-vous terminé et visite clôturée"));
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const [done] = await api("POST", "appointments/search", { patientUuid: uuid, startDate: new Date(Date.now() - 86400e3).toISOString() });
+  const open = await api("GET", `visit?patient=${uuid}&includeInactive=false`);
+  if (done.status !== "Completed" || open.results.length !== 0) throw new Error(`her check-out was not recorded: ${JSON.stringify({ done, open })}`);
 });
 
 await step("edit-the-patient", async () => {

@@ -457,6 +457,45 @@ pub struct PaymentMode {
     pub retired: bool,
 }
 
+/// A kind of appointment (`appointmentspecialities/`: "Santé maternelle", …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppointmentSpeciality {
+    pub uuid: String,
+    pub name: String,
+    pub retired: bool,
+}
+
+/// What can be booked (`appointmentservicedefinitions/`): its length, its hours of the day,
+/// how many at most a day, where, and its colour in the calendar.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppointmentService {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub duration_mins: Option<u32>,
+    /// `HH:mm`.
+    pub start_time: Option<String>,
+    pub end_time: Option<String>,
+    pub max_load: Option<u32>,
+    /// Speciality uuid.
+    pub speciality: Option<String>,
+    /// Location uuid.
+    pub location: Option<String>,
+    pub color: Option<String>,
+    pub retired: bool,
+}
+
+/// A variant of a service with its own length (`appointmentservicetypes/`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppointmentServiceType {
+    pub uuid: String,
+    pub name: String,
+    /// Service uuid.
+    pub service: String,
+    pub duration_mins: Option<u32>,
+    pub retired: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Queue {
     pub uuid: String,

@@ -2,10 +2,11 @@
 //! loaders read it: `cashpoints/`, `billableservices/`, `cashieritemprices/`,
 //! `appointmentspecialities/`, `appointmentservicedefinitions/`, `appointmentservicetypes/`.
 //!
-//! The runtime does not serve these yet: the files are carried into the bundle as they are,
-//! but every row is read and its references checked, so a cash point whose location or a
+//! Every row is read and its references checked, so a cash point whose location or a
 //! billable service whose concept does not exist fails the build at its cell rather than
-//! loading as a silent null on a real server.
+//! loading as a silent null on a real server. The appointments folders become typed
+//! entities of the bundle (`appointment_content`), which the runtime's appointment services
+//! serve; the billing files are carried into the bundle as they are.
 
 use super::{Ctx, Loaded};
 use crate::csvtable::{Columns, UuidRule};
@@ -102,11 +103,19 @@ pub struct Reference {
     pub loc: Loc,
 }
 
-/// One row: its name (for lookups by name) and what it refers to.
+/// One row: its name (for lookups by name), what it refers to, and the values an entity is
+/// built from (appointment services and types).
 #[derive(Debug, Clone)]
 pub struct ServiceRow {
     pub name: String,
     pub references: Vec<Reference>,
+    pub retired: bool,
+    pub description: Option<String>,
+    pub duration: Option<u32>,
+    pub start_time: Option<String>,
+    pub end_time: Option<String>,
+    pub max_load: Option<u32>,
+    pub color: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -178,8 +187,6 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         "appointmentservicedefinitions" => {
             refer(Target::Speciality, "speciality");
             refer(Target::Location, "location");
-            let _ = ctx.int::<u32>("duration", sink);
-            let _ = ctx.int::<u32>("max load", sink);
             for column in ["start time", "end time"] {
                 if let Some(t) = ctx.get(column)
                     && !is_time(t)
@@ -194,11 +201,31 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         }
         "appointmentservicetypes" => {
             refer(Target::ServiceDefinition, "service definition");
-            let _ = ctx.int::<u32>("duration", sink);
         }
         _ => {}
     }
-    let row = ctx.entry(ServiceRow { name, references });
+    let retired = ctx.retired(sink);
+    let appointments = domain.starts_with("appointmentservice");
+    let time = |column: &str| ctx.string(column).filter(|t| is_time(t));
+    let row = ctx.entry(ServiceRow {
+        name,
+        references,
+        retired,
+        description: ctx.string("description"),
+        duration: if appointments {
+            ctx.int::<u32>("duration", sink)
+        } else {
+            None
+        },
+        start_time: time("start time").map(|t| normalise_time(&t)),
+        end_time: time("end time").map(|t| normalise_time(&t)),
+        max_load: if domain == "appointmentservicedefinitions" {
+            ctx.int::<u32>("max load", sink)
+        } else {
+            None
+        },
+        color: ctx.string("label colour"),
+    });
     let registry = match domain {
         "cashpoints" => &mut loaded.services.cash_points,
         "billableservices" => &mut loaded.services.billable_services,
@@ -208,6 +235,90 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         _ => &mut loaded.services.types,
     };
     registry.insert(uuid, row, sink);
+}
+
+/// `HH:mm` with two digits for the hour.
+fn normalise_time(t: &str) -> String {
+    match t.split_once(':') {
+        Some((h, m)) if h.len() == 1 => format!("0{h}:{m}"),
+        _ => t.to_string(),
+    }
+}
+
+/// The appointments content as bundle entities, references resolved to uuids (`check` has
+/// reported those that do not resolve; they are left empty here).
+pub fn appointment_content(
+    services: &Services,
+    locations: &Lookup,
+) -> (
+    Vec<model::AppointmentSpeciality>,
+    Vec<model::AppointmentService>,
+    Vec<model::AppointmentServiceType>,
+) {
+    let by_name = |r: &Registry<ServiceRow>| {
+        Lookup::new(
+            r.items
+                .iter()
+                .map(|(u, e)| (e.value.name.as_str(), u.as_str())),
+        )
+    };
+    let (specialities, definitions) = (
+        by_name(&services.specialities),
+        by_name(&services.definitions),
+    );
+    let target = |row: &ServiceRow, t: Target, lookup: &Lookup| {
+        row.references
+            .iter()
+            .find(|r| r.target == t)
+            .and_then(|r| lookup.find(&r.value))
+    };
+    let speciality_list = services
+        .specialities
+        .items
+        .iter()
+        .map(|(uuid, e)| model::AppointmentSpeciality {
+            uuid: uuid.clone(),
+            name: e.value.name.clone(),
+            retired: e.value.retired,
+        })
+        .collect();
+    let service_list = services
+        .definitions
+        .items
+        .iter()
+        .map(|(uuid, e)| {
+            let row = &e.value;
+            model::AppointmentService {
+                uuid: uuid.clone(),
+                name: row.name.clone(),
+                description: row.description.clone(),
+                duration_mins: row.duration,
+                start_time: row.start_time.clone(),
+                end_time: row.end_time.clone(),
+                max_load: row.max_load,
+                speciality: target(row, Target::Speciality, &specialities),
+                location: target(row, Target::Location, locations),
+                color: row.color.clone(),
+                retired: row.retired,
+            }
+        })
+        .collect();
+    let type_list = services
+        .types
+        .items
+        .iter()
+        .filter_map(|(uuid, e)| {
+            let row = &e.value;
+            Some(model::AppointmentServiceType {
+                uuid: uuid.clone(),
+                name: row.name.clone(),
+                service: target(row, Target::ServiceDefinition, &definitions)?,
+                duration_mins: row.duration,
+                retired: row.retired,
+            })
+        })
+        .collect();
+    (speciality_list, service_list, type_list)
 }
 
 /// `H:mm` or `HH:mm`, as the appointments loader parses times.

@@ -29,6 +29,7 @@ use crate::auth::{self, Grants};
 use crate::catalog::Catalog;
 use crate::domains::allergy::fhir as allergy_fhir;
 use crate::domains::allergy::rest as allergy;
+use crate::domains::appointment::rest as appointment;
 use crate::domains::attachment::rest as attachment;
 use crate::domains::cohort::rest as cohort;
 use crate::domains::condition::fhir as condition_fhir;
@@ -320,6 +321,47 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(provider::read)
                 .post(provider::update)
                 .delete(provider::delete),
+        )
+        .route(
+            &rest("/appointmentService/all/{rep}"),
+            get(appointment::services),
+        )
+        .route(
+            &rest("/appointmentService"),
+            get(appointment::service)
+                .post(appointment::service_write)
+                .delete(appointment::service_write),
+        )
+        .route(&rest("/appointment/all"), get(appointment::for_date))
+        .route(
+            &rest("/appointment"),
+            get(appointment::read_by_query).post(appointment::save),
+        )
+        .route(
+            &rest("/appointment/search"),
+            post(appointment::search_by_example),
+        )
+        .route(
+            &rest("/appointment/appointmentSummary"),
+            get(appointment::summary),
+        )
+        .route(
+            &rest("/appointment/{uuid}/changeStatus"),
+            post(appointment::change_status),
+        )
+        .route(
+            &rest("/appointments"),
+            get(appointment::for_date).post(appointment::create),
+        )
+        .route(&rest("/appointments/search"), post(appointment::search))
+        .route(
+            &rest("/appointments/conflicts"),
+            post(appointment::conflicts),
+        )
+        .route(&rest("/appointments/{uuid}"), get(appointment::read))
+        .route(
+            &rest("/appointments/{uuid}/status-change"),
+            post(appointment::change_status),
         )
         .route(
             &rest("/attachment"),

@@ -84,7 +84,7 @@ pub fn today() -> NaiveDate {
 }
 
 /// Whole years from `birthdate` to `t`; 0 for a birthdate after `t`.
-fn age_on(birthdate: &str, t: NaiveDate) -> Option<i32> {
+pub fn age_on(birthdate: &str, t: NaiveDate) -> Option<i32> {
     let b = parse_date(birthdate)?;
     let mut years = t.year() - b.year();
     if (t.month(), t.day()) < (b.month(), b.day()) {
@@ -2104,6 +2104,9 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     }
     if crate::domains::attachment::store::any_of_patient(&state.store, patient)? {
         found.push("attachments");
+    }
+    if crate::domains::appointment::store::any_of_patient(&state.store, patient)? {
+        found.push("appointments");
     }
     let (conditions, _) = crate::domains::condition::store::of_patient(
         &state.store,

@@ -4,7 +4,7 @@
 //! encounters), `order` (drug and test orders, the formulary's REST resources, FHIR MedicationRequest), `dispense` (medication dispenses, FHIR MedicationDispense), `programme`
 //! (programme enrolments with their workflow states), `queue` (service-queue entries),
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
-//! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store) and `role` (roles and
+//! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store), `appointment` (appointments of the content's services) and `role` (roles and
 //! privileges made through the API). Each owns its record types, its redb
 //! tables and secondary indexes, its validation and its REST representations; they share
 //! what is here: who-and-when records, the index scans that page newest first, and the
@@ -18,6 +18,7 @@
 //! a restore rebuilds the indexes from them.
 
 pub mod allergy;
+pub mod appointment;
 pub mod attachment;
 pub mod cohort;
 pub mod condition;
@@ -225,6 +226,7 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     cohort::store::COHORT_RECORDS,
     cohort::store::MEMBER_RECORDS,
     attachment::store::RECORDS,
+    appointment::store::RECORDS,
 ];
 
 /// A table of raw bytes keyed by uuid (an attachment's file), which backups carry as base64

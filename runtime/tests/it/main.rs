@@ -12,6 +12,7 @@ mod lifecycle;
 mod process;
 mod router_account;
 mod router_allergy;
+mod router_appointment;
 mod router_attachment;
 mod router_clinical;
 mod router_cohort;

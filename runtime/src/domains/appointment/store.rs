@@ -1,0 +1,149 @@
+//! The appointment table and its indexes by start (`start|uuid`) and by patient
+//! (`patient|start|uuid`).
+
+use super::AppointmentRecord;
+use crate::domains::{self, Index, RecordTable, VOIDED, key};
+use crate::store::{Store, StoreResult};
+use redb::{TableDefinition, WriteTransaction};
+
+const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("appointments");
+const BY_START: Index = TableDefinition::new("appointments_by_start");
+const BY_PATIENT: Index = TableDefinition::new("appointments_by_patient");
+const NUMBER_COUNTER: &str = "appointment-number";
+
+pub const RECORDS: RecordTable = RecordTable {
+    name: "appointments",
+    table: TABLE,
+    indexes: &[BY_START, BY_PATIENT],
+    create,
+    reindex,
+    decodes: |bytes| domains::decodes::<AppointmentRecord>(bytes),
+};
+
+fn create(txn: &WriteTransaction) -> StoreResult<()> {
+    txn.open_table(TABLE)?;
+    txn.open_table(BY_START)?;
+    txn.open_table(BY_PATIENT)?;
+    Ok(())
+}
+
+fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
+    let a: AppointmentRecord = domains::decode("appointments", bytes)?;
+    if let Some(n) = a
+        .number
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse::<u64>().ok())
+    {
+        crate::store::raise_counter_in(txn, NUMBER_COUNTER, n)?;
+    }
+    write_index(txn, None, &a)
+}
+
+fn keys(a: &AppointmentRecord) -> (String, String) {
+    (
+        key(&["all", &a.start, &a.uuid]),
+        key(&[&a.patient, &a.start, &a.uuid]),
+    )
+}
+
+fn write_index(
+    txn: &WriteTransaction,
+    old: Option<&AppointmentRecord>,
+    new: &AppointmentRecord,
+) -> StoreResult<()> {
+    let (mut by_start, mut by_patient) = (txn.open_table(BY_START)?, txn.open_table(BY_PATIENT)?);
+    if let Some(old) = old {
+        let (s, p) = keys(old);
+        by_start.remove(s.as_str())?;
+        by_patient.remove(p.as_str())?;
+    }
+    let flags = if new.voiding.voided { VOIDED } else { 0 };
+    let (s, p) = keys(new);
+    by_start.insert(s.as_str(), flags)?;
+    by_patient.insert(p.as_str(), flags)?;
+    Ok(())
+}
+
+/// Writes an appointment durably; a new one (without a number) gets the next number.
+pub fn put(
+    store: &Store,
+    old: Option<&AppointmentRecord>,
+    new: &mut AppointmentRecord,
+) -> StoreResult<()> {
+    store.write(|txn| {
+        if new.number.is_empty() {
+            new.number = format!(
+                "RDV-{:06}",
+                crate::store::next_counter_in(txn, NUMBER_COUNTER)? + 1
+            );
+        }
+        txn.open_table(TABLE)?
+            .insert(new.uuid.as_str(), domains::encode(&*new).as_slice())?;
+        write_index(txn, old, new)
+    })
+}
+
+pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<AppointmentRecord>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(TABLE)?;
+    t.get(uuid)?
+        .map(|v| domains::decode("appointments", v.value()))
+        .transpose()
+}
+
+/// Appointments starting in `[from, to)` (key form), by start, voided ones left out.
+pub fn starting_between(
+    store: &Store,
+    from: &str,
+    to: &str,
+) -> StoreResult<Vec<AppointmentRecord>> {
+    let txn = store.begin_read()?;
+    let index = txn.open_table(BY_START)?;
+    let records = txn.open_table(TABLE)?;
+    let (lower, upper) = (key(&["all", from]), key(&["all", to]));
+    let mut out = Vec::new();
+    for row in index.range(lower.as_str()..upper.as_str())? {
+        let (k, flags) = row?;
+        if flags.value() & VOIDED != 0 {
+            continue;
+        }
+        if let Some(v) = records.get(domains::uuid_of(k.value()))? {
+            out.push(domains::decode("appointments", v.value())?);
+        }
+    }
+    Ok(out)
+}
+
+/// A patient's appointments starting at or after `from` (key form), by start.
+pub fn of_patient_from(
+    store: &Store,
+    patient: &str,
+    from: &str,
+) -> StoreResult<Vec<AppointmentRecord>> {
+    let txn = store.begin_read()?;
+    let index = txn.open_table(BY_PATIENT)?;
+    let records = txn.open_table(TABLE)?;
+    let (lower, upper) = (key(&[patient, from]), format!("{patient}}}"));
+    let mut out = Vec::new();
+    for row in index.range(lower.as_str()..upper.as_str())? {
+        let (k, flags) = row?;
+        if flags.value() & VOIDED != 0 {
+            continue;
+        }
+        if let Some(v) = records.get(domains::uuid_of(k.value()))? {
+            out.push(domains::decode("appointments", v.value())?);
+        }
+    }
+    Ok(out)
+}
+
+pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
+    let txn = store.begin_read()?;
+    let mut found = false;
+    domains::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
+        found = true;
+        false
+    })?;
+    Ok(found)
+}
