@@ -333,15 +333,23 @@ fn main() {
         ("the patient banner's open entry", today.iter().step_by(5).map(|p| format!("{rest}/queue-entry?v=custom:(uuid,display,priority,priorityComment,queue)&totalCount=true&patient={p}&isEnded=false")).collect()),
     ];
     for (name, paths) in &calls {
-        for p in paths.iter().take(3) {
+        for (i, p) in paths.iter().take(3).enumerate() {
             let (status, body) = get(port, p);
             assert_eq!(status, 200, "{name}: {p}: {}", &body[..body.len().min(400)]);
+            if i == 0 {
+                println!("  {name}: {} bytes an answer", body.len());
+            }
         }
     }
     let base = format!("http://127.0.0.1:{port}");
+    // `BENCH_ONLY=table` measures only the calls whose name holds it (to profile one).
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     for pass in ["first pass", "second pass"] {
         println!("{pass}, wrk -t2 -c32 10 s each:");
-        for (name, paths) in &calls {
+        for (name, paths) in calls
+            .iter()
+            .filter(|(name, _)| name.contains(only.as_str()))
+        {
             let file = script(dir.path(), "queues", paths);
             let (rps, p50, p99) = wrk_with(&base, true, 10, Some(&file));
             println!("  {name}: {rps:.0} req/s, p50 {p50}, p99 {p99}");

@@ -131,7 +131,14 @@ pub struct Ctx<'a> {
     pub access: &'a arc_swap::ArcSwap<crate::domains::role::Access>,
     /// The day ages are counted to (read once per request, not per patient).
     pub today: chrono::NaiveDate,
+    /// Content resources already written in this request (`nested_content_to`), by
+    /// representation node, resource and uuid.
+    pub written: std::cell::RefCell<std::collections::HashMap<ContentKey, Vec<u8>>>,
 }
+
+/// Which content resource in which representation: the representation node's address (the
+/// same node of one parsed request), the resource's alias and its uuid.
+pub type ContentKey = (usize, &'static str, String);
 
 impl Ctx<'_> {
     pub fn fallbacks(&self) -> Vec<&str> {
@@ -296,6 +303,25 @@ pub fn nested_to(r: Option<&dyn Resource>, rep: &Rep, ctx: &Ctx, out: &mut Vec<u
         out.truncate(mark);
         out.extend_from_slice(b"null");
     }
+}
+
+/// `nested_to` for a resource of the content (a concept, a location, a queue), fixed for
+/// the request: written once per representation node and copied after. A page of 50
+/// queue entries nests the same few queues, statuses and priorities, each 2 KB of JSON
+/// in the default representation: most of the page.
+pub fn nested_content_to(r: Option<&dyn Resource>, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) {
+    let Some(r) = r else {
+        out.extend_from_slice(b"null");
+        return;
+    };
+    let key = (rep as *const Rep as usize, r.alias(), r.uuid());
+    if let Some(bytes) = ctx.written.borrow().get(&key) {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    let mark = out.len();
+    nested_to(Some(r), rep, ctx, out);
+    ctx.written.borrow_mut().insert(key, out[mark..].to_vec());
 }
 
 /// `nested_list`, written into `out`.

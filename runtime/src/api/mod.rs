@@ -641,6 +641,7 @@ impl Caller {
             store: &state.store,
             access: &state.access,
             today: patient::today(),
+            written: Default::default(),
         }
     }
 

@@ -14,12 +14,12 @@ use crate::api::patient::PatientRes;
 use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
 use crate::domains::provider::rest::ProviderRes;
 use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, rep_of,
+    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_answer, rep_of,
 };
 use crate::domains::visit::rest::VisitRes;
-use crate::domains::{Audit, Voiding, datetime_key, parse_datetime, wire_datetime};
+use crate::domains::{Audit, Page, Voiding, datetime_key, parse_datetime, wire_datetime};
 use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, render};
+use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_content_to, render, write_json};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -160,6 +160,50 @@ impl Resource for QueueEntryRes<'_> {
             "auditInfo" => audit_info(&e.audit, ctx),
             _ => return None,
         })
+    }
+    /// The content's queues, statuses, priorities and locations are written once a request
+    /// (`nested_content_to`); the rest as `prop` writes it.
+    fn write_prop(&self, name: &str, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> Option<()> {
+        let e = self.0;
+        let queue = |uuid: Option<&str>| {
+            uuid.and_then(|u| ctx.catalog.content.queues.iter().find(|q| q.uuid == u))
+                .map(QueueRes)
+        };
+        let concept = |uuid: &str| ctx.catalog.concept(uuid).map(ConceptRes);
+        let location =
+            |uuid: Option<&str>| uuid.and_then(|l| ctx.catalog.location(l)).map(LocationRes);
+        match name {
+            "queue" => nested_content_to(
+                queue(Some(&e.queue)).as_ref().map(|r| r as _),
+                rep,
+                ctx,
+                out,
+            ),
+            "queueComingFrom" => nested_content_to(
+                queue(e.queue_coming_from.as_deref())
+                    .as_ref()
+                    .map(|r| r as _),
+                rep,
+                ctx,
+                out,
+            ),
+            "status" => {
+                nested_content_to(concept(&e.status).as_ref().map(|r| r as _), rep, ctx, out)
+            }
+            "priority" => {
+                nested_content_to(concept(&e.priority).as_ref().map(|r| r as _), rep, ctx, out)
+            }
+            "locationWaitingFor" => nested_content_to(
+                location(e.location_waiting_for.as_deref())
+                    .as_ref()
+                    .map(|r| r as _),
+                rep,
+                ctx,
+                out,
+            ),
+            _ => write_json(out, &self.prop(name, rep, ctx)?),
+        }
+        Some(())
     }
 }
 
@@ -305,11 +349,16 @@ impl Criteria {
     /// The matching entries, in the queue module's order: heavier first, then the longest
     /// waiting.
     fn find(&self, state: &AppState) -> ApiResult<Vec<QueueEntryRecord>> {
+        const EVER: &str = "9999";
         let source = match (&self.patient, &self.visit, self.is_ended) {
             (Some(p), _, _) => Source::Patient(p),
             (None, Some(v), _) => Source::Visit(v),
             (None, None, Some(false)) if !self.include_voided => Source::Open,
-            _ => Source::All,
+            _ => match (&self.started_from, &self.started_to) {
+                (Some(from), to) => Source::StartedBetween(from, to.as_deref().unwrap_or(EVER)),
+                (None, Some(to)) => Source::StartedBetween("", to),
+                (None, None) => Source::All,
+            },
         };
         let catalog = state.catalog.load();
         let queue_of = |uuid: &str| catalog.content.queues.iter().find(|q| q.uuid == uuid);
@@ -373,25 +422,29 @@ pub async fn search(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Queue Entries"])?;
-    let rep = rep_of(&query)?;
+    rep_of(&query)?; // a malformed representation is refused before the search
     let paging = Paging::from_query(&query)?;
     let st = state.clone();
     let q = query.clone();
     let found = blocking(move || Criteria::parse(&st, &q)?.find(&st)).await?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let results = found
-        .iter()
-        .skip(paging.start)
-        .take(paging.limit)
-        .map(|e| render(&QueueEntryRes(e), &rep, &ctx))
-        .collect::<ApiResult<Vec<Value>>>()?;
-    Ok(ok(paging.answer(
-        results,
-        paging.start + paging.limit < found.len(),
-        paging.total_count.then_some(found.len()),
-        &caller.request_url(&state, "/queue-entry", &query),
-    )))
+    let page = Page {
+        uuids: Vec::new(),
+        more: paging.start + paging.limit < found.len(),
+        total: paging.total_count.then_some(found.len()),
+    };
+    page_answer(
+        &state,
+        &caller,
+        &query,
+        "/queue-entry",
+        &paging,
+        &page,
+        found
+            .iter()
+            .skip(paging.start)
+            .take(paging.limit)
+            .map(QueueEntryRes),
+    )
 }
 
 /// `GET queue-entry/{uuid}` (voided and ended ones too) — privilege: Get Queue Entries.
@@ -987,7 +1040,7 @@ pub async fn metrics(
     Ok(ok(Value::Object(out)))
 }
 
-/// `GET queue-metrics?queue=…&status=…`: a queue's average wait — privilege: Get Queue
+/// `GET queue-metrics?queue=…&status=…`: a queue's average wait today — privilege: Get Queue
 /// Entries. The O3 app sends a service concept as `queue`; that is accepted too (every
 /// queue of the service).
 pub async fn queue_metrics(
@@ -1008,8 +1061,24 @@ pub async fn queue_metrics(
         [one] => one.name.clone(),
         _ => String::new(),
     };
+    // As the module counts it: the entries started and ended today (the runtime's days are
+    // UTC days), read from one range of the start index.
+    let today = crate::api::patient::today();
+    let day = |h, m, s, ms| {
+        datetime_key(
+            today
+                .and_hms_milli_opt(h, m, s, ms)
+                .expect("a valid time of day")
+                .and_utc(),
+        )
+    };
+    let (start_of_day, end_of_day) = (day(0, 0, 0, 0), day(23, 59, 59, 999));
     let mut criteria = Criteria {
         queues: queues.iter().map(|q| q.uuid.clone()).collect(),
+        started_from: Some(start_of_day.clone()),
+        started_to: Some(end_of_day.clone()),
+        ended_from: Some(start_of_day),
+        ended_to: Some(end_of_day),
         ..Criteria::default()
     };
     if let Some(s) = param(&query, "status") {

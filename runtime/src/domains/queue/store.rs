@@ -119,6 +119,9 @@ pub enum Source<'a> {
     Visit(&'a str),
     /// Entries neither ended nor voided, facility-wide.
     Open,
+    /// Entries started within `[from, to]` (datetime keys), facility-wide: a day's
+    /// entries read one range of the start index, however long the history.
+    StartedBetween(&'a str, &'a str),
     /// Every entry, facility-wide (a search with no narrower criterion).
     All,
 }
@@ -149,6 +152,20 @@ pub fn read(
             domains::walk(&txn.open_table(BY_VISIT)?, v, exclude, false, &mut collect)?
         }
         Source::Open => domains::walk(&txn.open_table(OPEN)?, "all", 0, false, &mut collect)?,
+        Source::StartedBetween(from, to) => {
+            let lower = format!("all|{from}");
+            // Every key of an entry started at `to` sorts below `all|{to}}` ('}' after '|').
+            let upper = format!("all|{to}}}");
+            for row in txn
+                .open_table(BY_START)?
+                .range(lower.as_str()..upper.as_str())?
+            {
+                let (k, flags) = row?;
+                if flags.value() & exclude == 0 {
+                    collect(k.value());
+                }
+            }
+        }
         Source::All => domains::walk(
             &txn.open_table(BY_START)?,
             "all",
