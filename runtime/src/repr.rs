@@ -131,8 +131,8 @@ pub struct Ctx<'a> {
     pub access: &'a arc_swap::ArcSwap<crate::domains::role::Access>,
     /// The day ages are counted to (read once per request, not per patient).
     pub today: chrono::NaiveDate,
-    /// Content resources already written in this request (`nested_content_to`), by
-    /// representation node, resource and uuid.
+    /// Resources already written in this request (`nested_once_to`), by representation
+    /// node, resource and uuid.
     pub written: std::cell::RefCell<std::collections::HashMap<ContentKey, Vec<u8>>>,
 }
 
@@ -305,22 +305,77 @@ pub fn nested_to(r: Option<&dyn Resource>, rep: &Rep, ctx: &Ctx, out: &mut Vec<u
     }
 }
 
-/// `nested_to` for a resource of the content (a concept, a location, a queue), fixed for
-/// the request: written once per representation node and copied after. A page of 50
-/// queue entries nests the same few queues, statuses and priorities, each 2 KB of JSON
-/// in the default representation: most of the page.
-pub fn nested_content_to(r: Option<&dyn Resource>, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) {
-    let Some(r) = r else {
+/// `nested_to` for a resource a request nests many times (the content's concepts, queues
+/// and care settings; an order's encounter): written once per representation node and
+/// copied after, `find` called only the first time. A page of 50 queue entries nests the
+/// same few queues, statuses and priorities, each 2 KB of JSON in the default
+/// representation: most of the page. Keyed by the representation node's address (a node
+/// of the one parsed request), `alias` and `uuid`.
+pub fn nested_once_to<R: Resource>(
+    alias: &'static str,
+    uuid: Option<&str>,
+    rep: &Rep,
+    ctx: &Ctx,
+    out: &mut Vec<u8>,
+    find: impl FnOnce(&str) -> Option<R>,
+) {
+    written_once_to(alias, uuid, rep, ctx, out, |uuid, out| {
+        let found = find(uuid);
+        nested_to(found.as_ref().map(|r| r as &dyn Resource), rep, ctx, out);
+    })
+}
+
+/// `nested_once_to` for a resource of the content (a concept, a drug, a queue, a care
+/// setting…), whose representation depends only on the catalog, the representation and
+/// the caller's locale and origin: also kept in the catalog's `RenderCache` across
+/// requests, so a list of orders renders a drug's concept once, not once a request.
+pub fn nested_content_to<R: Resource>(
+    alias: &'static str,
+    uuid: Option<&str>,
+    rep: &Rep,
+    ctx: &Ctx,
+    out: &mut Vec<u8>,
+    find: impl FnOnce(&str) -> Option<R>,
+) {
+    written_once_to(alias, uuid, rep, ctx, out, |uuid, out| {
+        let key = format!(
+            "nested\0{alias}\0{uuid}\0{rep:?}\0{}\0{}\0{:?}",
+            ctx.base, ctx.locale, ctx.fallbacks
+        );
+        if let Some(bytes) = ctx.catalog.rendered.get(&key) {
+            out.extend_from_slice(&bytes);
+            return;
+        }
+        let mark = out.len();
+        let found = find(uuid);
+        nested_to(found.as_ref().map(|r| r as &dyn Resource), rep, ctx, out);
+        ctx.catalog
+            .rendered
+            .insert(key, axum::body::Bytes::copy_from_slice(&out[mark..]));
+    })
+}
+
+/// `nested_once_to` with the writing left to `write` (for resources that borrow a record
+/// read from the store).
+pub fn written_once_to(
+    alias: &'static str,
+    uuid: Option<&str>,
+    rep: &Rep,
+    ctx: &Ctx,
+    out: &mut Vec<u8>,
+    write: impl FnOnce(&str, &mut Vec<u8>),
+) {
+    let Some(uuid) = uuid else {
         out.extend_from_slice(b"null");
         return;
     };
-    let key = (rep as *const Rep as usize, r.alias(), r.uuid());
+    let key = (rep as *const Rep as usize, alias, uuid.to_string());
     if let Some(bytes) = ctx.written.borrow().get(&key) {
         out.extend_from_slice(bytes);
         return;
     }
     let mark = out.len();
-    nested_to(Some(r), rep, ctx, out);
+    write(uuid, out);
     ctx.written.borrow_mut().insert(key, out[mark..].to_vec());
 }
 

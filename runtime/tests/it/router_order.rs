@@ -185,6 +185,39 @@ async fn a_signed_basket_places_numbered_orders_the_medication_list_shows() {
         ))
         .await;
     assert_eq!(e.body["orders"].as_array().unwrap().len(), 2);
+
+    // A list writes what it nests many times once per request and copies it: each listed
+    // order is exactly the order read alone, in every representation.
+    let reps = [
+        MEDICATIONS
+            .split("v=")
+            .nth(1)
+            .unwrap()
+            .split('&')
+            .next()
+            .unwrap(),
+        "default",
+        "full",
+        "ref",
+        "custom:(uuid,concept:ref,drug:(uuid,concept:(uuid,display)),encounter:(uuid,visit:ref),orderer,frequency)",
+    ];
+    for rep in reps {
+        let list = c
+            .get(&format!("{REST}/order?patient={}&v={rep}", ch.patient))
+            .await;
+        assert_eq!(list.status, StatusCode::OK, "{rep}: {:?}", list.body);
+        let listed = list.body["results"].as_array().unwrap();
+        assert_eq!(listed.len(), 2, "{rep}");
+        for o in listed {
+            let alone = c
+                .get(&format!(
+                    "{REST}/order/{}?v={rep}",
+                    o["uuid"].as_str().unwrap()
+                ))
+                .await;
+            assert_eq!(&alone.body, o, "{rep}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -115,6 +115,17 @@ async fn a_patient_is_queued_served_moved_on_and_the_move_undone() {
     assert_eq!(row["patient"]["uuid"], patient.as_str());
     assert!(row["previousQueueEntry"].is_null() && row.get("previousQueueEntry").is_some());
     assert!(row["endedAt"].is_null() && row.get("endedAt").is_some());
+    // The list writes the queue, status and priority once a request: each row is exactly
+    // the entry read alone, in the app's representation and the default one.
+    for rep in [LIST_REP, "default", "full"] {
+        let list = c
+            .get(&format!(
+                "{REST}/queue-entry?v={rep}&isEnded=false&patient={patient}"
+            ))
+            .await;
+        let alone = c.get(&format!("{REST}/queue-entry/{first}?v={rep}")).await;
+        assert_eq!(list.body["results"][0], alone.body, "{rep}");
+    }
     // Status by name, as the "Waiting for" card sends it.
     let r = c
         .get(&format!(

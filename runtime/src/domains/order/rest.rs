@@ -21,7 +21,10 @@ use crate::domains::rest::{
 };
 use crate::domains::{Audit, Page, Voiding, datetime_key, parse_datetime, wire_datetime};
 use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource};
+use crate::repr::{
+    Ctx, Paging, Props, Rep, Resource, nested_content_to, nested_once_to, nested_to, write_json,
+    written_once_to,
+};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -447,6 +450,74 @@ impl Resource for OrderRes<'_> {
             "numberOfRepeats" => json!(test.and_then(|t| t.number_of_repeats)),
             _ => return None,
         })
+    }
+    /// What a list nests over and over is written once: the content's concepts, drugs,
+    /// frequencies, care settings and order types once across requests
+    /// (`nested_content_to`), the few encounters and providers of a patient's orders once a
+    /// request (`nested_once_to`); the rest as `prop` writes it.
+    fn write_prop(&self, name: &str, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> Option<()> {
+        let o = self.0;
+        let catalog = ctx.catalog;
+        let drug = o.drug.as_ref();
+        let test = o.test.as_ref();
+        let concept = |u: Option<&str>, out: &mut Vec<u8>| {
+            nested_content_to("concept", u, rep, ctx, out, |u| {
+                catalog.concept(u).map(ConceptRes)
+            })
+        };
+        match name {
+            "concept" => concept(Some(&o.concept), out),
+            "orderReason" => concept(o.order_reason.as_deref(), out),
+            "doseUnits" => concept(drug.and_then(|d| d.dose_units.as_deref()), out),
+            "quantityUnits" => concept(drug.and_then(|d| d.quantity_units.as_deref()), out),
+            "durationUnits" => concept(drug.and_then(|d| d.duration_units.as_deref()), out),
+            "route" => concept(drug.and_then(|d| d.route.as_deref()), out),
+            "specimenSource" => concept(test.and_then(|t| t.specimen_source.as_deref()), out),
+            "careSetting" => {
+                nested_content_to("caresetting", Some(&o.care_setting), rep, ctx, out, |u| {
+                    catalog.care_setting(u).map(CareSettingRes)
+                })
+            }
+            "orderType" => {
+                nested_content_to("ordertype", Some(&o.order_type), rep, ctx, out, |u| {
+                    catalog.order_type(u).map(OrderTypeRes)
+                })
+            }
+            "drug" => nested_content_to(
+                "drug",
+                drug.and_then(|d| d.drug.as_deref()),
+                rep,
+                ctx,
+                out,
+                |u| catalog.drug(u).map(DrugRes),
+            ),
+            "frequency" => nested_content_to(
+                "orderfrequency",
+                drug.and_then(|d| d.frequency.as_deref())
+                    .or(test.and_then(|t| t.frequency.as_deref())),
+                rep,
+                ctx,
+                out,
+                |f| catalog.order_frequency(f).map(OrderFrequencyRes),
+            ),
+            "encounter" => {
+                written_once_to("encounter", Some(&o.encounter), rep, ctx, out, |u, out| {
+                    let e = crate::domains::encounter::store::encounter(ctx.store, u)
+                        .ok()
+                        .flatten();
+                    let e = e.as_ref().map(EncounterRes);
+                    nested_to(e.as_ref().map(|e| e as &dyn Resource), rep, ctx, out)
+                })
+            }
+            "orderer" => nested_once_to("provider", Some(&o.orderer), rep, ctx, out, |u| {
+                crate::domains::provider::find(ctx.store, u)
+                    .ok()
+                    .flatten()
+                    .map(ProviderRes)
+            }),
+            _ => write_json(out, &self.prop(name, rep, ctx)?),
+        }
+        Some(())
     }
 }
 

@@ -162,44 +162,38 @@ impl Resource for QueueEntryRes<'_> {
         })
     }
     /// The content's queues, statuses, priorities and locations are written once a request
-    /// (`nested_content_to`); the rest as `prop` writes it.
+    /// (`nested_content_to`, also kept across requests); the rest as `prop` writes it.
     fn write_prop(&self, name: &str, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> Option<()> {
         let e = self.0;
-        let queue = |uuid: Option<&str>| {
-            uuid.and_then(|u| ctx.catalog.content.queues.iter().find(|q| q.uuid == u))
+        let catalog = ctx.catalog;
+        let queue = |u: &str| {
+            catalog
+                .content
+                .queues
+                .iter()
+                .find(|q| q.uuid == u)
                 .map(QueueRes)
         };
-        let concept = |uuid: &str| ctx.catalog.concept(uuid).map(ConceptRes);
-        let location =
-            |uuid: Option<&str>| uuid.and_then(|l| ctx.catalog.location(l)).map(LocationRes);
+        let concept = |u: &str| catalog.concept(u).map(ConceptRes);
         match name {
-            "queue" => nested_content_to(
-                queue(Some(&e.queue)).as_ref().map(|r| r as _),
-                rep,
-                ctx,
-                out,
-            ),
+            "queue" => nested_content_to("queue", Some(&e.queue), rep, ctx, out, queue),
             "queueComingFrom" => nested_content_to(
-                queue(e.queue_coming_from.as_deref())
-                    .as_ref()
-                    .map(|r| r as _),
+                "queue",
+                e.queue_coming_from.as_deref(),
                 rep,
                 ctx,
                 out,
+                queue,
             ),
-            "status" => {
-                nested_content_to(concept(&e.status).as_ref().map(|r| r as _), rep, ctx, out)
-            }
-            "priority" => {
-                nested_content_to(concept(&e.priority).as_ref().map(|r| r as _), rep, ctx, out)
-            }
+            "status" => nested_content_to("concept", Some(&e.status), rep, ctx, out, concept),
+            "priority" => nested_content_to("concept", Some(&e.priority), rep, ctx, out, concept),
             "locationWaitingFor" => nested_content_to(
-                location(e.location_waiting_for.as_deref())
-                    .as_ref()
-                    .map(|r| r as _),
+                "location",
+                e.location_waiting_for.as_deref(),
                 rep,
                 ctx,
                 out,
+                |l| catalog.location(l).map(LocationRes),
             ),
             _ => write_json(out, &self.prop(name, rep, ctx)?),
         }
