@@ -233,17 +233,6 @@ fn write_base_prop(
 /// Writes a resource in a representation: the same JSON `render` builds, serialised,
 /// without building the tree first.
 pub fn render_to(r: &dyn Resource, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> ApiResult<()> {
-    if let Rep::Custom(props) = rep
-        && props
-            .iter()
-            .enumerate()
-            .any(|(i, (name, _))| props[..i].iter().any(|(n, _)| n == name))
-    {
-        // A property asked twice keeps its first place and its last value in a map;
-        // rare enough to go through the tree.
-        write_json(out, &render(r, rep, ctx)?);
-        return Ok(());
-    }
     let links = |rels: &[(&str, &str)]| links_of(r, ctx, rels);
     let mut obj = ObjectWriter::open(out);
     match rep {
@@ -273,7 +262,18 @@ pub fn render_to(r: &dyn Resource, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> A
             write_json(out, &links(rels));
         }
         Rep::Custom(props) => {
-            for (name, nested) in props {
+            for (i, (name, nested)) in props.iter().enumerate() {
+                // A property asked twice keeps its first place and its last representation,
+                // as the tree's map keeps them (the O3 medications app asks for `orderType`
+                // twice).
+                if props[..i].iter().any(|(n, _)| n == name) {
+                    continue;
+                }
+                let nested = props[i + 1..]
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n == name)
+                    .map_or(nested, |(_, last)| last);
                 obj.key(out, name);
                 if name == "links" {
                     write_json(out, &links(&[("self", ""), ("default", "?v=default")]));
