@@ -130,6 +130,7 @@ const ENGLISH = [
   "Upcoming Medications", "Order placed", "Placed order for", "Back to order basket", "Add to my pinned orders",
   "Auto-calculated", "Add test order", "Days", "Test Order", "Drug Order", "Orders placed", "Order updated",
   "Medication successfully dispensed", "Dispense prescription", "Active prescriptions",
+  "Medication dispense paused", "Medication dispense closed", "Reason for pause", "Reason for close", "Renew",
   "Sticky note", "program enrollments", "Program enrollment saved", "Marking the patient as deceased",
   "Patient marked deceased successfully", "Serve patient", "Queue screen", "Patient lists", "New list",
   "Add patient to list", "Create list", "Attachments", "Add attachment", "Upload complete", "Attachment preview",
@@ -617,10 +618,56 @@ await step("stop-the-prescription", async () => {
   if (all.join(",") !== "(DISCONTINUE),(REVISE),(NEW)") throw new Error(`the prescription's history is not NEW, REVISE, DISCONTINUE: ${all}`);
 });
 
+await step("renew-the-prescription", async () => {
+  // The stopped treatment, renewed from the past treatments and signed: a new active order
+  // that points back to it (core leaves a renewed order's predecessor as it is).
+  const stopped = (await api("GET", `order?patient=${patientUuid()}&status=any&v=custom:(uuid,action)`)).results.find((o) => o.action === "REVISE");
+  // The revised prescription (two tablets), not the first one it replaced.
+  const past = page.locator("table").filter({ hasText: "Paracétamol 500 mg comprimé" }).last();
+  await past.getByRole("row").filter({ hasText: "2 comprimé" }).getByRole("button").last().click();
+  await page.getByRole("menuitem", { name: "Renouveler" }).click();
+  await signTheBasket({ open: false });
+  await visible(page.locator("table").first().getByText(/2 comprimé/));
+  const active = (await api("GET", `order?patient=${patientUuid()}&status=active&v=custom:(action,previousOrder:(uuid),fulfillerStatus)`)).results;
+  if (active.length !== 1 || active[0].action !== "RENEW" || active[0].previousOrder?.uuid !== stopped?.uuid || active[0].fulfillerStatus !== null)
+    throw new Error(`the prescription was not renewed: ${JSON.stringify({ stopped, active })}`);
+});
+
+await step("the-pharmacy-pauses-then-closes-it", async () => {
+  await page.goto(`${base}/openmrs/spa/dispensing`);
+  await page.getByRole("tab", { name: "Ordonnances actives" }).click();
+  const row = page.getByRole("tabpanel").filter({ visible: true }).locator("tbody tr").filter({ hasText: "Grâce Kapinga" }).first();
+  await row.getByRole("button").first().click();
+  // Paused, with a reason from the content's value set.
+  await page.getByRole("button", { name: "Interruption", exact: true }).first().click();
+  await page.locator("input#reasonForPause").click();
+  await page.getByRole("option", { name: "Rupture de stock" }).click();
+  await page.locator("form").filter({ has: page.locator("input#reasonForPause") }).getByRole("button", { name: "Interruption", exact: true }).click();
+  await visible(page.getByText("Dispensation interrompue."));
+  let [order] = (await api("GET", `order?patient=${patientUuid()}&status=active&v=custom:(uuid,fulfillerStatus)`)).results;
+  if (order?.fulfillerStatus !== "ON_HOLD") throw new Error(`the pause did not put the order on hold: ${JSON.stringify(order)}`);
+  // Then closed: the pharmacy will not dispense it.
+  await page.locator("button", { hasText: "Terminer" }).filter({ visible: true }).first().click();
+  // (The close form's reason field has the pause form's id.)
+  const closeForm = page.locator("form").filter({ hasText: "Raison de l'arrêt" });
+  await closeForm.locator("input#reasonForPause").click();
+  await page.getByRole("option", { name: "Patient absent" }).click();
+  await closeForm.locator("button", { hasText: "Terminer" }).click();
+  await visible(page.getByText("Ordonnance fermée."));
+  [order] = (await api("GET", `order?patient=${patientUuid()}&status=active&v=custom:(uuid,fulfillerStatus)`)).results;
+  const dispenses = await fetch(`${base}/openmrs/ws/fhir2/R4/MedicationDispense?patient=${patientUuid()}`, { headers: { Authorization: basic } }).then((r) => r.json());
+  const statuses = dispenses.entry.map((e) => e.resource.status).sort().join();
+  if (order?.fulfillerStatus !== "DECLINED" || statuses !== "completed,declined,on-hold")
+    throw new Error(`the close was not recorded: ${JSON.stringify({ order, statuses })}`);
+  await page.goto(`${base}/openmrs/spa/patient/${patientUuid()}/chart/Medications`);
+  await visible(page.getByText(/2 comprimé/));
+});
+
 await step("order-a-laboratory-test", async () => {
   await page.getByRole("button", { name: "Ordonnance", exact: true }).click();
-  // The basket's second "Ajouter" is the laboratory tests'.
-  await page.getByRole("button", { name: "Ajouter", exact: true }).nth(1).click();
+  // The basket's "Ajouter" beside its laboratory tests.
+  const tests = page.getByText(/^Analyses \(\d+\)$/).locator("xpath=ancestor::*[.//button][1]");
+  await tests.getByRole("button", { name: "Ajouter", exact: true }).click();
   await page.getByRole("searchbox").last().fill("hémoglobine");
   // Filtered: haemoglobin, then glycated haemoglobin.
   await visible(page.getByText("2 résultats pour « hémoglobine »"));

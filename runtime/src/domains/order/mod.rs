@@ -2,9 +2,9 @@
 //! them (`orders`, `drug_order`, `test_order`) and webservices.rest shows them (`order`).
 //!
 //! An order is never edited: a change is a new order that points back to the one it
-//! changes (`previousOrder`) with an action, REVISE (a new dose), DISCONTINUE (stop) or
-//! RENEW, and the previous one is stopped a second before the new one starts, as
-//! `OrderServiceImpl.saveOrder` does. Only the fulfiller's progress (`fulfillerStatus`,
+//! changes (`previousOrder`) with an action: REVISE (a new dose) and DISCONTINUE (stop)
+//! stop the previous one a second before the new one starts; RENEW (the same again)
+//! leaves it as it is, to run out or stay stopped; as `OrderServiceImpl.saveOrder` does. Only the fulfiller's progress (`fulfillerStatus`,
 //! `fulfillerComment`, `accessionNumber`: the laboratory's and the pharmacy's) and voiding
 //! change a stored order.
 //!
