@@ -393,6 +393,60 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_password_rule_names_what_the_password_breaks() {
+        let every_rule = PasswordPolicy {
+            min_length: 8,
+            upper_and_lower: true,
+            digit: true,
+            non_digit: true,
+            not_username: true,
+        };
+        let broken = |password: &str| every_rule.problems("Infirmiere1", password);
+        assert!(broken("Bonne-garde-7").is_empty());
+        assert_eq!(
+            broken("Court-7"),
+            ["Password must be at least 8 characters long"]
+        );
+        assert_eq!(
+            broken("tout-en-minuscules-7"),
+            ["Password must contain both upper and lower case characters"]
+        );
+        assert_eq!(
+            broken("Sans-Chiffre"),
+            ["Password must contain at least one digit"]
+        );
+        // Digits only: no letters of either case and no non-digit.
+        assert_eq!(
+            broken("12345678"),
+            [
+                "Password must contain both upper and lower case characters",
+                "Password must contain at least one non-digit character"
+            ]
+        );
+        assert_eq!(
+            broken("infirmiere1"),
+            [
+                "Password must contain both upper and lower case characters",
+                "Password cannot match the username"
+            ]
+        );
+        assert_eq!(
+            broken("Bonne-garde-7\u{7}"),
+            ["Password cannot contain control characters"]
+        );
+        // Each rule is the content's to turn off.
+        let lenient = PasswordPolicy {
+            min_length: 4,
+            upper_and_lower: false,
+            digit: false,
+            non_digit: false,
+            not_username: false,
+        };
+        assert!(lenient.problems("abcd", "abcd").is_empty());
+        assert!(lenient.problems("x", "1234").is_empty());
+    }
+
+    #[test]
     fn passwords_hash_and_verify() {
         let h = hash_password("s3cret-pass");
         assert!(h.starts_with("$argon2"));
