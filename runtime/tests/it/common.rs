@@ -265,3 +265,21 @@ pub async fn registration_clerk(
     clerk.login(username, "Clerk-pass-2026").await;
     clerk
 }
+
+/// Registers a patient (`patient_body`) and answers her uuid.
+pub async fn register_patient(
+    c: &mut Client,
+    state: &AppState,
+    given: &str,
+    family: &str,
+    id_body: &str,
+) -> String {
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/patient",
+            &patient_body(state, given, family, id_body),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    r.body["uuid"].as_str().unwrap().to_string()
+}

@@ -15,14 +15,7 @@ const MILD: &str = "1498AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 const SEVERE: &str = "1500AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
 async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
-    let r = c
-        .post(
-            &format!("{REST}/patient"),
-            &patient_body(st, "Joseph", "Lukusa", id),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    r.body["uuid"].as_str().unwrap().to_string()
+    register_patient(c, st, "Joseph", "Lukusa", id).await
 }
 
 /// The uuid of the member of `set` displayed as `name` (what the widget's form offers).

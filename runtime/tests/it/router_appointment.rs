@@ -13,14 +13,7 @@ const VACCINATION: &str = "4bc0e662-9b18-4d73-ab1b-3435c6742d28";
 const CONSULTATION_ROOM: &str = "9fd33057-db14-4446-828a-90e96c109b6b";
 
 async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
-    let r = c
-        .post(
-            &format!("{REST}/patient"),
-            &patient_body(st, "Solange", "Mujinga", id),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    r.body["uuid"].as_str().unwrap().to_string()
+    register_patient(c, st, "Solange", "Mujinga", id).await
 }
 
 /// Tomorrow at `hh:mm` UTC, as the form writes it (`dayjs().format()`, with an offset).

@@ -17,14 +17,7 @@ const CHIEF_COMPLAINT: &str = "0590cede-ee69-4795-85dd-c0cd699086b0";
 const HIV_DIAGNOSIS_DATE: &str = "40631b56-c082-4f20-9051-e5228e6031f0";
 
 async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
-    let r = c
-        .post(
-            &format!("{REST}/patient"),
-            &patient_body(st, "Aline", "Kabila", id),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    r.body["uuid"].as_str().unwrap().to_string()
+    register_patient(c, st, "Aline", "Kabila", id).await
 }
 
 fn concept_uuid(st: &runtime::AppState, reference: &str) -> String {

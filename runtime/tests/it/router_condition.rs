@@ -13,14 +13,7 @@ const CONSULTATION_TYPE: &str = "91edcf31-cf56-43c3-a7d8-b8097fbd0035";
 const PROBLEMS: &str = "category=http%3A%2F%2Fterminology.hl7.org%2FCodeSystem%2Fcondition-category%7Cproblem-list-item&_count=100&_summary=data";
 
 async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
-    let r = c
-        .post(
-            &format!("{REST}/patient"),
-            &patient_body(st, "Esther", "Kabila", id),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    r.body["uuid"].as_str().unwrap().to_string()
+    register_patient(c, st, "Esther", "Kabila", id).await
 }
 
 fn concept(st: &runtime::AppState, reference: &str) -> String {

@@ -15,14 +15,7 @@ const HIV_STATE_A: &str = "d53d6b86-d1fd-4c86-be22-3754c24d2f58";
 const HIV_STATE_B: &str = "ae72e18b-a235-4960-82a1-796881f35f3e";
 
 async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
-    let r = c
-        .post(
-            &format!("{REST}/patient"),
-            &patient_body(st, "Ruth", "Mulumba", id),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    r.body["uuid"].as_str().unwrap().to_string()
+    register_patient(c, st, "Ruth", "Mulumba", id).await
 }
 
 fn displays(v: &Value) -> Vec<String> {

@@ -98,21 +98,7 @@ pub fn starting_between(
     from: &str,
     to: &str,
 ) -> StoreResult<Vec<AppointmentRecord>> {
-    let txn = store.begin_read()?;
-    let index = txn.open_table(BY_START)?;
-    let records = txn.open_table(TABLE)?;
-    let (lower, upper) = (key(&["all", from]), key(&["all", to]));
-    let mut out = Vec::new();
-    for row in index.range(lower.as_str()..upper.as_str())? {
-        let (k, flags) = row?;
-        if flags.value() & VOIDED != 0 {
-            continue;
-        }
-        if let Some(v) = records.get(domains::uuid_of(k.value()))? {
-            out.push(domains::decode("appointments", v.value())?);
-        }
-    }
-    Ok(out)
+    read_range(store, BY_START, &key(&["all", from]), &key(&["all", to]))
 }
 
 /// A patient's appointments starting at or after `from` (key form), by start.
@@ -121,12 +107,25 @@ pub fn of_patient_from(
     patient: &str,
     from: &str,
 ) -> StoreResult<Vec<AppointmentRecord>> {
+    read_range(
+        store,
+        BY_PATIENT,
+        &key(&[patient, from]),
+        &format!("{patient}}}"),
+    )
+}
+
+/// The records under the keys of `index` in `[lower, upper)`, voided ones left out.
+fn read_range(
+    store: &Store,
+    index: Index,
+    lower: &str,
+    upper: &str,
+) -> StoreResult<Vec<AppointmentRecord>> {
     let txn = store.begin_read()?;
-    let index = txn.open_table(BY_PATIENT)?;
     let records = txn.open_table(TABLE)?;
-    let (lower, upper) = (key(&[patient, from]), format!("{patient}}}"));
     let mut out = Vec::new();
-    for row in index.range(lower.as_str()..upper.as_str())? {
+    for row in txn.open_table(index)?.range(lower..upper)? {
         let (k, flags) = row?;
         if flags.value() & VOIDED != 0 {
             continue;
