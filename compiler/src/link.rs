@@ -596,6 +596,8 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         content.appointment_services,
         content.appointment_service_types,
     ) = crate::domains::services::appointment_content(&services, &location_lookup);
+    (content.cash_points, content.billable_services) =
+        crate::domains::services::billing_content(&services, &location_lookup, &index);
     for (_, mut e) in queues.items {
         if let Some(c) = index.resolve(&e.value.service, e.at("service"), sink) {
             e.value.service = c;

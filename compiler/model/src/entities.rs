@@ -457,6 +457,44 @@ pub struct PaymentMode {
     pub retired: bool,
 }
 
+/// Where a facility takes payments (`cashpoints/`): a till at a location.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CashPoint {
+    pub uuid: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// Location uuid.
+    pub location: Option<String>,
+    pub retired: bool,
+}
+
+/// One price of a billable service under one payment mode (`cashieritemprices/`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServicePrice {
+    pub uuid: String,
+    pub name: String,
+    /// The amount as an exact decimal, written as the content writes it (`1500`, `2.50`);
+    /// the compiler has checked it is a non-negative decimal of at most four places.
+    pub price: String,
+    /// Payment mode uuid.
+    pub payment_mode: String,
+}
+
+/// What a bill can charge for (`billableservices/`), with its prices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BillableService {
+    pub uuid: String,
+    pub name: String,
+    pub short_name: Option<String>,
+    /// Concept uuids.
+    pub concept: Option<String>,
+    pub service_type: Option<String>,
+    /// `Service Status`: Enabled (the default) or Disabled.
+    pub enabled: bool,
+    pub prices: Vec<ServicePrice>,
+    pub retired: bool,
+}
+
 /// A kind of appointment (`appointmentspecialities/`: "Santé maternelle", …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppointmentSpeciality {

@@ -4,9 +4,10 @@
 //!
 //! Every row is read and its references checked, so a cash point whose location or a
 //! billable service whose concept does not exist fails the build at its cell rather than
-//! loading as a silent null on a real server. The appointments folders become typed
-//! entities of the bundle (`appointment_content`), which the runtime's appointment services
-//! serve; the billing files are carried into the bundle as they are.
+//! loading as a silent null on a real server. Both become typed entities of the bundle:
+//! the appointments folders (`appointment_content`) for the runtime's appointment services,
+//! the billing folders (`billing_content`: cash points, and billable services with their
+//! prices) for its bills. Prices are exact decimals, kept as written.
 
 use super::{Ctx, Loaded};
 use crate::csvtable::{Columns, UuidRule};
@@ -89,6 +90,8 @@ pub fn columns(domain: &str) -> Option<&'static Columns> {
 pub enum Target {
     Location,
     Concept,
+    /// A concept too (the billing module's service type).
+    ServiceType,
     /// By uuid only, as the billing module looks them up.
     PaymentMode,
     BillableService,
@@ -116,6 +119,11 @@ pub struct ServiceRow {
     pub end_time: Option<String>,
     pub max_load: Option<u32>,
     pub color: Option<String>,
+    /// Billable services.
+    pub short_name: Option<String>,
+    pub enabled: bool,
+    /// Item prices, as written (checked by `is_price`).
+    pub price: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -154,7 +162,7 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         "cashpoints" => refer(Target::Location, "location"),
         "billableservices" => {
             refer(Target::Concept, "concept");
-            refer(Target::Concept, "service type");
+            refer(Target::ServiceType, "service type");
             if let Some(status) = ctx.get("service status")
                 && !["enabled", "disabled"].contains(&status.to_lowercase().as_str())
             {
@@ -168,7 +176,18 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         "cashieritemprices" => {
             refer(Target::PaymentMode, "payment mode");
             refer(Target::BillableService, "billable service");
-            let _ = ctx.f64("price", sink);
+            if let Some(price) = ctx.get("price")
+                && !is_price(price)
+            {
+                sink.emit(
+                    Code::InvalidValue,
+                    &ctx.loc("price"),
+                    format!("Price '{price}' is not an amount"),
+                )
+                .help = Some(
+                    "write a non-negative decimal with a point and at most four places (1500, 2.50)".into(),
+                );
+            }
             let item = ctx.get("stock item").is_some();
             let service = ctx.get("billable service").is_some();
             if item == service {
@@ -225,6 +244,11 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
             None
         },
         color: ctx.string("label colour"),
+        short_name: ctx.string("short name"),
+        enabled: !ctx
+            .get("service status")
+            .is_some_and(|s| s.eq_ignore_ascii_case("disabled")),
+        price: ctx.string("price").filter(|p| is_price(p)),
     });
     let registry = match domain {
         "cashpoints" => &mut loaded.services.cash_points,
@@ -321,6 +345,84 @@ pub fn appointment_content(
     (speciality_list, service_list, type_list)
 }
 
+/// The billing content as bundle entities: the cash points, and the billable services each
+/// with the item prices that name it (in uuid order). References that do not resolve were
+/// reported by `check` and are left empty here.
+pub fn billing_content(
+    services: &Services,
+    locations: &Lookup,
+    concepts: &ConceptIndex,
+) -> (Vec<model::CashPoint>, Vec<model::BillableService>) {
+    fn reference(row: &ServiceRow, t: Target) -> Option<&str> {
+        row.references
+            .iter()
+            .find(|r| r.target == t)
+            .map(|r| r.value.as_str())
+    }
+    let cash_points = services
+        .cash_points
+        .items
+        .iter()
+        .map(|(uuid, e)| model::CashPoint {
+            uuid: uuid.clone(),
+            name: e.value.name.clone(),
+            description: e.value.description.clone(),
+            location: reference(&e.value, Target::Location).and_then(|l| locations.find(l)),
+            retired: e.value.retired,
+        })
+        .collect();
+    let concept_of = |row: &ServiceRow, t: Target| match concepts.lookup(reference(row, t)?) {
+        crate::resolve::Resolution::Found(uuid) => Some(uuid),
+        _ => None,
+    };
+    let billable = services
+        .billable_services
+        .items
+        .iter()
+        .map(|(uuid, e)| {
+            let row = &e.value;
+            let prices = services
+                .prices
+                .items
+                .iter()
+                .filter(|(_, p)| {
+                    !p.value.retired && reference(&p.value, Target::BillableService) == Some(uuid)
+                })
+                .filter_map(|(price_uuid, p)| {
+                    Some(model::ServicePrice {
+                        uuid: price_uuid.clone(),
+                        name: p.value.name.clone(),
+                        price: p.value.price.clone()?,
+                        payment_mode: reference(&p.value, Target::PaymentMode)?.to_string(),
+                    })
+                })
+                .collect();
+            model::BillableService {
+                uuid: uuid.clone(),
+                name: row.name.clone(),
+                short_name: row.short_name.clone(),
+                concept: concept_of(row, Target::Concept),
+                service_type: concept_of(row, Target::ServiceType),
+                enabled: row.enabled,
+                prices,
+                retired: row.retired,
+            }
+        })
+        .collect();
+    (cash_points, billable)
+}
+
+/// A non-negative decimal with at most four places, as bills keep amounts.
+pub fn is_price(p: &str) -> bool {
+    let (whole, fraction) = p.split_once('.').unwrap_or((p, ""));
+    !whole.is_empty()
+        && whole.len() <= 15
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.len() <= 4
+        && fraction.bytes().all(|b| b.is_ascii_digit())
+        && !(p.contains('.') && fraction.is_empty())
+}
+
 /// `H:mm` or `HH:mm`, as the appointments loader parses times.
 fn is_time(t: &str) -> bool {
     let Some((h, m)) = t.split_once(':') else {
@@ -361,7 +463,7 @@ pub fn check(
                     Target::Location => {
                         locations.resolve(&r.value, "Location", &r.loc, sink);
                     }
-                    Target::Concept => {
+                    Target::Concept | Target::ServiceType => {
                         concepts.resolve(&r.value, &r.loc, sink);
                     }
                     Target::PaymentMode => {
@@ -387,6 +489,29 @@ pub fn check(
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn prices_are_plain_non_negative_decimals() {
+        for good in ["0", "1500", "2.5", "2.50", "0.0001", "999999999999999"] {
+            assert!(super::is_price(good), "{good}");
+        }
+        for bad in [
+            "",
+            "-1",
+            "1.",
+            ".5",
+            "1e3",
+            "1,5",
+            "0.00001",
+            "1 500",
+            "1000000000000000",
+        ] {
+            assert!(!super::is_price(bad), "{bad}");
         }
     }
 }

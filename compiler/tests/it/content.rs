@@ -55,6 +55,25 @@ fn the_distribution_and_every_site_compile_without_any_diagnostic() {
         );
         assert!(c.location_tags.iter().any(|t| t.name == "Login Location"));
         assert!(c.locations.iter().any(|l| !l.tags.is_empty()));
+        // Billing: every service has a concept, a service type and a price in each of the
+        // selection's payment modes (a site with its own modes has its own tariffs).
+        assert!(!c.cash_points.is_empty() && c.cash_points.iter().all(|p| p.location.is_some()));
+        assert!(c.billable_services.len() >= 5, "{selection:?}");
+        for s in &c.billable_services {
+            assert!(
+                s.concept.is_some() && s.service_type.is_some(),
+                "{}",
+                s.name
+            );
+            for m in c.payment_modes.iter().filter(|m| !m.retired) {
+                assert!(
+                    s.prices.iter().any(|p| p.payment_mode == m.uuid),
+                    "{selection:?}: {} has no price in {}",
+                    s.name,
+                    m.name
+                );
+            }
+        }
     }
 }
 

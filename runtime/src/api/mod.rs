@@ -31,6 +31,7 @@ use crate::domains::allergy::fhir as allergy_fhir;
 use crate::domains::allergy::rest as allergy;
 use crate::domains::appointment::rest as appointment;
 use crate::domains::attachment::rest as attachment;
+use crate::domains::bill::rest as bill;
 use crate::domains::cohort::rest as cohort;
 use crate::domains::condition::fhir as condition_fhir;
 use crate::domains::condition::rest as condition;
@@ -375,6 +376,50 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(attachment::read).delete(attachment::delete),
         )
         .route(&rest("/attachment/{uuid}/bytes"), get(attachment::bytes))
+        .route(
+            &rest("/billing/paymentMode"),
+            get(bill::payment_modes).post(bill::metadata_write),
+        )
+        .route(
+            &rest("/billing/cashPoint"),
+            get(bill::cash_points).post(bill::metadata_write),
+        )
+        .route(
+            &rest("/billing/billableService"),
+            get(bill::billable_services).post(bill::metadata_write),
+        )
+        .route(
+            &rest("/billing/cashierItemPrice"),
+            post(bill::metadata_write),
+        )
+        .route(
+            &rest("/billing/api/billable-service"),
+            post(bill::metadata_write),
+        )
+        .route(
+            &rest("/billing/{kind}/{uuid}"),
+            get(bill::metadata_read)
+                .post(bill::metadata_write)
+                .delete(bill::metadata_write),
+        )
+        .route(&rest("/billing/bill"), get(bill::search).post(bill::create))
+        .route(
+            &rest("/billing/bill/{uuid}"),
+            get(bill::read).post(bill::update).delete(bill::void),
+        )
+        .route(
+            &rest("/billing/bill/{uuid}/payment"),
+            get(bill::payments).post(bill::pay),
+        )
+        .route(
+            &rest("/billing/billLineItem/{uuid}"),
+            axum::routing::delete(bill::void_line_item),
+        )
+        .route(
+            &rest("/billing/patientPaymentStatus/{uuid}"),
+            get(bill::patient_payment_status),
+        )
+        .route(&rest("/billing/receipt"), get(bill::receipt))
         .route(
             &rest("/cohortm/cohorttype"),
             get(cohort::types).post(cohort::write_type),

@@ -20,6 +20,7 @@
 pub mod allergy;
 pub mod appointment;
 pub mod attachment;
+pub mod bill;
 pub mod cohort;
 pub mod condition;
 pub mod diagnosis;
@@ -227,6 +228,7 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     cohort::store::MEMBER_RECORDS,
     attachment::store::RECORDS,
     appointment::store::RECORDS,
+    bill::store::RECORDS,
 ];
 
 /// A table of raw bytes keyed by uuid (an attachment's file), which backups carry as base64
