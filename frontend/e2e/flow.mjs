@@ -6,7 +6,7 @@
 // answer of 400 or more.
 import { chromium } from "playwright-core";
 import { schemaPaths } from "../check-config-keys.mjs";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
@@ -135,6 +135,8 @@ const ENGLISH = [
   "Patient marked deceased successfully", "Serve patient", "Queue screen", "Patient lists", "New list",
   "Add patient to list", "Create list", "Attachments", "Add attachment", "Upload complete", "Attachment preview",
   "Appointments", "Check in", "Check out", "Checked in", "Appointment scheduled", "Appointment ended",
+  "Billing history", "Create bill", "Bill processed", "Finalize bill", "Bill finalized", "Payment method",
+  "Process payment", "Print receipt", "Print bill", "Amount due", "Payment processed successfully",
 ];
 let french = true;
 async function noEnglish() {
@@ -537,6 +539,60 @@ await step("attach-a-photo-to-the-chart", async () => {
   const [kept] = (await api("GET", `attachment?patient=${uuid}&includeEncounterless=true`)).results;
   if (kept?.filename !== "plaie-pied.png" || kept.bytesContentFamily !== "IMAGE") throw new Error(`the photograph was not kept: ${JSON.stringify(kept)}`);
   await page.keyboard.press("Escape");
+  await page.goto(chartUrl);
+  await visible(page.getByText("Grâce Kapinga"));
+});
+
+// Billing (issue 12): the visit billed from the chart, paid at the cash desk.
+let billUrl;
+await step("bill-the-visit-from-the-chart", async () => {
+  // The chart's billing history: a bill made for her visit, a consultation paid in cash and
+  // two dressings, each priced in the payment mode chosen.
+  await page.getByRole("link", { name: "Historique des facturations" }).click();
+  await visible(page.getByText("Aucune facture à afficher."));
+  await page.getByRole("button", { name: "Créer une facture" }).first().click();
+  const search = page.getByRole("combobox", { name: "Rechercher des services" });
+  for (const [service, quantity] of [["Consultation générale", 1], ["Pansement simple", 2]]) {
+    await search.click();
+    await search.fill(service.slice(0, 6));
+    await page.getByRole("option", { name: service }).click();
+    const card = page.locator("div").filter({ has: page.getByText(service, { exact: true }) }).filter({ has: page.getByRole("combobox") }).last();
+    await card.getByRole("combobox").click();
+    await page.getByRole("option", { name: /^Espèces - / }).click();
+    if (quantity > 1) await card.locator('input[id^="quantity-"]').fill(String(quantity));
+  }
+  await visible(page.getByText(/Total général.*8[\s,.]?001/));
+  await page.getByRole("button", { name: "Enregistrer et fermer" }).click();
+  await visible(page.getByText("Facture traitée"));
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const [bill] = (await api("GET", `billing/bill?patientUuid=${uuid}&v=full`)).results;
+  if (bill?.status !== "PENDING" || bill.total !== 8001 || !bill.visit) throw new Error(`the bill was not kept as made: ${JSON.stringify(bill)}`);
+  billUrl = `${base}/openmrs/spa/home/billing/patient/${uuid}/${bill.uuid}`;
+  await visible(page.getByRole("cell", { name: bill.receiptNumber }));
+});
+
+await step("the-cashier-takes-the-payment", async () => {
+  // At the cash desk: the bill among those awaiting payment, finalised, paid in cash (the
+  // amount due exactly, with its hundredths), and its receipt printed from the server.
+  await page.goto(`${base}/openmrs/spa/home/billing`);
+  await visible(page.getByRole("row", { name: /Grâce Kapinga/ }));
+  await page.goto(billUrl);
+  await page.getByRole("button", { name: "Finaliser la facture" }).first().click();
+  await page.getByRole("dialog").getByRole("button", { name: "Finaliser" }).click();
+  await visible(page.getByText("La facture a été finalisée"));
+  await page.locator("#paymentMethod").click();
+  await page.getByRole("option", { name: "Espèces" }).click();
+  await page.getByPlaceholder("Saisir le montant").fill("8001");
+  await page.getByRole("button", { name: "Enregistrer le paiement" }).click();
+  await visible(page.getByText("Paiement enregistré"));
+  const bill = await api("GET", `billing/bill/${billUrl.split("/").pop()}`);
+  if (bill.status !== "PAID" || bill.payments.length !== 1 || bill.payments[0].amountTendered !== 8001) throw new Error(`the payment was not kept: ${JSON.stringify(bill)}`);
+  await visible(page.getByText("PAYÉ"));
+  const download = page.waitForEvent("download", { timeout: 30000 });
+  await page.getByRole("button", { name: "Imprimer le reçu" }).click();
+  const receipt = await (await download).path();
+  const head = readFileSync(receipt).subarray(0, 8).toString();
+  if (head !== "%PDF-1.4") throw new Error(`the receipt is not a PDF: ${head}`);
   await page.goto(chartUrl);
   await visible(page.getByText("Grâce Kapinga"));
 });

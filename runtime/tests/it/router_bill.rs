@@ -237,7 +237,8 @@ async fn a_bill_is_made_for_the_visit_finalised_paid_exactly_and_receipted() {
     // Paid in two payments; a hundredth short is still owed.
     let first = pay(&mut c, &uuid, CASH, json!(3000.5)).await;
     assert_eq!(first.status, StatusCode::CREATED, "{:?}", first.body);
-    assert_eq!(first.body["instanceType"]["display"], "Espèces");
+    // The payment history shows the mode's name.
+    assert_eq!(first.body["instanceType"]["name"], "Espèces");
     assert!(first.body["dateCreated"].is_i64(), "epoch milliseconds");
     let second = pay(&mut c, &uuid, MOBILE_MONEY, json!("5000.49")).await;
     assert_eq!(second.status, StatusCode::CREATED, "{:?}", second.body);

@@ -654,7 +654,7 @@ impl Resource for PaymentRes {
     fn default_props(&self) -> Props {
         &[
             ("uuid", Rep::Default),
-            ("instanceType", Rep::Ref),
+            ("instanceType", Rep::Default),
             ("attributes", Rep::Default),
             ("amount", Rep::Default),
             ("amountTendered", Rep::Default),
@@ -665,7 +665,7 @@ impl Resource for PaymentRes {
     fn full_props(&self) -> Props {
         &[
             ("uuid", Rep::Default),
-            ("instanceType", Rep::Ref),
+            ("instanceType", Rep::Default),
             ("attributes", Rep::Default),
             ("amount", Rep::Default),
             ("amountTendered", Rep::Default),
