@@ -55,6 +55,25 @@ fn the_distribution_and_every_site_compile_without_any_diagnostic() {
         );
         assert!(c.location_tags.iter().any(|t| t.name == "Login Location"));
         assert!(c.locations.iter().any(|l| !l.tags.is_empty()));
+        // The project's own dictionary codes name one concept each (a code given twice
+        // makes `DRC-EMR:<code>` ambiguous wherever it is looked up).
+        let mut seen = std::collections::BTreeMap::new();
+        for concept in &c.concepts {
+            for m in concept
+                .mappings
+                .iter()
+                .filter(|m| m.source == "DRC-EMR" && m.map_type == "SAME-AS")
+            {
+                if let Some(other) = seen.insert(m.code.clone(), concept.uuid.clone())
+                    && other != concept.uuid
+                {
+                    panic!(
+                        "{selection:?}: DRC-EMR:{} names {other} and {}",
+                        m.code, concept.uuid
+                    );
+                }
+            }
+        }
         // Billing: every service has a concept, a service type and a price in each of the
         // selection's payment modes (a site with its own modes has its own tariffs).
         assert!(!c.cash_points.is_empty() && c.cash_points.iter().all(|p| p.location.is_some()));
