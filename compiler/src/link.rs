@@ -94,6 +94,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         address_hierarchy,
         messages,
         opaque_files,
+        dispositions,
     } = loaded;
 
     // Privileges: the package's, then core's that the package does not redefine.
@@ -598,6 +599,13 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     ) = crate::domains::services::appointment_content(&services, &location_lookup);
     (content.cash_points, content.billable_services) =
         crate::domains::services::billing_content(&services, &location_lookup, &index);
+    for d in dispositions {
+        if let Some(concept) = index.resolve(&d.value.concept_code, &d.code_loc, sink) {
+            content
+                .dispositions
+                .push(model::Disposition { concept, ..d.value });
+        }
+    }
     for (_, mut e) in queues.items {
         if let Some(c) = index.resolve(&e.value.service, e.at("service"), sink) {
             e.value.service = c;

@@ -137,6 +137,7 @@ const ENGLISH = [
   "Appointments", "Check in", "Check out", "Checked in", "Appointment scheduled", "Appointment ended",
   "Billing history", "Create bill", "Bill processed", "Finalize bill", "Bill finalized", "Payment method",
   "Process payment", "Print receipt", "Print bill", "Amount due", "Payment processed successfully",
+  "Admission requests", "Admit patient", "admitted successfully", "Confirm discharge", "Discharge note", "Wards",
 ];
 let french = true;
 async function noEnglish() {
@@ -763,6 +764,65 @@ await step("the-result-in-the-chart", async () => {
   // Below the content's reference range (12–16 g/dL): flagged low.
   await visible(page.getByText(/9\.5 g\/dL/).first());
   await visible(page.getByText(/12 – 16/).first());
+});
+
+// The ward (issue 12): the clinician asks for her admission with the content's form; the
+// observation ward's nurse sees the request, admits her, then discharges her.
+const OBSERVATION_WARD = "c0a020aa-4723-4dc4-b19f-2cd20cacd064";
+const RECEPTION = "5a21f7b4-943d-4182-906c-ec6b27e4c6a8";
+// The ward page shows the ward the nurse works in: her session's location, as the location
+// picker sets it (the app's extension does not see a ward named in its URL).
+async function workAt(location) {
+  await page.evaluate(async (uuid) => {
+    const r = await fetch("/openmrs/ws/rest/v1/session", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ sessionLocation: uuid }) });
+    if (!r.ok) throw new Error(`session location: ${r.status}`);
+  }, location);
+}
+await step("request-an-admission", async () => {
+  await page.goto(chartUrl);
+  await visible(page.getByText("Grâce Kapinga"));
+  await page.getByRole("button", { name: "Formulaires cliniques" }).first().click();
+  await page.getByRole("cell", { name: "Demande d'hospitalisation", exact: true }).first().getByText("Demande d'hospitalisation").click();
+  await visible(page.getByText("Service d'hospitalisation"));
+  await page.getByText("Hospitaliser", { exact: true }).click();
+  const ward = page.getByRole("combobox", { name: /Service d'hospitalisation/ });
+  await ward.click();
+  await ward.fill("obser");
+  await page.getByRole("option", { name: "Bondeko - Salle d'observation" }).click();
+  await page.getByLabel("Motif de l'hospitalisation").fill("Paludisme grave, surveillance de 24 heures");
+  await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
+  await visible(page.getByText("Formulaire enregistré"));
+  const pending = await api("GET", `emrapi/inpatient/request?patients=${patientUuid()}`);
+  if (pending.results[0]?.dispositionType !== "ADMIT") throw new Error(`no admission request: ${JSON.stringify(pending)}`);
+});
+
+await step("the-ward-admits-her", async () => {
+  await workAt(OBSERVATION_WARD);
+  await page.goto(`${base}/openmrs/spa/home/ward`);
+  await visible(page.locator("header").getByText("Bondeko - Salle d'observation"));
+  await visible(page.getByText("1 demande d'admission"));
+  await page.getByRole("button", { name: "Gérer" }).click();
+  await visible(page.getByText("Grâce Kapinga").first());
+  await visible(page.getByText("Paludisme grave, surveillance de 24 heures").first());
+  await page.getByRole("button", { name: "Admettre le patient" }).first().click();
+  await visible(page.getByText(/Grâce Kapinga a été admis/));
+  const admitted = await api("GET", `emrapi/inpatient/admission?currentInpatientLocation=${OBSERVATION_WARD}`);
+  if (admitted.results.length !== 1) throw new Error(`she is not on the ward: ${JSON.stringify(admitted)}`);
+});
+
+await step("she-leaves-the-ward", async () => {
+  // The card is one button over its rows (with no size of its own in this build).
+  await page.locator('button[class*="wardPatientCardButton"]').first().dispatchEvent("click");
+  await page.getByRole("button", { name: "Sortie" }).first().click();
+  await page.getByRole("button", { name: "Confirmer la sortie" }).click();
+  await visible(page.getByText(/Patient sorti/));
+  const left = await api("GET", `emrapi/inpatient/admission?currentInpatientLocation=${OBSERVATION_WARD}`);
+  if (left.results.length !== 0) throw new Error(`she is still on the ward: ${JSON.stringify(left)}`);
+  // Back at reception, where the rest of the day happens.
+  await workAt(RECEPTION);
+  await page.goto(chartUrl);
+  await visible(page.getByText("Grâce Kapinga"));
+  await visible(page.locator("header").getByText("Bondeko - Accueil"));
 });
 
 await step("end-the-visit", async () => {

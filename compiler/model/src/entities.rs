@@ -495,6 +495,20 @@ pub struct BillableService {
     pub retired: bool,
 }
 
+/// What a clinician may decide for a patient (`dispositions/`, the EMR API module's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disposition {
+    pub uuid: String,
+    pub name: String,
+    /// The concept as the content writes it (`CIEL:168619`), as the module answers it.
+    pub concept_code: String,
+    /// The concept's uuid.
+    pub concept: String,
+    /// ADMIT, TRANSFER or DISCHARGE.
+    pub kind: Option<String>,
+    pub keeps_visit_open: bool,
+}
+
 /// A kind of appointment (`appointmentspecialities/`: "Santé maternelle", …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AppointmentSpeciality {

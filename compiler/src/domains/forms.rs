@@ -32,7 +32,7 @@ pub struct LoadedForm {
 }
 
 /// Finds the byte offset of the `n`th occurrence of `"needle"` as a JSON string.
-fn locate_string(file: &Arc<TextFile>, value: &str, nth: usize) -> Loc {
+pub(super) fn locate_string(file: &Arc<TextFile>, value: &str, nth: usize) -> Loc {
     let quoted = serde_json::to_string(value).unwrap_or_default();
     match file.text.match_indices(&quoted).nth(nth) {
         Some((i, _)) => file.loc(i, quoted.len()),
@@ -71,7 +71,7 @@ fn parse_json(file: &Arc<TextFile>, sink: &mut Sink) -> Option<serde_json::Map<S
     }
 }
 
-fn offset_of(text: &str, line: usize, column: usize) -> usize {
+pub(super) fn offset_of(text: &str, line: usize, column: usize) -> usize {
     let start: usize = text
         .split_inclusive('\n')
         .take(line.saturating_sub(1))

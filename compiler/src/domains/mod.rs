@@ -7,6 +7,7 @@
 
 pub mod address;
 pub mod concepts;
+pub mod dispositions;
 pub mod forms;
 pub mod globalproperties;
 pub mod identifiers;
@@ -69,6 +70,7 @@ pub struct Loaded {
     pub address_hierarchy: Vec<AddressHierarchyEntry>,
     pub messages: BTreeMap<String, BTreeMap<String, String>>,
     pub opaque_files: Vec<OpaqueFile>,
+    pub dispositions: Vec<dispositions::LoadedDisposition>,
 }
 
 /// Domains in Initializer's load order (the OpenMRS Initializer module's documented order), with their file type.
@@ -108,6 +110,7 @@ const DOMAINS: &[(&str, &str)] = &[
     ("appointmentspecialities", "csv"),
     ("appointmentservicedefinitions", "csv"),
     ("appointmentservicetypes", "csv"),
+    ("dispositions", "json"),
 ];
 
 /// Progress reporting for the long part (OCL archives).
@@ -201,6 +204,7 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
             "ampathforms" => forms::load_forms(&wanted, &mut loaded, sink),
             "ampathformstranslations" => forms::load_translations(&wanted, &mut loaded, sink),
             "messageproperties" => messages::load(&wanted, &mut loaded.messages, sink),
+            "dispositions" => dispositions::load(&wanted, &mut loaded, sink),
             _ => {
                 let columns = columns_of(domain);
                 let mut tables: Vec<(Table, Layer)> = wanted

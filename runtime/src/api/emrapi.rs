@@ -6,7 +6,9 @@
 //! (`org.openmrs.module.emrapi: emr.atFacilityVisitType`…). Here the content does it with
 //! settings of the same names: `emr.atFacilityVisitType` holds a visit type's uuid, and so
 //! on. A property whose setting is unset, or names nothing of the right kind, is `null`; so
-//! is every property the distribution does not use (admission and transfer, dispositions).
+//! is every property the distribution does not use. Dispositions are the content's
+//! `dispositions/`, and the disposition descriptor's concepts those mapped in the module's
+//! concept source (`org.openmrs.module.emrapi: Disposition`…), as the module finds them.
 //!
 //! `emrapi/locationThatSupportsVisits?location=` walks up from a location (a login room)
 //! to the first one carrying the visits tag: where the O3 visit form opens visits.
@@ -34,6 +36,9 @@ enum Kind {
     Concept,
     PersonAttributeType,
     IdentifierType,
+    /// From the content's `dispositions/` and the concepts mapped in the EMR API module's
+    /// source, not from a setting.
+    Dispositions,
     /// Not used by the distribution: always null.
     Unused,
 }
@@ -65,8 +70,8 @@ properties!(
     ("diagnosisMetadata", Unused),
     ("diagnosisSets", Unused),
     ("dischargeForm", Unused),
-    ("dispositionDescriptor", Unused),
-    ("dispositions", Unused),
+    ("dispositionDescriptor", Dispositions),
+    ("dispositions", Dispositions),
     ("emrApiConceptSource", Unused),
     ("exitFromInpatientEncounterType", EncounterType),
     ("extraPatientIdentifierTypes", Unused),
@@ -135,6 +140,9 @@ impl Resource for ConfigurationRes<'_> {
     }
     fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
         let kind = PROPERTIES.iter().find(|(p, _)| *p == name)?.1;
+        if let Kind::Dispositions = kind {
+            return Some(dispositions(name, ctx));
+        }
         let Some(uuid) = self
             .state
             .setting(&format!("emr.{name}"))
@@ -176,10 +184,57 @@ impl Resource for ConfigurationRes<'_> {
                 .catalog
                 .identifier_type(uuid)
                 .map(|t| nested(Some(&IdentifierTypeRes(t)), rep, ctx)),
-            Kind::Unused => None,
+            Kind::Unused | Kind::Dispositions => None,
         };
         Some(value.unwrap_or(Value::Null))
     }
+}
+
+/// `dispositions` (the content's, as the module's bean converter writes them) or
+/// `dispositionDescriptor` (the concepts mapped `org.openmrs.module.emrapi:Disposition
+/// Concept Set`, `…:Disposition`, `…:Admission Location`, `…:Internal Transfer Location`,
+/// `…:Date of Death`, each as a reference, null when unmapped).
+fn dispositions(name: &str, ctx: &Ctx) -> Value {
+    if name == "dispositions" {
+        return Value::Array(
+            ctx.catalog
+                .content
+                .dispositions
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "uuid": d.uuid,
+                        "name": d.name,
+                        "conceptCode": d.concept_code,
+                        "type": d.kind,
+                        "careSettingTypes": null,
+                        "encounterTypes": null,
+                        "excludedEncounterTypes": null,
+                        "keepsVisitOpen": d.keeps_visit_open,
+                        "actions": [],
+                        "additionalObs": [],
+                    })
+                })
+                .collect(),
+        );
+    }
+    let concept = |code: &str| {
+        ctx.catalog
+            .concept(&format!(
+                "{}:{code}",
+                crate::domains::inpatient::EMRAPI_SOURCE
+            ))
+            .map_or(Value::Null, |c| {
+                nested(Some(&ConceptRes(c)), &Rep::Ref, ctx)
+            })
+    };
+    serde_json::json!({
+        "dispositionSetConcept": concept("Disposition Concept Set"),
+        "dispositionConcept": concept("Disposition"),
+        "admissionLocationConcept": concept("Admission Location"),
+        "internalTransferLocationConcept": concept("Internal Transfer Location"),
+        "dateOfDeathConcept": concept("Date of Death"),
+    })
 }
 
 /// `GET emrapi/configuration` — any logged-in caller (the module asks for no privilege).

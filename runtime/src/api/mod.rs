@@ -40,6 +40,7 @@ use crate::domains::dispense::fhir as dispense_fhir;
 use crate::domains::encounter::fhir as clinical_fhir;
 use crate::domains::encounter::rest as encounter;
 use crate::domains::immunization::fhir as immunization_fhir;
+use crate::domains::inpatient::rest as inpatient;
 use crate::domains::order::fhir as order_fhir;
 use crate::domains::order::formulary;
 use crate::domains::order::rest as order;
@@ -376,6 +377,15 @@ pub fn app(state: Arc<AppState>) -> Router {
             get(attachment::read).delete(attachment::delete),
         )
         .route(&rest("/attachment/{uuid}/bytes"), get(attachment::bytes))
+        .route(
+            &rest("/emrapi/inpatient/admission"),
+            get(inpatient::search_admissions),
+        )
+        .route(
+            &rest("/emrapi/inpatient/request"),
+            get(inpatient::search_requests),
+        )
+        .route(&rest("/beds"), get(inpatient::beds))
         .route(
             &rest("/billing/paymentMode"),
             get(bill::payment_modes).post(bill::metadata_write),

@@ -27,6 +27,7 @@ pub mod diagnosis;
 pub mod dispense;
 pub mod encounter;
 pub mod immunization;
+pub mod inpatient;
 pub mod order;
 pub mod programme;
 pub mod provider;

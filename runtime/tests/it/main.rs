@@ -23,6 +23,7 @@ mod router_diagnosis;
 mod router_dispense;
 mod router_form;
 mod router_immunization;
+mod router_inpatient;
 mod router_o3;
 mod router_order;
 mod router_patient;

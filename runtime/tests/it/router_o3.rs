@@ -21,7 +21,10 @@ async fn fhir_location_search_by_tag_name_and_id_with_paging() {
     );
     assert_eq!(r.body["resourceType"], "Bundle");
     assert_eq!(r.body["type"], "searchset");
-    assert_eq!(r.body["total"], 5, "the demo facility has five login rooms");
+    assert_eq!(
+        r.body["total"], 7,
+        "the demo facility has five login rooms and two wards"
+    );
     assert_eq!(r.body["entry"].as_array().unwrap().len(), 1);
     assert_eq!(r.body["link"][1]["relation"], "next");
 
