@@ -767,9 +767,11 @@ await step("the-result-in-the-chart", async () => {
 });
 
 // The ward (issue 12): the clinician asks for her admission with the content's form; the
-// observation ward's nurse sees the request, admits her, then discharges her.
+// observation ward's nurse sees the request and admits her, the ward asks for her transfer
+// to the maternity, which accepts her, then discharges her.
 const OBSERVATION_WARD = "c0a020aa-4723-4dc4-b19f-2cd20cacd064";
 const RECEPTION = "5a21f7b4-943d-4182-906c-ec6b27e4c6a8";
+const MATERNITY = "6a60d256-2ed9-43cc-a143-f9a4907fa60b";
 // The ward page shows the ward the nurse works in: her session's location, as the location
 // picker sets it (the app's extension does not see a ward named in its URL).
 async function workAt(location) {
@@ -810,13 +812,33 @@ await step("the-ward-admits-her", async () => {
   if (admitted.results.length !== 1) throw new Error(`she is not on the ward: ${JSON.stringify(admitted)}`);
 });
 
+await step("she-is-transferred-to-the-maternity", async () => {
+  // The observation ward asks for her transfer to the maternity (a ward of her visit's
+  // facility, as the picker offers them)…
+  await page.locator('button[class*="wardPatientCardButton"]').first().dispatchEvent("click");
+  await page.getByRole("button", { name: "Transferts" }).first().click();
+  await page.getByText("Bondeko - Maternité", { exact: true }).click();
+  await page.locator('textarea[name="note"]').fill("Accouchement imminent");
+  await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
+  await visible(page.getByText("Demande de transfert créée pour Grâce Kapinga"));
+  // …and the maternity's midwife accepts her.
+  await workAt(MATERNITY);
+  await page.goto(`${base}/openmrs/spa/home/ward`);
+  await visible(page.locator("header").getByText("Bondeko - Maternité"));
+  await page.getByRole("button", { name: "Gérer" }).click();
+  await page.getByRole("button", { name: "Transférer le patient" }).first().click();
+  await visible(page.getByText(/Grâce Kapinga a été transféré/));
+  const there = await api("GET", `emrapi/inpatient/admission?currentInpatientLocation=${MATERNITY}`);
+  if (there.results.length !== 1) throw new Error(`she is not at the maternity: ${JSON.stringify(there)}`);
+});
+
 await step("she-leaves-the-ward", async () => {
   // The card is one button over its rows (with no size of its own in this build).
   await page.locator('button[class*="wardPatientCardButton"]').first().dispatchEvent("click");
   await page.getByRole("button", { name: "Sortie" }).first().click();
   await page.getByRole("button", { name: "Confirmer la sortie" }).click();
   await visible(page.getByText(/Patient sorti/));
-  const left = await api("GET", `emrapi/inpatient/admission?currentInpatientLocation=${OBSERVATION_WARD}`);
+  const left = await api("GET", `emrapi/inpatient/admission?patients=${patientUuid()}`);
   if (left.results.length !== 0) throw new Error(`she is still on the ward: ${JSON.stringify(left)}`);
   // Back at reception, where the rest of the day happens.
   await workAt(RECEPTION);

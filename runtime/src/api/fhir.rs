@@ -258,8 +258,9 @@ pub fn fhir_of(status: StatusCode, body: &impl Serialize) -> Response {
     }
 }
 
-/// `GET Location?_tag=&name:contains=&name=&_id=&_count=&_getpagesoffset=` — privilege:
-/// Get Locations.
+/// `GET Location?_tag=&name:contains=&name=&_id=&partof:below=&_count=&_getpagesoffset=` —
+/// privilege: Get Locations. `partof:below` keeps the locations under the given one, at
+/// any depth (the ward app offers the wards of the patient's facility).
 pub async fn locations(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -282,6 +283,19 @@ pub async fn locations(
     let contains = get("name:contains").map(crate::search::fold);
     let name = get("name").map(crate::search::fold);
     let ids: Option<Vec<&str>> = get("_id").map(|v| v.split(',').collect());
+    let below = get("partof:below").map(str::trim).filter(|v| !v.is_empty());
+    // Bounded by the number of locations, so a cycle cannot loop.
+    let is_below = |l: &Location, ancestor: &str| {
+        let mut current = l.parent.as_deref();
+        for _ in 0..=catalog.content.locations.len() {
+            match current.and_then(|p| catalog.location(p)) {
+                Some(p) if p.uuid == ancestor => return true,
+                Some(p) => current = p.parent.as_deref(),
+                None => return false,
+            }
+        }
+        false
+    };
     let count = get("_count")
         .and_then(|c| c.parse::<usize>().ok())
         .unwrap_or(50)
@@ -315,6 +329,7 @@ pub async fn locations(
             name.as_ref()
                 .is_none_or(|n| crate::search::fold(&l.name).starts_with(n.as_str()))
         })
+        .filter(|l| below.is_none_or(|b| is_below(l, b)))
         .collect();
     let mut sorted = matches;
     sorted.sort_by(|a, b| a.name.cmp(&b.name));

@@ -351,3 +351,42 @@ async fn a_request_ends_with_its_visit_and_the_searches_need_their_privileges() 
     .await;
     assert!(requests(&mut c, OBSERVATION_WARD).await.is_empty());
 }
+
+#[tokio::test]
+async fn the_transfer_picker_offers_the_wards_below_the_visit_location() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let names = |body: &Value| -> Vec<String> {
+        body["entry"]
+            .as_array()
+            .map(|e| {
+                e.iter()
+                    .map(|e| e["resource"]["name"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let facility = location_of(&st, "Centre de santé Bondeko");
+    let r = c
+        .get(&format!("/openmrs/ws/fhir2/R4/Location?name%3Acontains=&_tag=Transfer%20Location&partof%3Abelow={facility}&_count=15&_getpagesoffset=0"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        names(&r.body),
+        ["Bondeko - Maternité", "Bondeko - Salle d'observation"]
+    );
+    let zone = location_of(&st, "Zone de santé de Ngaliema");
+    let r = c
+        .get(&format!("/openmrs/ws/fhir2/R4/Location?_tag=Transfer%20Location&partof:below={zone}&name:contains=mater"))
+        .await;
+    assert_eq!(names(&r.body), ["Bondeko - Maternité"], "at any depth");
+    let r = c
+        .get(&format!(
+            "/openmrs/ws/fhir2/R4/Location?_tag=Transfer%20Location&partof:below={OBSERVATION_WARD}"
+        ))
+        .await;
+    assert_eq!(
+        r.body["total"], 0,
+        "nothing is below a ward, nor the ward itself"
+    );
+}
