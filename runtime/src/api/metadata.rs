@@ -631,19 +631,3 @@ pub async fn queue_write(caller: Caller) -> ApiResult<Response> {
             .into(),
     ))
 }
-
-/// `GET queue-room`: the rooms of the queues. No content folder defines queue rooms, and
-/// the O3 queue screens of the pinned version assign none, so there are none: an empty
-/// list, and rooms cannot be created (`queue_room_write`) — privilege: Get Locations.
-pub async fn queue_rooms(caller: Caller) -> ApiResult<Response> {
-    caller.require(&["Get Locations"])?;
-    Ok(ok(json!({"results": []})))
-}
-
-/// `POST queue-room[/{uuid}]`, `DELETE queue-room/{uuid}`: refused (see `queue_rooms`).
-pub async fn queue_room_write(caller: Caller) -> ApiResult<Response> {
-    caller.require(&["Manage Queues"])?;
-    Err(ApiError::BadRequest(
-        "Queue rooms are not kept by this distribution: no content folder defines them".into(),
-    ))
-}

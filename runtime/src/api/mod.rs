@@ -47,6 +47,7 @@ use crate::domains::order::rest as order;
 use crate::domains::programme::rest as programme;
 use crate::domains::provider::rest as provider;
 use crate::domains::queue::rest as queue;
+use crate::domains::queue::room as queue_room;
 use crate::domains::relationship::rest as relationship;
 use crate::domains::role::rest as role;
 use crate::domains::visit::rest as visit;
@@ -190,11 +191,13 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(
             &rest("/queue-room"),
-            get(metadata::queue_rooms).post(metadata::queue_room_write),
+            get(queue_room::search).post(queue_room::create),
         )
         .route(
             &rest("/queue-room/{uuid}"),
-            post(metadata::queue_room_write).delete(metadata::queue_room_write),
+            get(queue_room::read)
+                .post(queue_room::update)
+                .delete(queue_room::delete),
         )
         .route(
             &rest("/metadatamapping/termmapping"),

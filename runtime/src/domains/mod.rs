@@ -216,6 +216,7 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     encounter::store::OBS_RECORDS,
     programme::store::RECORDS,
     queue::store::RECORDS,
+    queue::room::RECORDS,
     diagnosis::store::RECORDS,
     condition::store::RECORDS,
     allergy::store::RECORDS,

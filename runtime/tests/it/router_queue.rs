@@ -617,3 +617,128 @@ async fn queues_are_the_contents_and_there_are_no_rooms() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn queue_rooms_are_made_changed_retired_and_kept() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let queues = c
+        .get("/openmrs/ws/rest/v1/queue?v=custom:(uuid,display)")
+        .await;
+    let queue = queues.body["results"][0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = queues.body["results"][1]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let rep = "custom:(uuid,display,name,description,queue:(uuid,display))";
+    // As the O3 admin page's form posts it.
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/queue-room",
+            &json!({"name": "Salle 1", "description": "Au fond du couloir", "queue": {"uuid": queue}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["queue"]["uuid"], queue.as_str());
+    let room = r.body["uuid"].as_str().unwrap().to_string();
+    for (body, field) in [
+        (json!({"name": "salle 1", "queue": queue}), "name"),
+        (json!({"name": "Salle 2", "queue": "nowhere"}), "queue"),
+        (json!({"name": "  ", "queue": queue}), "name"),
+    ] {
+        let r = c
+            .post("/openmrs/ws/rest/v1/queue-room", &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            r.body["error"]["fieldErrors"][field].is_array(),
+            "{field}: {:?}",
+            r.body
+        );
+    }
+    // The same name in another queue is another room.
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/queue-room",
+            &json!({"name": "Salle 1", "queue": other}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let listed = c
+        .get(&format!(
+            "/openmrs/ws/rest/v1/queue-room?queue={queue}&v={rep}"
+        ))
+        .await;
+    assert_eq!(listed.body["results"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        listed.body["results"][0]["description"],
+        "Au fond du couloir"
+    );
+    let r = c
+        .post(
+            &format!("/openmrs/ws/rest/v1/queue-room/{room}"),
+            &json!({"name": "Salle A", "description": "", "queue": {"uuid": queue}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.body["name"], "Salle A");
+    assert_eq!(r.body["description"], Value::Null);
+
+    // A clerk reads rooms but does not make them.
+    let mut clerk = registration_clerk(&mut c, &st, "accueil3").await;
+    let r = clerk
+        .post(
+            "/openmrs/ws/rest/v1/queue-room",
+            &json!({"name": "Salle 3", "queue": queue}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+
+    // Kept through a backup.
+    let mut snapshot = Vec::new();
+    st.store.snapshot(&mut snapshot).unwrap();
+    let restored = runtime::store::Store::in_memory().unwrap();
+    restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
+    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let mut c2 = Client::admin(st2.clone()).await;
+    let path = format!("/openmrs/ws/rest/v1/queue-room?v={rep}");
+    assert_eq!(c.get(&path).await.body, c2.get(&path).await.body);
+
+    // Retired: out of the list, kept; then purged.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("/openmrs/ws/rest/v1/queue-room/{room}?reason=travaux"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let listed = c
+        .get(&format!("/openmrs/ws/rest/v1/queue-room?queue={queue}"))
+        .await;
+    assert_eq!(listed.body["results"], json!([]));
+    let all = c
+        .get(&format!(
+            "/openmrs/ws/rest/v1/queue-room?queue={queue}&includeAll=true&v=full"
+        ))
+        .await;
+    assert_eq!(all.body["results"][0]["retired"], true);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("/openmrs/ws/rest/v1/queue-room/{room}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        c.get(&format!("/openmrs/ws/rest/v1/queue-room/{room}"))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}

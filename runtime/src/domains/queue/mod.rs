@@ -11,6 +11,7 @@
 //! queue (the module's `queue.entry.duplicate.patient`).
 
 pub mod rest;
+pub mod room;
 pub mod store;
 
 use super::{Audit, Voiding};

@@ -1,0 +1,433 @@
+//! Queue rooms (`queue-room`): the rooms a content queue is served in (consultation room
+//! 1, room 2…), which a facility's administrator makes on the O3 service-queues admin page.
+//! No content folder defines rooms, so they are the store's: one small table keyed by uuid,
+//! read whole (a facility has a handful), carried by backups.
+//!
+//! The queue module's rules: a room has a name and a queue of the content; here its name is
+//! also unique among the queue's rooms in service. Deleting retires it (with who, when and
+//! why); `?purge=true` removes it. Privileges: Get Queue Rooms to read, Manage Queue Rooms
+//! to create, change and retire, Purge Queue Rooms to purge.
+
+use crate::AppState;
+use crate::api::metadata::QueueRes;
+use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::domains::rest::{
+    answer, audit_info, client_uuid, flag, nest, only_known, opt_ref, opt_str, page_answer, rep_of,
+    window,
+};
+use crate::domains::{self, Audit, Page, RecordTable, Voiding};
+use crate::error::{ApiError, ApiResult, Invalid};
+use crate::repr::{Ctx, Paging, Props, Rep, Resource};
+use crate::store::{Store, StoreResult};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use redb::TableDefinition;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("queue_rooms");
+/// The queue module's `queue_room.name` column.
+const NAME_MAX: usize = 255;
+
+pub const RECORDS: RecordTable = RecordTable {
+    name: "queue_rooms",
+    table: TABLE,
+    indexes: &[],
+    create: |txn| {
+        txn.open_table(TABLE)?;
+        Ok(())
+    },
+    reindex: |_, bytes| domains::decode::<QueueRoomRecord>("queue_rooms", bytes).map(drop),
+    decodes: |bytes| domains::decodes::<QueueRoomRecord>(bytes),
+};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueRoomRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A queue of the content.
+    pub queue: String,
+    pub audit: Audit,
+    pub retiring: Voiding,
+}
+
+fn all(store: &Store) -> StoreResult<Vec<QueueRoomRecord>> {
+    let mut rooms: Vec<QueueRoomRecord> = domains::all_records(store, TABLE, "queue_rooms")?;
+    rooms.sort_by(|a, b| (&a.name, &a.uuid).cmp(&(&b.name, &b.uuid)));
+    Ok(rooms)
+}
+
+fn get(store: &Store, uuid: &str) -> StoreResult<Option<QueueRoomRecord>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(TABLE)?;
+    t.get(uuid)?
+        .map(|v| domains::decode("queue_rooms", v.value()))
+        .transpose()
+}
+
+fn put(store: &Store, r: &QueueRoomRecord) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(TABLE)?
+            .insert(r.uuid.as_str(), domains::encode(r).as_slice())?;
+        Ok(())
+    })
+}
+
+fn purge(store: &Store, uuid: &str) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(TABLE)?.remove(uuid)?;
+        Ok(())
+    })
+}
+
+pub struct QueueRoomRes(pub QueueRoomRecord);
+
+impl Resource for QueueRoomRes {
+    fn alias(&self) -> &'static str {
+        "queue-room"
+    }
+    fn version(&self) -> &'static str {
+        "2.3.0"
+    }
+    fn uuid(&self) -> String {
+        self.0.uuid.clone()
+    }
+    fn display(&self, _: &Ctx) -> String {
+        self.0.name.clone()
+    }
+    fn flag(&self) -> Option<(&'static str, bool)> {
+        Some(("retired", self.0.retiring.voided))
+    }
+    fn default_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("name", Rep::Default),
+            ("description", Rep::Default),
+            ("queue", Rep::Ref),
+            ("retired", Rep::Default),
+        ]
+    }
+    fn full_props(&self) -> Props {
+        &[
+            ("uuid", Rep::Default),
+            ("display", Rep::Default),
+            ("name", Rep::Default),
+            ("description", Rep::Default),
+            ("queue", Rep::Default),
+            ("retired", Rep::Default),
+            ("auditInfo", Rep::Default),
+        ]
+    }
+    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
+        let r = &self.0;
+        Some(match name {
+            "name" => json!(r.name),
+            "description" => json!(r.description),
+            "queue" => nest(
+                ctx.catalog
+                    .content
+                    .queues
+                    .iter()
+                    .find(|q| q.uuid == r.queue)
+                    .map(QueueRes),
+                rep,
+                ctx,
+            ),
+            "retired" => json!(r.retiring.voided),
+            "retireReason" => json!(r.retiring.void_reason),
+            "auditInfo" => audit_info(&r.audit, ctx),
+            _ => return None,
+        })
+    }
+}
+
+const FIELDS: &[&str] = &[
+    "uuid",
+    "name",
+    "description",
+    "queue",
+    "retired",
+    "retireReason",
+];
+
+/// `GET queue-room[?queue=…][&location=…][&q=…][&includeAll=true]`: the rooms in service
+/// (retired ones too with `includeAll`), by name.
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Queue Rooms"])?;
+    let paging = Paging::from_query(&query)?;
+    let include_all = flag(&query, "includeAll").unwrap_or(false);
+    let queue = param(&query, "queue")
+        .filter(|q| !q.is_empty())
+        .map(str::to_string);
+    let location = param(&query, "location")
+        .filter(|l| !l.is_empty())
+        .map(str::to_string);
+    let q = param(&query, "q").map(str::to_lowercase);
+    let catalog = state.catalog.load();
+    let st = state.clone();
+    let rooms: Vec<QueueRoomRecord> = blocking(move || Ok(all(&st.store)?))
+        .await?
+        .into_iter()
+        .filter(|r| include_all || !r.retiring.voided)
+        .filter(|r| queue.as_ref().is_none_or(|q| &r.queue == q))
+        .filter(|r| {
+            location.as_ref().is_none_or(|l| {
+                catalog
+                    .content
+                    .queues
+                    .iter()
+                    .any(|q| q.uuid == r.queue && &q.location == l)
+            })
+        })
+        .filter(|r| {
+            q.as_deref()
+                .is_none_or(|q| r.name.to_lowercase().contains(q))
+        })
+        .collect();
+    let page = Page::cut(
+        rooms.iter().map(|r| r.uuid.clone()).collect(),
+        window(&paging),
+    );
+    let shown = rooms
+        .into_iter()
+        .skip(paging.start)
+        .take(paging.limit)
+        .map(QueueRoomRes);
+    page_answer(
+        &state,
+        &caller,
+        &query,
+        "/queue-room",
+        &paging,
+        &page,
+        shown,
+    )
+}
+
+/// `GET queue-room/{uuid}`.
+pub async fn read(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Queue Rooms"])?;
+    let st = state.clone();
+    let room = blocking(move || Ok(get(&st.store, &uuid)?))
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    answer(
+        &state,
+        &caller,
+        &QueueRoomRes(room),
+        &rep_of(&query)?,
+        StatusCode::OK,
+    )
+}
+
+/// Applies a body's fields to a room and checks it against the content and the other rooms.
+fn apply(
+    state: &AppState,
+    body: &Map<String, Value>,
+    room: &mut QueueRoomRecord,
+    others: &[QueueRoomRecord],
+) -> ApiResult<()> {
+    let mut invalid = Invalid::default();
+    if let Some(name) = opt_str(body, "name")? {
+        room.name = name.trim().to_string();
+    }
+    if body.contains_key("description") {
+        room.description = opt_str(body, "description")?
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty());
+    }
+    if let Some(queue) = opt_ref(body, "queue")? {
+        room.queue = queue;
+    }
+    if room.name.is_empty() {
+        invalid.field("name", "error.null", "A queue room has a name");
+    } else if room.name.chars().count() > NAME_MAX {
+        invalid.field(
+            "name",
+            "error.exceededMaxLengthOfField",
+            "At most 255 characters",
+        );
+    }
+    if room
+        .description
+        .as_ref()
+        .is_some_and(|d| d.chars().count() > NAME_MAX)
+    {
+        invalid.field(
+            "description",
+            "error.exceededMaxLengthOfField",
+            "At most 255 characters",
+        );
+    }
+    let catalog = state.catalog.load();
+    if room.queue.is_empty() {
+        invalid.field("queue", "error.null", "A queue room belongs to a queue");
+    } else if !catalog
+        .content
+        .queues
+        .iter()
+        .any(|q| q.uuid == room.queue && !q.retired)
+    {
+        invalid.field(
+            "queue",
+            "error.invalid",
+            &format!("No queue of the content is '{}'", room.queue),
+        );
+    }
+    if others.iter().any(|o| {
+        o.uuid != room.uuid
+            && !o.retiring.voided
+            && o.queue == room.queue
+            && o.name.eq_ignore_ascii_case(&room.name)
+    }) {
+        invalid.field(
+            "name",
+            "error.duplicate",
+            "The queue has a room of this name already",
+        );
+    }
+    if invalid.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Invalid(invalid))
+    }
+}
+
+/// `POST queue-room`: a new room of a queue.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Rooms"])?;
+    only_known(&body, "queue-room", FIELDS)?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let room = blocking(move || {
+        let mut room = QueueRoomRecord {
+            v: 1,
+            uuid: client_uuid(&body)?,
+            name: String::new(),
+            description: None,
+            queue: String::new(),
+            audit: Audit::new(&user, chrono::Utc::now()),
+            retiring: Voiding::default(),
+        };
+        let _one_writer = st.store.write_lock();
+        let others = all(&st.store)?;
+        if others.iter().any(|o| o.uuid == room.uuid) {
+            return Err(ApiError::invalid_field(
+                "uuid",
+                "error.duplicate",
+                "A queue room has this uuid already",
+            ));
+        }
+        apply(&st, &body, &mut room, &others)?;
+        put(&st.store, &room)?;
+        Ok(room)
+    })
+    .await?;
+    answer(
+        &state,
+        &caller,
+        &QueueRoomRes(room),
+        &rep_of(&query)?,
+        StatusCode::CREATED,
+    )
+}
+
+/// `POST queue-room/{uuid}`: its name, description or queue; `retired: false` puts a
+/// retired room back in service.
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Manage Queue Rooms"])?;
+    only_known(&body, "queue-room", FIELDS)?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let room = blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let others = all(&st.store)?;
+        let mut room = others
+            .iter()
+            .find(|r| r.uuid == uuid)
+            .cloned()
+            .ok_or(ApiError::NotFound)?;
+        let before = room.clone();
+        apply(&st, &body, &mut room, &others)?;
+        let now = chrono::Utc::now();
+        match body.get("retired").and_then(Value::as_bool) {
+            Some(false) => room.retiring = Voiding::default(),
+            Some(true) if !room.retiring.voided => {
+                let reason =
+                    opt_str(&body, "retireReason")?.unwrap_or_else(|| "web service call".into());
+                room.retiring.void(&user, now, &reason);
+            }
+            _ => {}
+        }
+        if room != before {
+            room.audit.changed(&user, now);
+            put(&st.store, &room)?;
+        }
+        Ok(room)
+    })
+    .await?;
+    answer(
+        &state,
+        &caller,
+        &QueueRoomRes(room),
+        &rep_of(&query)?,
+        StatusCode::OK,
+    )
+}
+
+/// `DELETE queue-room/{uuid}[?reason=…]` retires the room; `?purge=true` removes it.
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    if flag(&query, "purge").unwrap_or(false) {
+        caller.require(&["Purge Queue Rooms"])?;
+        let st = state.clone();
+        blocking(move || {
+            let _one_writer = st.store.write_lock();
+            get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
+            Ok(purge(&st.store, &uuid)?)
+        })
+        .await?;
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    caller.require(&["Manage Queue Rooms"])?;
+    crate::domains::rest::void_answer(
+        state,
+        &caller,
+        uuid,
+        &query,
+        get,
+        |r| &mut r.retiring,
+        |s, _, new| put(s, new),
+    )
+    .await
+}
