@@ -1123,6 +1123,22 @@ await step("take-her-off-the-list", async () => {
     throw new Error(`her membership was not ended: ${JSON.stringify({ list, members })}`);
 });
 
+await step("an-administrator-names-a-triage-room", async () => {
+  // The service-queues admin page: a room for the triage queue, where the nurse calls from.
+  await page.goto(`${base}/openmrs/spa/home/service-queues/admin`);
+  await page.getByRole("button", { name: "Ajouter une salle" }).first().click();
+  await page.locator("#queueRoomName").fill("Salle de triage 1");
+  await page.locator("select#queueRoomLocation").selectOption({ label: "Bondeko - Triage" });
+  await page.locator("select#queueRoomService option", { hasText: "Bondeko - File de triage" }).waitFor({ state: "attached", timeout: 30000 });
+  await page.locator("select#queueRoomService").selectOption({ label: "Bondeko - File de triage" });
+  await page.locator("#description").fill("Près de l'entrée");
+  await page.locator('button[type="submit"]').click();
+  await visible(page.getByText("Salle créée"));
+  await visible(page.getByRole("cell", { name: "Salle de triage 1" }));
+  const rooms = await api("GET", "queue-room?v=custom:(name,queue:(display))");
+  if (rooms.results[0]?.queue?.display !== "Bondeko - File de triage") throw new Error(`the room was not kept: ${JSON.stringify(rooms)}`);
+});
+
 await step("administer-accounts", async () => {
   // From the application menu, as an administrator finds it.
   await page.getByRole("button", { name: "Applications" }).click();
