@@ -26,7 +26,11 @@ pub const PROVIDED_MODULES: &[(&str, &str, &str)] = &[
     ("webservices.rest", "Rest Web Services", "2.44.0"),
     ("fhir2", "FHIR2", "2.2.0"),
     ("idgen", "ID Generation", "4.14.0"),
-    ("emrapi", "EMR API", "2.1.0"),
+    // 3.x: the inpatient admission and request searches are the 3.x module's; and the O3
+    // app shell keeps one version range per back-end module for its feature flags (the
+    // dispensing app's `>=3.3.0` replaces the chart's `>=2.0.0`), so an older version here
+    // would leave the `emrapi-module` flag off for every app.
+    ("emrapi", "EMR API", "3.3.0"),
     ("metadatamapping", "Metadata Mapping", "1.6.0"),
     ("addresshierarchy", "Address Hierarchy", "2.19.0"),
     ("queue", "Queue", "2.4.0"),
