@@ -599,13 +599,17 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     ) = crate::domains::services::appointment_content(&services, &location_lookup);
     (content.cash_points, content.billable_services) =
         crate::domains::services::billing_content(&services, &location_lookup, &index);
+    // By uuid: a later file (a site's) redefines a disposition of an earlier one.
+    let mut dispositions_by_uuid = BTreeMap::new();
     for d in dispositions {
         if let Some(concept) = index.resolve(&d.value.concept_code, &d.code_loc, sink) {
-            content
-                .dispositions
-                .push(model::Disposition { concept, ..d.value });
+            dispositions_by_uuid.insert(
+                d.value.uuid.clone(),
+                model::Disposition { concept, ..d.value },
+            );
         }
     }
+    content.dispositions = dispositions_by_uuid.into_values().collect();
     for (_, mut e) in queues.items {
         if let Some(c) = index.resolve(&e.value.service, e.at("service"), sink) {
             e.value.service = c;

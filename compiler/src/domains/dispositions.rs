@@ -72,13 +72,14 @@ pub fn load(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink) {
                 );
                 continue;
             };
-            let kind = text("type").map(|t| t.to_uppercase());
-            if let Some(k) = &kind
+            let written = text("type");
+            let kind = written.as_deref().map(str::to_uppercase);
+            if let (Some(k), Some(w)) = (&kind, &written)
                 && !TYPES.contains(&k.as_str())
             {
                 sink.emit(
                     Code::InvalidValue,
-                    &super::forms::locate_string(&file, k, 0),
+                    &super::forms::locate_string(&file, w, 0),
                     format!(
                         "Disposition '{name}' has the type '{k}', not ADMIT, TRANSFER or DISCHARGE"
                     ),

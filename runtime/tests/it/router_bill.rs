@@ -223,6 +223,7 @@ async fn a_bill_is_made_for_the_visit_finalised_paid_exactly_and_receipted() {
             &json!({"status": "POSTED"}).to_string(),
         )
         .await;
+    assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["status"], "POSTED");
     let frozen = c
         .post(
@@ -650,4 +651,107 @@ async fn a_backup_restores_bills_with_their_indexes_and_numbering() {
     let next = new_bill(&mut c2, &p, &[(&consultation, price, 1)]).await;
     assert_ne!(next["receiptNumber"], first["receiptNumber"]);
     assert!(next["id"].as_i64() > first["id"].as_i64());
+}
+
+#[tokio::test]
+async fn line_items_and_payments_keep_their_identity() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = register_patient(&mut c, &st, "Esther", "Kalala", "700006").await;
+    let (consultation, price) = service(&mut c, "Consultation générale").await;
+    let (test, test_price) = service(&mut c, "Goutte épaisse").await;
+    let bill = new_bill(
+        &mut c,
+        &p,
+        &[(&consultation, price.clone(), 1), (&test, test_price, 1)],
+    )
+    .await;
+    let uuid = bill["uuid"].as_str().unwrap().to_string();
+    let kept = bill["lineItems"][0].clone();
+    let dropped = bill["lineItems"][1]["uuid"].as_str().unwrap().to_string();
+    let post = |items: Value| json!({"lineItems": items}).to_string();
+    let mut first = kept.clone();
+    first["billableService"] = json!(consultation);
+
+    // An item left out of an update is removed (voided in the bill).
+    let r = c
+        .post(
+            &format!("{REST}/billing/bill/{uuid}"),
+            &post(json!([first])),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["total"], json!(5000));
+    // Its uuid cannot come back, an item cannot be there twice, and another bill's item
+    // uuid is not this bill's.
+    for items in [
+        json!([first, {"uuid": dropped, "billableService": test, "quantity": 1, "price": 2500}]),
+        json!([first, first]),
+    ] {
+        let r = c
+            .post(&format!("{REST}/billing/bill/{uuid}"), &post(items))
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+        assert!(
+            r.body["error"]["fieldErrors"]["lineItems[1].uuid"].is_array(),
+            "{:?}",
+            r.body
+        );
+    }
+    let r = c
+        .post(
+            &format!("{REST}/billing/bill"),
+            &json!({"patient": p, "lineItems": [{"uuid": kept["uuid"], "billableService": consultation, "price": 5000}]}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(r.body["error"]["fieldErrors"]["lineItems[0].uuid"].is_array());
+    // The last item is not removed alone: the bill is deleted instead.
+    let r = c
+        .send(
+            "DELETE",
+            &format!(
+                "{REST}/billing/billLineItem/{}",
+                kept["uuid"].as_str().unwrap()
+            ),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+
+    // Finalised: the items may be sent back as read, in any order, but not changed.
+    let r = c
+        .post(
+            &format!("{REST}/billing/bill/{uuid}"),
+            &json!({"status": "POSTED"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.body["status"], "POSTED");
+    let r = c
+        .post(
+            &format!("{REST}/billing/bill/{uuid}"),
+            &post(json!([first])),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // A payment sent twice (a retry) is taken once.
+    let payment = json!({"uuid": "0f3c2b1a-0000-4000-8000-000000000001", "instanceType": CASH, "amountTendered": 1000});
+    let r = c
+        .post(
+            &format!("{REST}/billing/bill/{uuid}/payment"),
+            &payment.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let r = c
+        .post(
+            &format!("{REST}/billing/bill/{uuid}/payment"),
+            &payment.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let read = c.get(&format!("{REST}/billing/bill/{uuid}")).await;
+    assert_eq!(read.body["payments"].as_array().unwrap().len(), 1);
+    assert_eq!(read.body["status"], "POSTED");
 }

@@ -122,14 +122,26 @@ async fn the_configuration_carries_the_content_dispositions() {
     let st = state();
     let mut c = Client::admin(st.clone()).await;
     let ward = Ward::new(&mut c).await;
-    let kinds: Vec<&str> = ward.config["dispositions"]
+    let mut kinds: Vec<(&str, &str)> = ward.config["dispositions"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d["type"].as_str().unwrap())
+        .map(|d| {
+            (
+                d["type"].as_str().unwrap(),
+                d["conceptCode"].as_str().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(kinds, ["ADMIT", "TRANSFER", "DISCHARGE"]);
-    assert_eq!(ward.config["dispositions"][0]["conceptCode"], "CIEL:168619");
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            ("ADMIT", "CIEL:168619"),
+            ("DISCHARGE", "CIEL:169401"),
+            ("TRANSFER", "CIEL:167731")
+        ]
+    );
     let d = &ward.config["dispositionDescriptor"];
     assert_eq!(d["dispositionSetConcept"]["uuid"], DISPOSITION_SET);
     assert_eq!(d["dispositionConcept"]["uuid"], DISPOSITION);
@@ -344,11 +356,14 @@ async fn a_request_ends_with_its_visit_and_the_searches_need_their_privileges() 
         assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}");
     }
     // Ending the visit ends the request.
-    c.post(
-        &format!("{REST}/visit/{visit}"),
-        &json!({"stopDatetime": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3f+0000").to_string()}).to_string(),
-    )
-    .await;
+    assert_eq!(requests(&mut c, OBSERVATION_WARD).await.len(), 1);
+    let r = c
+        .post(
+            &format!("{REST}/visit/{visit}"),
+            &json!({"stopDatetime": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3f+0000").to_string()}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert!(requests(&mut c, OBSERVATION_WARD).await.is_empty());
 }
 

@@ -686,8 +686,13 @@ async fn queue_rooms_are_made_changed_retired_and_kept() {
     assert_eq!(r.body["name"], "Salle A");
     assert_eq!(r.body["description"], Value::Null);
 
-    // A clerk reads rooms but does not make them.
+    // Rooms need the queue privileges: a receptionist without the queue role neither
+    // reads nor makes them.
     let mut clerk = registration_clerk(&mut c, &st, "accueil3").await;
+    let r = clerk
+        .get(&format!("/openmrs/ws/rest/v1/queue-room?queue={queue}"))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
     let r = clerk
         .post(
             "/openmrs/ws/rest/v1/queue-room",
@@ -726,6 +731,22 @@ async fn queue_rooms_are_made_changed_retired_and_kept() {
         ))
         .await;
     assert_eq!(all.body["results"][0]["retired"], true);
+    assert_eq!(all.body["results"][0]["retireReason"], "travaux");
+    // Its name is free again; put back in service while another room has it, it is refused.
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/queue-room",
+            &json!({"name": "Salle A", "queue": queue}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let r = c
+        .post(
+            &format!("/openmrs/ws/rest/v1/queue-room/{room}"),
+            &json!({"retired": false}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     let r = c
         .send(
             "DELETE",

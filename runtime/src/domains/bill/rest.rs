@@ -790,7 +790,38 @@ fn line_items(
             invalid.field(&field("uuid"), "error.invalid", "A line item is an object");
             continue;
         };
-        let uuid = item.get("uuid").and_then(Value::as_str).map(str::to_string);
+        let uuid = match item.get("uuid") {
+            None | Some(Value::Null) => None,
+            Some(_) => match crate::domains::rest::client_uuid(item) {
+                Ok(u) => Some(u),
+                Err(_) => {
+                    invalid.field(
+                        &field("uuid"),
+                        "error.invalid",
+                        "A uuid is letters, digits and hyphens, at most 38",
+                    );
+                    continue;
+                }
+            },
+        };
+        if let Some(u) = &uuid {
+            if out.iter().any(|o: &LineItem| &o.uuid == u) {
+                invalid.field(
+                    &field("uuid"),
+                    "error.duplicate",
+                    "This line item is in the bill twice",
+                );
+                continue;
+            }
+            if old.iter().any(|o| &o.uuid == u && o.voiding.voided) {
+                invalid.field(
+                    &field("uuid"),
+                    "error.invalid",
+                    "This line item was removed from the bill: add a new one",
+                );
+                continue;
+            }
+        }
         let existing = uuid
             .as_deref()
             .and_then(|u| old.iter().find(|o| o.uuid == u && !o.voiding.voided));
@@ -897,6 +928,28 @@ fn line_items(
     out
 }
 
+/// Line items new to this bill must not carry the uuid of another bill's item (the
+/// line-item index names one bill per item).
+fn new_items_are_free(
+    store: &crate::store::Store,
+    bill: &BillRecord,
+    old: &[LineItem],
+) -> ApiResult<()> {
+    for (i, item) in bill.line_items.iter().enumerate() {
+        if old.iter().any(|o| o.uuid == item.uuid) {
+            continue;
+        }
+        if store::bill_of_item(store, &item.uuid)?.is_some_and(|b| b.uuid != bill.uuid) {
+            return Err(ApiError::invalid_field(
+                &format!("lineItems[{i}].uuid"),
+                "error.duplicate",
+                "A line item of another bill has this uuid",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `POST billing/bill`: a new bill for a patient, PENDING unless it asks POSTED, its
 /// cashier the caller's provider when it names none, its cash point the content's only
 /// one when it names none, its visit the patient's active visit when it names none.
@@ -925,6 +978,9 @@ pub async fn create(
     let st = state.clone();
     let record = blocking(move || {
         let catalog = st.catalog.load();
+        // Read, checked and written under one lock: the patient, her visit and the line
+        // items' uuids cannot change between the checks and the write.
+        let _one_writer = st.store.write_lock();
         let mut invalid = Invalid::default();
         let patient = reference(&body, "patient")?;
         let patient = match patient {
@@ -1056,7 +1112,7 @@ pub async fn create(
                 "The bill's total is too large",
             ));
         }
-        let _one_writer = st.store.write_lock();
+        new_items_are_free(&st.store, &record, &[])?;
         if store::get(&st.store, &record.uuid)?.is_some() {
             return Err(ApiError::invalid_field(
                 "uuid",
@@ -1134,7 +1190,11 @@ pub async fn update(
         }) {
             invalid.field("payments", "error.invalid", "Payments are recorded through bill/{uuid}/payment");
         }
-        let wanted = body.get("status").and_then(Value::as_str).map(str::to_uppercase);
+        let wanted = match body.get("status") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(v)) => Some(v.to_uppercase()),
+            Some(_) => return Err(ApiError::invalid_field("status", "error.invalid", "A status is text")),
+        };
         let mut record = old.clone();
         match wanted.as_deref() {
             None => {}
@@ -1148,39 +1208,43 @@ pub async fn update(
         }
         if body.contains_key("lineItems") {
             let items = line_items(&catalog.content, &body, &old.line_items, &mut invalid);
-            let unchanged = {
-                let live: Vec<_> = old.live_items().collect();
-                live.len() == items.len()
-                    && live.iter().zip(&items).all(|(a, b)| {
-                        a.uuid == b.uuid && a.service == b.service && a.quantity == b.quantity && a.price == b.price
-                    })
+            // What is charged, item by item, whatever the order the client sends them in.
+            let charges = |list: &mut dyn Iterator<Item = &LineItem>| {
+                let mut v: Vec<(String, String, i64, Money)> = list
+                    .map(|i| (i.uuid.clone(), i.service.clone(), i.quantity, i.price))
+                    .collect();
+                v.sort();
+                v
             };
-            if !unchanged {
-                if old.status != PENDING {
+            let same_charges = charges(&mut old.live_items()) == charges(&mut items.iter());
+            if old.status != PENDING {
+                // Frozen once finalised: the items may be sent back as they are, nothing more.
+                if !same_charges {
                     invalid.field(
                         "lineItems",
                         "error.invalid",
                         &format!("Line items can only be modified when the bill is in PENDING state. Current status: {}", old.status),
                     );
-                } else if items.is_empty() {
-                    invalid.field("lineItems", "error.null", "A bill has at least one line item");
-                } else {
-                    let now = chrono::Utc::now();
-                    let gone: Vec<LineItem> = old
-                        .line_items
-                        .iter()
-                        .filter(|o| !items.iter().any(|n| n.uuid == o.uuid))
-                        .cloned()
-                        .collect();
-                    let mut merged = items;
-                    for mut gone in gone {
-                        if !gone.voiding.voided {
-                            gone.voiding.void(&user.uuid, now, "removed from the bill");
-                        }
-                        merged.push(gone);
-                    }
-                    record.line_items = merged;
                 }
+            } else if items.is_empty() {
+                invalid.field("lineItems", "error.null", "A bill has at least one line item");
+            } else {
+                let now = chrono::Utc::now();
+                let gone: Vec<LineItem> = old
+                    .line_items
+                    .iter()
+                    .filter(|o| !items.iter().any(|n| n.uuid == o.uuid))
+                    .cloned()
+                    .collect();
+                let mut merged = items;
+                for mut gone in gone {
+                    if !gone.voiding.voided {
+                        gone.voiding.void(&user.uuid, now, "removed from the bill");
+                    }
+                    merged.push(gone);
+                }
+                record.line_items = merged;
+                new_items_are_free(&st.store, &record, &old.line_items)?;
             }
         }
         if !invalid.is_empty() {
@@ -1304,6 +1368,13 @@ pub async fn pay(
             audit: Audit::new(&user, now),
             voiding: Voiding::default(),
         };
+        if old.payments.iter().any(|p| p.uuid == payment.uuid) {
+            return Err(ApiError::invalid_field(
+                "uuid",
+                "error.duplicate",
+                "The bill has a payment with this uuid already",
+            ));
+        }
         let mut record = old.clone();
         record.payments.push(payment.clone());
         record.synchronize_status();
@@ -1466,7 +1537,16 @@ pub async fn search(
                     Err(ApiError::BadRequest(format!("Unknown bill status: {s}")))
                 }
             })
-            .collect::<ApiResult<_>>()?,
+            .collect::<ApiResult<Vec<String>>>()?,
+    };
+    let statuses: Vec<String> = {
+        let mut seen = Vec::new();
+        for s in statuses {
+            if !seen.contains(&s) {
+                seen.push(s);
+            }
+        }
+        seen
     };
     let patient = param(&query, "patientUuid")
         .filter(|p| !p.is_empty())
@@ -1482,6 +1562,11 @@ pub async fn search(
     let named: Option<Vec<String>> = name
         .map(|n| {
             let index = state.index.read().map_err(ApiError::internal)?;
+            if let Some(why) = index.failure() {
+                return Err(ApiError::Internal(format!(
+                    "the patient index could not be loaded: {why}"
+                )));
+            }
             ApiResult::Ok(
                 index
                     .search(&n, true, 1)
@@ -1497,7 +1582,8 @@ pub async fn search(
     let (page, bills) = blocking(move || {
         let status_ok = |b: &BillRecord| statuses.is_empty() || statuses.contains(&b.status);
         let patient_ok = |b: &BillRecord| patient.as_ref().is_none_or(|p| &b.patient == p);
-        let keep = |b: &BillRecord| status_ok(b) && patient_ok(b);
+        let visit_ok = |b: &BillRecord| visit.as_ref().is_none_or(|v| b.visit.as_ref() == Some(v));
+        let keep = |b: &BillRecord| status_ok(b) && patient_ok(b) && visit_ok(b);
         if let Some(patients) = named {
             let mut all = Vec::new();
             for p in patients
@@ -1599,6 +1685,11 @@ pub async fn void_line_item(
                 "Line items can only be modified when the bill is in PENDING state. Current status: {}",
                 old.status
             )));
+        }
+        if old.live_items().all(|i| i.uuid == uuid) {
+            return Err(ApiError::BadRequest(
+                "A bill has at least one line item: delete the bill instead".into(),
+            ));
         }
         let mut record = old.clone();
         let now = chrono::Utc::now();

@@ -13,8 +13,9 @@
 //!   decision answered "deny admission": the ward's cancel). Its ward is the text value of
 //!   its group's admission-location or internal-transfer-location member, a location uuid.
 //!
-//! Both read the facility's open visits (an index of its own, so never the history) and
-//! each visit's encounters and observations.
+//! Both read the facility's open visits (an index of its own, so never the history), each
+//! visit's encounters, and for requests only the patient's disposition and decision
+//! observations (the patient-and-concept index), never a stay's vital signs.
 
 pub mod rest;
 
@@ -191,26 +192,42 @@ fn request_of(
     visit: VisitRecord,
 ) -> ApiResult<Option<Request>> {
     let list = sorted(encounters::of_visit(&state.store, &visit.uuid)?);
-    let mut latest: Option<(EncounterRecord, ObsRecord)> = None;
+    // The patient's disposition and admission-decision observations (a handful, read from
+    // the patient-and-concept index), those of this visit's encounters only.
+    let mut concepts = vec![concept.to_string()];
+    concepts.extend(adt.admission_decision.clone());
+    let query = encounters::ObsQuery {
+        patient: Some(visit.patient.clone()),
+        concepts,
+        ..Default::default()
+    };
+    let everything = crate::domains::Window {
+        start: 0,
+        limit: usize::MAX,
+        count_all: false,
+    };
+    let (found, _) = encounters::list_obs(&state.store, &query, everything)?;
+    let encounter_of = |o: &ObsRecord| {
+        o.encounter
+            .as_deref()
+            .and_then(|e| list.iter().find(|x| x.uuid == e))
+    };
+    let mut latest: Option<(&EncounterRecord, &ObsRecord)> = None;
     let mut denials: Vec<&EncounterRecord> = Vec::new();
-    let mut obs_by_encounter = Vec::new();
-    for e in &list {
-        let obs = encounters::obs_of_encounter(&state.store, &e.uuid, false)?;
-        for o in &obs {
-            if o.concept == concept
-                && latest
-                    .as_ref()
-                    .is_none_or(|(_, l)| (&o.datetime, &o.uuid) > (&l.datetime, &l.uuid))
-            {
-                latest = Some((e.clone(), o.clone()));
-            }
-            if adt.admission_decision.as_deref() == Some(o.concept.as_str())
-                && matches!(&o.value, ObsValue::Coded(c) if Some(c.as_str()) == adt.deny_admission.as_deref())
-            {
-                denials.push(e);
-            }
+    for o in &found {
+        let Some(e) = encounter_of(o) else {
+            continue;
+        };
+        if o.concept == concept
+            && latest.is_none_or(|(_, l)| (&o.datetime, &o.uuid) > (&l.datetime, &l.uuid))
+        {
+            latest = Some((e, o));
         }
-        obs_by_encounter.push(obs);
+        if adt.admission_decision.as_deref() == Some(o.concept.as_str())
+            && matches!(&o.value, ObsValue::Coded(c) if Some(c.as_str()) == adt.deny_admission.as_deref())
+        {
+            denials.push(e);
+        }
     }
     let Some((encounter, obs)) = latest else {
         return Ok(None);
@@ -222,29 +239,30 @@ fn request_of(
         return Ok(None);
     };
     // Fulfilled by an admission, a transfer or a discharge at or after it, or denied by a
-    // later decision.
+    // later decision (later as the module orders encounters: datetime, then creation).
+    let order = |e: &EncounterRecord| (e.datetime.clone(), e.audit.date_created.clone());
     if list
         .iter()
         .any(|e| adt.is_adt(e) && e.datetime >= obs.datetime)
-        || denials.iter().any(|e| e.datetime > encounter.datetime)
+        || denials.iter().any(|e| order(e) > order(encounter))
     {
         return Ok(None);
     }
-    let location = obs.obs_group.as_deref().and_then(|group| {
-        let members: Vec<&ObsRecord> = obs_by_encounter
-            .iter()
-            .flatten()
-            .filter(|m| m.obs_group.as_deref() == Some(group))
-            .collect();
-        let text_of = |c: Option<&str>| {
-            members.iter().find_map(|m| match (&m.value, c) {
-                (ObsValue::Text(t), Some(c)) if m.concept == c => Some(t.clone()),
-                _ => None,
-            })
-        };
-        text_of(adt.admission_location_concept.as_deref())
-            .or_else(|| text_of(adt.transfer_location_concept.as_deref()))
-    });
+    let location = match obs.obs_group.as_deref() {
+        None => None,
+        Some(group) => {
+            let members = encounters::group_members(&state.store, group)?;
+            let text_of = |c: Option<&str>| {
+                members.iter().find_map(|m| match (&m.value, c) {
+                    (ObsValue::Text(t), Some(c)) if m.concept == c => Some(t.clone()),
+                    _ => None,
+                })
+            };
+            text_of(adt.admission_location_concept.as_deref())
+                .or_else(|| text_of(adt.transfer_location_concept.as_deref()))
+        }
+    };
+    let (encounter, obs) = (encounter.clone(), obs.clone());
     Ok(Some(Request {
         visit,
         encounter,

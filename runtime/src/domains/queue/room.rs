@@ -121,6 +121,7 @@ impl Resource for QueueRoomRes {
             ("description", Rep::Default),
             ("queue", Rep::Default),
             ("retired", Rep::Default),
+            ("retireReason", Rep::Default),
             ("auditInfo", Rep::Default),
         ]
     }
@@ -289,12 +290,15 @@ fn apply(
             &format!("No queue of the content is '{}'", room.queue),
         );
     }
-    if others.iter().any(|o| {
-        o.uuid != room.uuid
-            && !o.retiring.voided
-            && o.queue == room.queue
-            && o.name.eq_ignore_ascii_case(&room.name)
-    }) {
+    // Among the rooms in service (a retired room keeps its name without blocking one).
+    if !room.retiring.voided
+        && others.iter().any(|o| {
+            o.uuid != room.uuid
+                && !o.retiring.voided
+                && o.queue == room.queue
+                && o.name.to_lowercase() == room.name.to_lowercase()
+        })
+    {
         invalid.field(
             "name",
             "error.duplicate",
@@ -374,17 +378,27 @@ pub async fn update(
             .cloned()
             .ok_or(ApiError::NotFound)?;
         let before = room.clone();
-        apply(&st, &body, &mut room, &others)?;
         let now = chrono::Utc::now();
-        match body.get("retired").and_then(Value::as_bool) {
-            Some(false) => room.retiring = Voiding::default(),
-            Some(true) if !room.retiring.voided => {
-                let reason =
-                    opt_str(&body, "retireReason")?.unwrap_or_else(|| "web service call".into());
-                room.retiring.void(&user, now, &reason);
+        // Retired or put back first, so that a room put back in service is checked as one.
+        match body.get("retired") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(false)) => room.retiring = Voiding::default(),
+            Some(Value::Bool(true)) => {
+                if !room.retiring.voided {
+                    let reason = opt_str(&body, "retireReason")?
+                        .unwrap_or_else(|| "web service call".into());
+                    room.retiring.void(&user, now, &reason);
+                }
             }
-            _ => {}
+            Some(_) => {
+                return Err(ApiError::invalid_field(
+                    "retired",
+                    "error.invalid",
+                    "retired is true or false",
+                ));
+            }
         }
+        apply(&st, &body, &mut room, &others)?;
         if room != before {
             room.audit.changed(&user, now);
             put(&st.store, &room)?;
