@@ -170,6 +170,26 @@ pub fn page_answer<R: Resource>(
     Ok(crate::api::ok_bytes(body.into()))
 }
 
+/// One page of a list already in memory and in order (the content's metadata, a
+/// facility's handful of rooms, derived inpatient records), as `page_answer` writes it.
+pub fn list_answer<R: Resource>(
+    state: &AppState,
+    caller: &Caller,
+    query: &[(String, String)],
+    path: &str,
+    paging: &Paging,
+    items: Vec<R>,
+) -> ApiResult<Response> {
+    let total = items.len();
+    let page = Page {
+        uuids: Vec::new(),
+        more: paging.start.saturating_add(paging.limit) < total,
+        total: paging.total_count.then_some(total),
+    };
+    let shown = items.into_iter().skip(paging.start).take(paging.limit);
+    page_answer(state, caller, query, path, paging, &page, shown)
+}
+
 /// A boolean query parameter (`true`/`false`, any case).
 pub fn flag(query: &[(String, String)], name: &str) -> Option<bool> {
     crate::api::param(query, name).map(|v| v.eq_ignore_ascii_case("true"))

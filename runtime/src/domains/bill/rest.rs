@@ -16,7 +16,9 @@ use crate::api::location::LocationRes;
 use crate::api::patient::PatientRes;
 use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::domains::provider::rest::ProviderRes;
-use crate::domains::rest::{answer, audit_info, nest, only_known, page_answer, rep_of, window};
+use crate::domains::rest::{
+    answer, audit_info, list_answer, nest, only_known, page_answer, rep_of, window,
+};
 use crate::domains::visit::rest::VisitRes;
 use crate::domains::{Audit, Voiding, new_uuid, parse_key};
 use crate::error::{ApiError, ApiResult, Invalid};
@@ -291,20 +293,6 @@ fn payment_mode<'c>(ctx: &'c Ctx, uuid: &str) -> Option<&'c PaymentMode> {
         .find(|m| m.uuid == uuid)
 }
 
-/// A list of the content's billing metadata, paged as REST lists are.
-fn metadata_page<R: Resource>(
-    state: &AppState,
-    caller: &Caller,
-    query: &[(String, String)],
-    path: &str,
-    items: Vec<R>,
-) -> ApiResult<Response> {
-    let paging = Paging::from_query(query)?;
-    let page = crate::domains::Page::cut(items.iter().map(|r| r.uuid()).collect(), window(&paging));
-    let shown = items.into_iter().skip(paging.start).take(paging.limit);
-    page_answer(state, caller, query, path, &paging, &page, shown)
-}
-
 fn include_all(query: &[(String, String)]) -> bool {
     crate::domains::rest::flag(query, "includeAll").unwrap_or(false)
 }
@@ -325,7 +313,14 @@ pub async fn payment_modes(
         .filter(|m| all || !m.retired)
         .map(PaymentModeRes)
         .collect();
-    metadata_page(&state, &caller, &query, "/billing/paymentMode", items)
+    list_answer(
+        &state,
+        &caller,
+        &query,
+        "/billing/paymentMode",
+        &Paging::from_query(&query)?,
+        items,
+    )
 }
 
 /// `GET billing/cashPoint[?q=][&location_uuid=]`: the content's cash points.
@@ -351,7 +346,14 @@ pub async fn cash_points(
         .filter(|c| location.is_none_or(|l| c.location.as_deref() == Some(l)))
         .map(CashPointRes)
         .collect();
-    metadata_page(&state, &caller, &query, "/billing/cashPoint", items)
+    list_answer(
+        &state,
+        &caller,
+        &query,
+        "/billing/cashPoint",
+        &Paging::from_query(&query)?,
+        items,
+    )
 }
 
 /// `GET billing/billableService[?serviceType=][&serviceName=][&isDisabled=]`: the
@@ -381,7 +383,14 @@ pub async fn billable_services(
         })
         .map(BillableServiceRes)
         .collect();
-    metadata_page(&state, &caller, &query, "/billing/billableService", items)
+    list_answer(
+        &state,
+        &caller,
+        &query,
+        "/billing/billableService",
+        &Paging::from_query(&query)?,
+        items,
+    )
 }
 
 /// `GET billing/{paymentMode|cashPoint|billableService}/{uuid}`.
@@ -1476,7 +1485,14 @@ pub async fn payments(
         .map(|p| PaymentRes(p.clone(), bill.uuid.clone()))
         .collect();
     let path = format!("/billing/bill/{}/payment", bill.uuid);
-    metadata_page(&state, &caller, &query, &path, items)
+    list_answer(
+        &state,
+        &caller,
+        &query,
+        &path,
+        &Paging::from_query(&query)?,
+        items,
+    )
 }
 
 /// `GET billing/bill/{uuid}`.

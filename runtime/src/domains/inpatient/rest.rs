@@ -9,7 +9,7 @@ use crate::api::location::LocationRes;
 use crate::api::patient::PatientRes;
 use crate::api::{Caller, QueryPairs};
 use crate::domains::encounter::rest::{EncounterRes, ObsRes};
-use crate::domains::rest::{flag, nest, page_answer, window};
+use crate::domains::rest::{flag, list_answer, nest};
 use crate::domains::visit::rest::VisitRes;
 use crate::error::ApiResult;
 use crate::repr::{Ctx, Paging, Props, Rep, Resource};
@@ -222,7 +222,7 @@ pub async fn search_requests(
         Ok(found)
     })
     .await?;
-    answer(
+    list_answer(
         &state,
         &caller,
         &query,
@@ -250,7 +250,7 @@ pub async fn search_admissions(
         admissions(&st, &adt, &filter_of(&q), &wards, include_discharged)
     })
     .await?;
-    answer(
+    list_answer(
         &state,
         &caller,
         &query,
@@ -258,22 +258,6 @@ pub async fn search_admissions(
         &paging,
         found.into_iter().map(AdmissionRes).collect(),
     )
-}
-
-fn answer<R: Resource>(
-    state: &AppState,
-    caller: &Caller,
-    query: &[(String, String)],
-    path: &str,
-    paging: &Paging,
-    items: Vec<R>,
-) -> ApiResult<Response> {
-    let page = crate::domains::Page::cut(
-        (0..items.len()).map(|i| i.to_string()).collect(),
-        window(paging),
-    );
-    let shown = items.into_iter().skip(paging.start).take(paging.limit);
-    page_answer(state, caller, query, path, paging, &page, shown)
 }
 
 /// `GET beds[?patientUuid=…]`: the bed management module's search. The content configures

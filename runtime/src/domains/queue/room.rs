@@ -12,10 +12,9 @@ use crate::AppState;
 use crate::api::metadata::QueueRes;
 use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::domains::rest::{
-    answer, audit_info, client_uuid, flag, nest, only_known, opt_ref, opt_str, page_answer, rep_of,
-    window,
+    answer, audit_info, client_uuid, flag, list_answer, nest, only_known, opt_ref, opt_str, rep_of,
 };
-use crate::domains::{self, Audit, Page, RecordTable, Voiding};
+use crate::domains::{self, Audit, RecordTable, Voiding};
 use crate::error::{ApiError, ApiResult, Invalid};
 use crate::repr::{Ctx, Paging, Props, Rep, Resource};
 use crate::store::{Store, StoreResult};
@@ -195,24 +194,8 @@ pub async fn search(
                 .is_none_or(|q| r.name.to_lowercase().contains(q))
         })
         .collect();
-    let page = Page::cut(
-        rooms.iter().map(|r| r.uuid.clone()).collect(),
-        window(&paging),
-    );
-    let shown = rooms
-        .into_iter()
-        .skip(paging.start)
-        .take(paging.limit)
-        .map(QueueRoomRes);
-    page_answer(
-        &state,
-        &caller,
-        &query,
-        "/queue-room",
-        &paging,
-        &page,
-        shown,
-    )
+    let items = rooms.into_iter().map(QueueRoomRes).collect();
+    list_answer(&state, &caller, &query, "/queue-room", &paging, items)
 }
 
 /// `GET queue-room/{uuid}`.
