@@ -230,6 +230,47 @@ fn get(port: u16, path: &str) -> (u16, String) {
     (status, out)
 }
 
+fn post(port: u16, path: &str, body: &str) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        basic(),
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut s, &mut out).unwrap();
+    out.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Changes an open entry's priority comment `per_second` times a second until `stop`
+/// (each write makes every kept dashboard answer stale); answers how many it made.
+fn writer(
+    port: u16,
+    entry: String,
+    per_second: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut n = 0;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let body = format!("{{\"priorityComment\": \"note {n}\"}}");
+            let status = post(
+                port,
+                &format!("/openmrs/ws/rest/v1/queue-entry/{entry}"),
+                &body,
+            );
+            assert_eq!(status, 200, "a write during the bench");
+            n += 1;
+            std::thread::sleep(Duration::from_millis(1000 / per_second));
+        }
+        n
+    })
+}
+
 fn script(dir: &std::path::Path, name: &str, paths: &[String]) -> std::path::PathBuf {
     let file = dir.join(format!("{name}.lua"));
     let mut lua = String::from("local paths = {\n");
@@ -344,15 +385,37 @@ fn main() {
     let base = format!("http://127.0.0.1:{port}");
     // `BENCH_ONLY=table` measures only the calls whose name holds it (to profile one).
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
-    for pass in ["first pass", "second pass"] {
+    let (_, first_open) = get(
+        port,
+        &format!("{rest}/queue-entry?v=custom:(uuid)&isEnded=false&limit=1"),
+    );
+    let entry = first_open
+        .split("\"uuid\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("an open entry")
+        .to_string();
+    // The dashboard's answers are kept between writes (`answer_cache`); the third pass
+    // writes five times a second (ten times a busy facility's rate) while it reads.
+    const WRITES_PER_SECOND: u64 = 5;
+    for pass in ["first pass", "second pass", "third pass, 5 writes a second"] {
         println!("{pass}, wrk -t2 -c32 10 s each:");
         for (name, paths) in calls
             .iter()
             .filter(|(name, _)| name.contains(only.as_str()))
         {
             let file = script(dir.path(), "queues", paths);
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let writes = pass
+                .starts_with("third")
+                .then(|| writer(port, entry.clone(), WRITES_PER_SECOND, stop.clone()));
             let (rps, p50, p99) = wrk_with(&base, true, 10, Some(&file));
-            println!("  {name}: {rps:.0} req/s, p50 {p50}, p99 {p99}");
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            let writes = writes.map(|w| format!(", {} writes", w.join().unwrap()));
+            println!(
+                "  {name}: {rps:.0} req/s, p50 {p50}, p99 {p99}{}",
+                writes.unwrap_or_default()
+            );
         }
     }
     println!(

@@ -12,6 +12,7 @@
 //! - `error`: the OpenMRS error bodies;
 //! - `ops`: the health check and the backup service run from the same binary.
 
+pub mod answer_cache;
 pub mod api;
 pub mod auth;
 pub mod catalog;
@@ -175,6 +176,9 @@ pub struct AppState {
     /// The ticket each service point is serving (`queueutil/assignticket`), for the
     /// waiting-room screen; in memory, as the queue module keeps it.
     pub queue_tickets: std::sync::Mutex<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// Rendered answers of the calls screens poll (the service-queue dashboard), kept
+    /// until the next write.
+    pub answers: answer_cache::AnswerCache,
 }
 
 impl AppState {
@@ -296,6 +300,7 @@ pub fn start(
         access: ArcSwap::from_pointee(access),
         login_throttle: throttle::LoginThrottle::default(),
         queue_tickets: Default::default(),
+        answers: Default::default(),
     };
     let state = Arc::new(state);
     spawn_index_load(&state)?;

@@ -69,6 +69,7 @@ pub async fn reload(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
     state.catalog.store(Arc::new(catalog));
+    state.answers.invalidate();
     tracing::info!(mode, bundle = %hash, reset = ?reset, roles = ?roles, "content reloaded");
     Ok(ok(json!({
         "mode": mode,

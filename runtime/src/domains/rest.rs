@@ -148,12 +148,26 @@ pub fn page_answer<R: Resource>(
     page: &Page,
     items: impl IntoIterator<Item = R>,
 ) -> ApiResult<Response> {
+    let body = page_body(state, caller, query, path, paging, page, items)?;
+    Ok(crate::api::ok_bytes(body.into()))
+}
+
+/// The body `page_answer` answers.
+pub fn page_body<R: Resource>(
+    state: &AppState,
+    caller: &Caller,
+    query: &[(String, String)],
+    path: &str,
+    paging: &Paging,
+    page: &Page,
+    items: impl IntoIterator<Item = R>,
+) -> ApiResult<Vec<u8>> {
     let rep = rep_of(query)?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(state, &catalog);
     let request = caller.request_url(state, path, query);
     // Written straight to bytes: a page of encounters nests a hundred observations.
-    let body = paging.answer_to(
+    paging.answer_to(
         |out| {
             for (i, r) in items.into_iter().enumerate() {
                 if i > 0 {
@@ -166,8 +180,7 @@ pub fn page_answer<R: Resource>(
         page.more,
         page.total,
         &request,
-    )?;
-    Ok(crate::api::ok_bytes(body.into()))
+    )
 }
 
 /// One page of a list already in memory and in order (the content's metadata, a

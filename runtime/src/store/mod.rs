@@ -194,6 +194,11 @@ pub struct Store {
     /// By lower-case username or system id; only names that exist are kept.
     users_by_name: ReadCache<UserRecord>,
     settings: ReadCache<SettingRecord>,
+    /// Counts committed writes (and reopenings of the file): a reader that notes it before
+    /// reading knows its result is current while the count has not moved
+    /// (`answer_cache`). Raised after each commit, so a count read after a write's commit
+    /// always comes with a view that includes the write.
+    commit_count: std::sync::atomic::AtomicU64,
 }
 
 /// The clinical write lock, held; releasing it lets a gathering flush go on.
@@ -366,6 +371,7 @@ impl Store {
             users_by_uuid: ReadCache::default(),
             users_by_name: ReadCache::default(),
             settings: ReadCache::default(),
+            commit_count: Default::default(),
         };
         let schema = medium::catch_panic(|| {
             store.write(|txn| {
@@ -409,6 +415,11 @@ impl Store {
         })
     }
 
+    /// How many writes have committed since the store was opened (see `commit_count`).
+    pub fn commit_count(&self) -> u64 {
+        self.commit_count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// A read transaction (reads keep working while writes fail).
     pub fn begin_read(&self) -> StoreResult<ReadTransaction> {
         Ok(self.database()?.begin_read()?)
@@ -431,6 +442,8 @@ impl Store {
         let out = f(&txn).map_err(|e| self.noted(e))?;
         let seq = self.commits.assign();
         txn.commit().map_err(|e| self.noted(e.into()))?;
+        self.commit_count
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let pending = group_commit::Pending {
             seq,
             wait: group_commit::waiter(self.commits.clone(), {
@@ -482,7 +495,11 @@ impl Store {
             }
         }
         match opened {
-            Ok(db) => self.db.store(Some(Arc::new(db))),
+            Ok(db) => {
+                self.db.store(Some(Arc::new(db)));
+                self.commit_count
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
             Err(e) => {
                 tracing::error!("the store file cannot be opened again yet: {e}");
                 return false;

@@ -763,3 +763,68 @@ async fn queue_rooms_are_made_changed_retired_and_kept() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// The dashboard's answers are kept between writes (`answer_cache`): every write, whatever
+/// it changes, shows in the next answer, and each locale gets its own.
+#[tokio::test]
+async fn the_dashboards_kept_answers_follow_every_write_and_each_locale() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let waiting = concept(&st, "DRC-EMR:6011");
+    let list = format!("{REST}/queue-entry?v={LIST_REP}&totalCount=true&isEnded=false");
+    let count = format!("{REST}/queue-entry-metrics?status={waiting}&isEnded=false&queue={TRIAGE}");
+    assert_eq!(c.get(&list).await.body["totalCount"], 0);
+    assert_eq!(c.get(&count).await.body["count"], 0);
+
+    let (patient, visit) = visiting(&mut c, &st, "300077").await;
+    let r = c
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, TRIAGE, &ago(30)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let page = c.get(&list).await.body;
+    assert_eq!(page["totalCount"], 1);
+    assert!(
+        page["results"][0]["patient"]["display"]
+            .as_str()
+            .unwrap()
+            .contains("Aline Kabila")
+    );
+    assert_eq!(c.get(&count).await.body["count"], 1);
+    // The same answer again, byte for byte, from the kept copy.
+    assert_eq!(c.get(&list).await.body, page);
+
+    // A write to another record (the patient's name) shows at once in the list.
+    let r = c
+        .post(
+            &format!("{REST}/person/{patient}"),
+            &json!({"names": [{"givenName": "Alinée", "familyName": "Kabila", "preferred": true}]})
+                .to_string(),
+        )
+        .await;
+    assert!(r.status.is_success(), "{:?}", r.body);
+    let renamed = c.get(&list).await.body;
+    assert!(
+        renamed["results"][0]["patient"]["display"]
+            .as_str()
+            .unwrap()
+            .contains("Alinée"),
+        "{renamed}"
+    );
+
+    // An English session gets the status in English, the French one keeps French.
+    let status_fr = renamed["results"][0]["status"]["display"].clone();
+    let mut en = Client::admin(st.clone()).await;
+    let r = en
+        .post(&format!("{REST}/session"), r#"{"locale": "en"}"#)
+        .await;
+    assert!(r.status.is_success(), "{:?}", r.body);
+    let status_en = en.get(&list).await.body["results"][0]["status"]["display"].clone();
+    assert_ne!(status_fr, status_en);
+    assert_eq!(
+        c.get(&list).await.body["results"][0]["status"]["display"],
+        status_fr
+    );
+}

@@ -7,14 +7,15 @@
 use super::store::{self, Source};
 use super::{DUPLICATE, QueueEntryRecord};
 use crate::AppState;
+use crate::answer_cache;
 use crate::api::concept::ConceptRes;
 use crate::api::location::LocationRes;
 use crate::api::metadata::QueueRes;
 use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, ok_bytes, param};
 use crate::domains::provider::rest::ProviderRes;
 use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_answer, rep_of,
+    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_body, rep_of,
 };
 use crate::domains::visit::rest::VisitRes;
 use crate::domains::{Audit, Page, Voiding, datetime_key, parse_datetime, wire_datetime};
@@ -418,27 +419,36 @@ pub async fn search(
     caller.require(&["Get Queue Entries"])?;
     rep_of(&query)?; // a malformed representation is refused before the search
     let paging = Paging::from_query(&query)?;
-    let st = state.clone();
-    let q = query.clone();
-    let found = blocking(move || Criteria::parse(&st, &q)?.find(&st)).await?;
-    let page = Page {
-        uuids: Vec::new(),
-        more: paging.start + paging.limit < found.len(),
-        total: paging.total_count.then_some(found.len()),
-    };
-    page_answer(
-        &state,
-        &caller,
-        &query,
-        "/queue-entry",
-        &paging,
-        &page,
-        found
-            .iter()
-            .skip(paging.start)
-            .take(paging.limit)
-            .map(QueueEntryRes),
-    )
+    let key = answer_cache::key(&caller, &state.catalog.load(), "queue-entry", &query);
+    let body = state
+        .answers
+        .get_or_render(&state.store, key, || async {
+            let st = state.clone();
+            let q = query.clone();
+            let found = blocking(move || Criteria::parse(&st, &q)?.find(&st)).await?;
+            let page = Page {
+                uuids: Vec::new(),
+                more: paging.start + paging.limit < found.len(),
+                total: paging.total_count.then_some(found.len()),
+            };
+            let items = found
+                .iter()
+                .skip(paging.start)
+                .take(paging.limit)
+                .map(QueueEntryRes);
+            let body = page_body(
+                &state,
+                &caller,
+                &query,
+                "/queue-entry",
+                &paging,
+                &page,
+                items,
+            )?;
+            Ok(body.into())
+        })
+        .await?;
+    Ok(ok_bytes(body))
 }
 
 /// `GET queue-entry/{uuid}` (voided and ended ones too) — privilege: Get Queue Entries.
@@ -1007,23 +1017,41 @@ pub async fn metrics(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Queue Entries"])?;
-    let st = state.clone();
-    let q = query.clone();
-    let found = blocking(move || Criteria::parse(&st, &q)?.find(&st)).await?;
-    let metrics: Vec<&str> = all(&query, "metric").collect();
+    let key = answer_cache::key(
+        &caller,
+        &state.catalog.load(),
+        "queue-entry-metrics",
+        &query,
+    );
+    let body = state
+        .answers
+        .get_or_render(&state.store, key, || async {
+            let st = state.clone();
+            let q = query.clone();
+            let found = blocking(move || Criteria::parse(&st, &q)?.find(&st)).await?;
+            let out = count_metrics(&query, &found)?;
+            Ok(serde_json::to_vec(&out).expect("a map serializes").into())
+        })
+        .await?;
+    Ok(ok_bytes(body))
+}
+
+/// The metrics a `queue-entry-metrics` call names, over the entries it matched.
+fn count_metrics(query: &[(String, String)], found: &[QueueEntryRecord]) -> ApiResult<Value> {
+    let metrics: Vec<&str> = all(query, "metric").collect();
     let mut out = Map::new();
     if metrics.is_empty() {
         out.insert(
             "count".into(),
             json!(found.iter().filter(|e| e.ended.is_none()).count()),
         );
-        out.insert("averageWaitTime".into(), json!(average_wait(&found)));
+        out.insert("averageWaitTime".into(), json!(average_wait(found)));
     } else {
         for m in metrics {
             match m {
                 "count" => out.insert("count".into(), json!(found.len())),
                 "averageWaitTime" => {
-                    out.insert("averageWaitTime".into(), json!(average_wait(&found)))
+                    out.insert("averageWaitTime".into(), json!(average_wait(found)))
                 }
                 other => {
                     return Err(ApiError::BadRequest(format!("Unknown metric: {other}")));
@@ -1031,7 +1059,7 @@ pub async fn metrics(
             };
         }
     }
-    Ok(ok(Value::Object(out)))
+    Ok(Value::Object(out))
 }
 
 /// `GET queue-metrics?queue=…&status=…`: a queue's average wait today — privilege: Get Queue
@@ -1078,15 +1106,21 @@ pub async fn queue_metrics(
     if let Some(s) = param(&query, "status") {
         criteria.statuses = vec![concept_param(&state, s)?];
     }
-    let st = state.clone();
-    let found = if criteria.queues.is_empty() {
-        Vec::new()
-    } else {
-        blocking(move || criteria.find(&st)).await?
-    };
-    Ok(ok(
-        json!({"queue": name, "averageWaitTime": average_wait(&found)}),
-    ))
+    let key = answer_cache::key(&caller, &catalog, "queue-metrics", &query);
+    let body = state
+        .answers
+        .get_or_render(&state.store, key, || async {
+            let st = state.clone();
+            let found = if criteria.queues.is_empty() {
+                Vec::new()
+            } else {
+                blocking(move || criteria.find(&st)).await?
+            };
+            let out = json!({"queue": name, "averageWaitTime": average_wait(&found)});
+            Ok(serde_json::to_vec(&out).expect("a map serializes").into())
+        })
+        .await?;
+    Ok(ok_bytes(body))
 }
 
 /// `POST queueutil/assignticket` `{servicePointName, ticketNumber, status}`: which ticket a
