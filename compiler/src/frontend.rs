@@ -118,6 +118,11 @@ fn entity_kinds(content: &Content) -> HashMap<&str, &'static str> {
     );
     add(
         &mut k,
+        content.attribute_types.iter().map(|x| &x.uuid),
+        "attribute type",
+    );
+    add(
+        &mut k,
         content.patient_identifier_types.iter().map(|x| &x.uuid),
         "patient identifier type",
     );

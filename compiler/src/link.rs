@@ -79,6 +79,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         encounter_roles,
         relationship_types,
         person_attribute_types,
+        attribute_types,
         programs,
         program_workflows,
         program_workflow_states,
@@ -463,6 +464,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         }
     }
     content.person_attribute_types = person_attribute_types.into_sorted();
+    content.attribute_types = attribute_types.into_sorted();
 
     // Programs, workflows, states.
     let mut program_list = Vec::new();

@@ -138,6 +138,8 @@ const ENGLISH = [
   "Billing history", "Create bill", "Bill processed", "Finalize bill", "Bill finalized", "Payment method",
   "Process payment", "Print receipt", "Print bill", "Amount due", "Payment processed successfully",
   "Admission requests", "Admit patient", "admitted successfully", "Confirm discharge", "Discharge note", "Wards",
+  "Billing details", "Payment details", "Paying", "Non paying", "Billable service", "Bill created successfully",
+  "Last Visit Information", "The last visit was",
 ];
 let french = true;
 async function noEnglish() {
@@ -271,6 +273,8 @@ await step("chart-summary", async () => {
 });
 
 // Clinical care (issue 10): a visit, vital signs in it, the visit ended.
+// The receipt number of the bill made at check-in.
+let checkInReceipt;
 await step("start-a-visit", async () => {
   await page.getByRole("button", { name: /Actions/ }).first().click();
   await page.getByRole("menuitem", { name: "Ajouter une visite" }).click();
@@ -281,9 +285,24 @@ await step("start-a-visit", async () => {
   // (A select's options are never "visible": wait for the service to be listed.)
   await page.locator("select#queueService option", { hasText: "Bondeko - File de triage" }).waitFor({ state: "attached", timeout: 30000 });
   await page.locator("select#queueService").selectOption({ label: "Bondeko - File de triage" });
+  // Billing at check-in: a paying patient, in cash, billed for her consultation (the
+  // answers are kept as visit attributes, and the bill is made with the visit).
+  await page.getByText("Payant", { exact: true }).click();
+  await page.locator("#paymentMethods").click();
+  await page.getByRole("option", { name: "Espèces" }).click();
+  await page.locator("#billable-items").click();
+  await page.getByRole("option", { name: /^Consultation générale \(Espèces: 5000\)/ }).click();
   await page.getByRole("button", { name: /^Démarrer la visite$/ }).click();
   // The banner marks the visit as the current one, and shows the queue the patient waits in.
   await visible(page.getByText("Visite en cours"));
+  await visible(page.getByText("Facture créée avec succès"));
+  const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+  const [visit] = (await api("GET", `visit?patient=${uuid}&v=full`)).results;
+  const shown = visit.attributes.map((a) => a.display).sort().join(" | ");
+  if (shown !== "Détails de paiement: Payant | Mode de paiement: fc99ef44-6260-44b3-90db-05e7d0a91a14") throw new Error(`the check-in was not kept with the visit: ${shown}`);
+  const [bill] = (await api("GET", `billing/bill?patientUuid=${uuid}&v=full`)).results;
+  if (bill?.status !== "PENDING" || bill.total !== 5000 || bill.visit?.uuid !== visit.uuid) throw new Error(`the check-in bill was not made: ${JSON.stringify(bill)}`);
+  checkInReceipt = bill.receiptNumber;
   await visible(page.getByText("Bondeko - File de triage"));
   await visible(page.getByText("Priorité normale"));
 });
@@ -547,13 +566,13 @@ await step("attach-a-photo-to-the-chart", async () => {
 // Billing (issue 12): the visit billed from the chart, paid at the cash desk.
 let billUrl;
 await step("bill-the-visit-from-the-chart", async () => {
-  // The chart's billing history: a bill made for her visit, a consultation paid in cash and
-  // two dressings, each priced in the payment mode chosen.
+  // The chart's billing history: the check-in's bill, then a bill made for her visit, two
+  // dressings priced in the payment mode chosen.
   await page.getByRole("link", { name: "Historique des facturations" }).click();
-  await visible(page.getByText("Aucune facture à afficher."));
+  await visible(page.getByRole("cell", { name: checkInReceipt }));
   await page.getByRole("button", { name: "Créer une facture" }).first().click();
   const search = page.getByRole("combobox", { name: "Rechercher des services" });
-  for (const [service, quantity] of [["Consultation générale", 1], ["Pansement simple", 2]]) {
+  for (const [service, quantity] of [["Pansement simple", 2]]) {
     await search.click();
     await search.fill(service.slice(0, 6));
     await page.getByRole("option", { name: service }).click();
@@ -562,12 +581,12 @@ await step("bill-the-visit-from-the-chart", async () => {
     await page.getByRole("option", { name: /^Espèces - / }).click();
     if (quantity > 1) await card.locator('input[id^="quantity-"]').fill(String(quantity));
   }
-  await visible(page.getByText(/Total général.*8[\s,.]?001/));
+  await visible(page.getByText(/Total général.*3[\s,.]?001/));
   await page.getByRole("button", { name: "Enregistrer et fermer" }).click();
   await visible(page.getByText("Facture traitée"));
   const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
-  const [bill] = (await api("GET", `billing/bill?patientUuid=${uuid}&v=full`)).results;
-  if (bill?.status !== "PENDING" || bill.total !== 8001 || !bill.visit) throw new Error(`the bill was not kept as made: ${JSON.stringify(bill)}`);
+  const bill = (await api("GET", `billing/bill?patientUuid=${uuid}&v=full`)).results.find((b) => b.receiptNumber !== checkInReceipt);
+  if (bill?.status !== "PENDING" || bill.total !== 3001 || !bill.visit) throw new Error(`the bill was not kept as made: ${JSON.stringify(bill)}`);
   billUrl = `${base}/openmrs/spa/home/billing/patient/${uuid}/${bill.uuid}`;
   await visible(page.getByRole("cell", { name: bill.receiptNumber }));
 });
@@ -576,18 +595,18 @@ await step("the-cashier-takes-the-payment", async () => {
   // At the cash desk: the bill among those awaiting payment, finalised, paid in cash (the
   // amount due exactly, with its hundredths), and its receipt printed from the server.
   await page.goto(`${base}/openmrs/spa/home/billing`);
-  await visible(page.getByRole("row", { name: /Grâce Kapinga/ }));
+  await visible(page.getByRole("row", { name: /Grâce Kapinga/ }).first());
   await page.goto(billUrl);
   await page.getByRole("button", { name: "Finaliser la facture" }).first().click();
   await page.getByRole("dialog").getByRole("button", { name: "Finaliser" }).click();
   await visible(page.getByText("La facture a été finalisée"));
   await page.locator("#paymentMethod").click();
   await page.getByRole("option", { name: "Espèces" }).click();
-  await page.getByPlaceholder("Saisir le montant").fill("8001");
+  await page.getByPlaceholder("Saisir le montant").fill("3001");
   await page.getByRole("button", { name: "Enregistrer le paiement" }).click();
   await visible(page.getByText("Paiement enregistré"));
   const bill = await api("GET", `billing/bill/${billUrl.split("/").pop()}`);
-  if (bill.status !== "PAID" || bill.payments.length !== 1 || bill.payments[0].amountTendered !== 8001) throw new Error(`the payment was not kept: ${JSON.stringify(bill)}`);
+  if (bill.status !== "PAID" || bill.payments.length !== 1 || bill.payments[0].amountTendered !== 3001) throw new Error(`the payment was not kept: ${JSON.stringify(bill)}`);
   await visible(page.getByText("PAYÉ"));
   const download = page.waitForEvent("download", { timeout: 30000 });
   await page.getByRole("button", { name: "Imprimer le reçu" }).click();

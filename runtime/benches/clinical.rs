@@ -126,6 +126,7 @@ fn generate(store: &runtime::store::Store, patients: &[String], refs: &Refs) -> 
                                     .then(|| datetime_key(day + chrono::Duration::days(1))),
                                 audit: Audit::new(&refs.admin, created),
                                 voiding: Voiding::default(),
+                                attributes: Vec::new(),
                             };
                             runtime::domains::visit::store::put_in(txn, None, &visit)?;
                             visits_of[n] = visit.uuid;

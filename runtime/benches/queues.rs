@@ -90,6 +90,7 @@ fn generate(
         stop: stop.map(datetime_key),
         audit: Audit::new(&r.admin, now),
         voiding: Voiding::default(),
+        attributes: Vec::new(),
     };
     for chunk in (0..HISTORY_VISITS).collect::<Vec<_>>().chunks(5_000) {
         store

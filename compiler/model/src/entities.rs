@@ -366,6 +366,50 @@ pub struct PersonAttributeType {
     pub display: Localized,
 }
 
+/// A type of attribute of the `attributetypes/` domain: for visits, locations, providers
+/// and the other entities Initializer knows (`entity`, as its "Entity name" column names
+/// it). Values are strings, checked against the custom datatype (`datatype`, its class
+/// name) and its configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttributeType {
+    pub uuid: String,
+    /// `Visit`, `Location`, `Provider`, `Concept`, `Program`, … (Initializer's names).
+    pub entity: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub min_occurs: u32,
+    /// `None`: any number.
+    pub max_occurs: Option<u32>,
+    pub datatype: String,
+    pub datatype_config: Option<String>,
+    pub handler: Option<String>,
+    pub handler_config: Option<String>,
+    pub retired: bool,
+    pub display: Localized,
+}
+
+/// The custom datatypes of OpenMRS core whose values the runtime checks (class names).
+pub mod datatypes {
+    pub const FREE_TEXT: &str = "org.openmrs.customdatatype.datatype.FreeTextDatatype";
+    pub const LONG_FREE_TEXT: &str = "org.openmrs.customdatatype.datatype.LongFreeTextDatatype";
+    pub const BOOLEAN: &str = "org.openmrs.customdatatype.datatype.BooleanDatatype";
+    pub const DATE: &str = "org.openmrs.customdatatype.datatype.DateDatatype";
+    pub const REGEX: &str = "org.openmrs.customdatatype.datatype.RegexValidatedTextDatatype";
+    pub const OPTIONS: &str = "org.openmrs.customdatatype.datatype.SpecifiedTextOptionsDatatype";
+    pub const CONCEPT: &str = "org.openmrs.customdatatype.datatype.ConceptDatatype";
+    pub const LOCATION: &str = "org.openmrs.customdatatype.datatype.LocationDatatype";
+    pub const ALL: &[&str] = &[
+        FREE_TEXT,
+        LONG_FREE_TEXT,
+        BOOLEAN,
+        DATE,
+        REGEX,
+        OPTIONS,
+        CONCEPT,
+        LOCATION,
+    ];
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Program {
     pub uuid: String,

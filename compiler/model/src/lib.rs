@@ -107,6 +107,7 @@ pub struct Content {
     pub encounter_roles: Vec<NamedMetadata>,
     pub relationship_types: Vec<RelationshipType>,
     pub person_attribute_types: Vec<PersonAttributeType>,
+    pub attribute_types: Vec<AttributeType>,
     pub programs: Vec<Program>,
     pub program_workflows: Vec<ProgramWorkflow>,
     pub program_workflow_states: Vec<ProgramWorkflowState>,
@@ -203,6 +204,7 @@ impl Content {
             ("encounter_roles", self.encounter_roles.len()),
             ("relationship_types", self.relationship_types.len()),
             ("person_attribute_types", self.person_attribute_types.len()),
+            ("attribute_types", self.attribute_types.len()),
             ("programs", self.programs.len()),
             ("program_workflows", self.program_workflows.len()),
             (

@@ -3,7 +3,7 @@
 
 use super::{Ctx, Loaded};
 use crate::csvtable::{Columns, UuidRule};
-use crate::diagnostics::Sink;
+use crate::diagnostics::{Code, Sink};
 use model::*;
 
 pub const NAMED_COLUMNS: Columns = Columns {
@@ -49,6 +49,25 @@ pub const PERSON_ATTRIBUTE_COLUMNS: Columns = Columns {
     prefixes: &[],
     required: &["name"],
 };
+
+pub const ATTRIBUTE_TYPE_COLUMNS: Columns = Columns {
+    known: &[
+        "entity name",
+        "name",
+        "description",
+        "min occurs",
+        "max occurs",
+        "datatype classname",
+        "datatype config",
+        "preferred handler classname",
+        "handler config",
+    ],
+    prefixes: &[],
+    required: &["entity name", "name", "datatype classname"],
+};
+
+/// The entities whose attribute types Initializer's `attributetypes/` domain makes.
+const ATTRIBUTE_ENTITIES: &[&str] = &["Location", "Visit", "Provider", "Concept", "Program"];
 
 pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     match domain {
@@ -109,6 +128,19 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
             let entry = ctx.entry_with(value, &[("edit_privilege", "edit privilege")]);
             loaded.person_attribute_types.insert(uuid, entry, sink);
         }
+        "attributetypes" => {
+            if let Some(value) = attribute_type(ctx, uuid.clone(), name, description, sink) {
+                let entry = ctx.entry_with(
+                    AttributeType {
+                        retired,
+                        display,
+                        ..value
+                    },
+                    &[("datatype", "datatype classname")],
+                );
+                loaded.attribute_types.insert(uuid, entry, sink);
+            }
+        }
         _ => {
             let value = NamedMetadata {
                 uuid: uuid.clone(),
@@ -125,6 +157,94 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
             registry.insert(uuid, ctx.entry(value), sink);
         }
     }
+}
+
+/// An `attributetypes/` row: its entity must be one Initializer knows, its datatype one of
+/// core's that the runtime checks, with the configuration that datatype needs.
+fn attribute_type(
+    ctx: &Ctx,
+    uuid: String,
+    name: String,
+    description: Option<String>,
+    sink: &mut Sink,
+) -> Option<AttributeType> {
+    let entity = ctx.required("entity name", sink)?;
+    let Some(entity) = ATTRIBUTE_ENTITIES
+        .iter()
+        .find(|e| e.eq_ignore_ascii_case(&entity))
+    else {
+        sink.emit(
+            Code::InvalidValue,
+            &ctx.loc("entity name"),
+            format!("Unknown entity '{entity}' for an attribute type"),
+        )
+        .help = Some(format!("one of: {}", ATTRIBUTE_ENTITIES.join(", ")));
+        return None;
+    };
+    let datatype = ctx.required("datatype classname", sink)?;
+    if !datatypes::ALL.contains(&datatype.as_str()) {
+        sink.emit(
+            Code::InvalidValue,
+            &ctx.loc("datatype classname"),
+            format!("Datatype '{datatype}' is not one the runtime can check"),
+        )
+        .help = Some(format!("one of: {}", datatypes::ALL.join(", ")));
+        return None;
+    }
+    let datatype_config = ctx.string("datatype config");
+    match datatype.as_str() {
+        datatypes::REGEX => match datatype_config.as_deref() {
+            Some(pattern) => {
+                let loc = ctx.loc("datatype config");
+                if !super::identifiers::check_regex(pattern, "The datatype's pattern", &loc, sink) {
+                    return None;
+                }
+            }
+            None => {
+                sink.emit(
+                    Code::MissingValue,
+                    &ctx.row_loc(),
+                    "A regex-validated attribute type needs its pattern in 'Datatype config'",
+                );
+                return None;
+            }
+        },
+        datatypes::OPTIONS if datatype_config.is_none() => {
+            sink.emit(
+                Code::MissingValue,
+                &ctx.row_loc(),
+                "A specified-options attribute type needs its options (comma-separated) in 'Datatype config'",
+            );
+            return None;
+        }
+        _ => {}
+    }
+    let min_occurs = ctx.int::<u32>("min occurs", sink).unwrap_or(0);
+    let max_occurs = ctx.int::<u32>("max occurs", sink);
+    if let Some(max) = max_occurs
+        && max < min_occurs.max(1)
+    {
+        sink.emit(
+            Code::InvalidValue,
+            &ctx.loc("max occurs"),
+            format!("'Max occurs' ({max}) is below 'Min occurs' or zero"),
+        );
+        return None;
+    }
+    Some(AttributeType {
+        uuid,
+        entity: entity.to_string(),
+        name,
+        description,
+        min_occurs,
+        max_occurs,
+        datatype,
+        datatype_config,
+        handler: ctx.string("preferred handler classname"),
+        handler_config: ctx.string("handler config"),
+        retired: false,
+        display: Localized::new(),
+    })
 }
 
 fn load_source(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {

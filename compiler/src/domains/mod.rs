@@ -55,6 +55,7 @@ pub struct Loaded {
     pub encounter_roles: Registry<NamedMetadata>,
     pub relationship_types: Registry<RelationshipType>,
     pub person_attribute_types: Registry<PersonAttributeType>,
+    pub attribute_types: Registry<AttributeType>,
     pub programs: Registry<Program>,
     pub program_workflows: Registry<ProgramWorkflow>,
     pub program_workflow_states: Registry<ProgramWorkflowState>,
@@ -95,6 +96,7 @@ const DOMAINS: &[(&str, &str)] = &[
     ("programworkflows", "csv"),
     ("programworkflowstates", "csv"),
     ("personattributetypes", "csv"),
+    ("attributetypes", "csv"),
     ("idgen", "csv"),
     ("autogenerationoptions", "csv"),
     ("ordertypes", "csv"),
@@ -260,6 +262,7 @@ fn columns_of(domain: &str) -> &'static Columns {
         "encountertypes" => &metadata::ENCOUNTER_TYPE_COLUMNS,
         "relationshiptypes" => &metadata::RELATIONSHIP_COLUMNS,
         "personattributetypes" => &metadata::PERSON_ATTRIBUTE_COLUMNS,
+        "attributetypes" => &metadata::ATTRIBUTE_TYPE_COLUMNS,
         _ => &metadata::NAMED_COLUMNS,
     }
 }

@@ -233,6 +233,16 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/visit/{uuid}"),
             get(visit::read).post(visit::update).delete(visit::delete),
         )
+        .route(
+            &rest("/visit/{uuid}/attribute"),
+            get(visit::attributes).post(visit::attribute_create),
+        )
+        .route(
+            &rest("/visit/{uuid}/attribute/{attribute}"),
+            get(visit::attribute_read)
+                .post(visit::attribute_update)
+                .delete(visit::attribute_delete),
+        )
         .route(&rest("/visittype/{uuid}"), get(visit::visit_type))
         .route(
             &rest("/patientdiagnoses"),

@@ -34,4 +34,5 @@ mod router_relationship;
 mod router_session;
 mod router_setting;
 mod router_spa;
+mod router_visit_attribute;
 mod store_faults;

@@ -5,8 +5,11 @@
 //! and no encounter of the visit left outside it. Visits open longer than
 //! `visits.autoCloseVisitTimeout` hours are ended by a background job.
 
+pub mod attribute;
 pub mod rest;
 pub mod store;
+
+pub use attribute::VisitAttribute;
 
 use super::{Audit, CLOCK_SKEW, DAEMON_USER, Voiding, datetime_key, parse_key};
 use crate::AppState;
@@ -28,6 +31,9 @@ pub struct VisitRecord {
     pub stop: Option<String>,
     pub audit: Audit,
     pub voiding: Voiding,
+    /// Voided ones included (OpenMRS keeps them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributes: Vec<VisitAttribute>,
 }
 
 impl VisitRecord {
@@ -122,6 +128,7 @@ pub fn validate(
             ));
         }
     }
+    attribute::check_occurrences(v, &catalog, &mut inv);
     Ok(inv)
 }
 

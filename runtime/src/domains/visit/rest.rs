@@ -2,6 +2,7 @@
 //! `visitattributetype` over REST, in OpenMRS's representations.
 
 use super::VisitRecord;
+use super::attribute::{self, VisitAttributeRes, VisitAttributeTypeRes};
 use super::store::{self, VisitQuery};
 use crate::AppState;
 use crate::api::concept::ConceptRes;
@@ -134,8 +135,19 @@ impl Resource for VisitRes<'_> {
                 let res: Vec<EncounterRes> = list.iter().map(EncounterRes).collect();
                 nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
-            // The content defines no visit attribute types, so a visit has none.
-            "attributes" => json!([]),
+            // The active ones, as OpenMRS's `getActiveAttributes`.
+            "attributes" => {
+                let res: Vec<VisitAttributeRes> = v
+                    .attributes
+                    .iter()
+                    .filter(|a| !a.voiding.voided)
+                    .map(|attribute| VisitAttributeRes {
+                        visit: &v.uuid,
+                        attribute,
+                    })
+                    .collect();
+                nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
             "voided" => json!(v.voiding.voided),
             "auditInfo" => audit_info(&v.audit, ctx),
             _ => return None,
@@ -172,18 +184,38 @@ fn apply(v: &mut VisitRecord, body: &Map<String, Value>) -> ApiResult<()> {
     if body.contains_key("stopDatetime") {
         v.stop = opt_datetime(body, "stopDatetime")?;
     }
-    if let Some(attrs) = body.get("attributes") {
-        let Value::Array(attrs) = attrs else {
-            return Err(ApiError::BadRequest("attributes must be a list".into()));
-        };
-        if let Some(a) = attrs.first() {
-            let t = a
-                .get("attributeType")
-                .and_then(crate::domains::rest::ref_uuid)
-                .unwrap_or_default();
-            return Err(ApiError::BadRequest(format!(
-                "attributeType {t} does not exist: the content defines no visit attribute types"
-            )));
+    Ok(())
+}
+
+/// Applies a body's `attributes`: each one names an existing attribute by `uuid` (its value
+/// changes) or is a new one (`attribute::set`).
+fn apply_attributes(
+    v: &mut VisitRecord,
+    catalog: &crate::catalog::Catalog,
+    body: &Map<String, Value>,
+    user: &str,
+) -> ApiResult<()> {
+    let Some(attrs) = body.get("attributes") else {
+        return Ok(());
+    };
+    let Value::Array(attrs) = attrs else {
+        return Err(ApiError::BadRequest("attributes must be a list".into()));
+    };
+    let now = Utc::now();
+    for a in attrs {
+        let existing = a
+            .get("uuid")
+            .and_then(Value::as_str)
+            .filter(|u| v.attributes.iter().any(|x| &x.uuid == u));
+        match existing {
+            Some(u) => {
+                let u = u.to_string();
+                let value = a.get("value").unwrap_or(&Value::Null);
+                attribute::change(v, catalog, &u, value, user, now)?;
+            }
+            None => {
+                attribute::set(v, catalog, a, user, now)?;
+            }
         }
     }
     Ok(())
@@ -240,8 +272,10 @@ pub async fn create(
         stop: None,
         audit: Audit::new(&user, now),
         voiding: Voiding::default(),
+        attributes: Vec::new(),
     };
     apply(&mut v, &body)?;
+    apply_attributes(&mut v, &state.catalog.load(), &body, &user)?;
     let rep = rep_of(&query)?;
     let st = state.clone();
     let v = blocking(move || {
@@ -281,6 +315,7 @@ pub async fn update(
         let old = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let mut v = old.clone();
         apply(&mut v, &body)?;
+        apply_attributes(&mut v, &st.catalog.load(), &body, &user)?;
         if body.get("voided") == Some(&Value::Bool(false)) && v.voiding.voided {
             v.voiding.unvoid();
         }
@@ -428,24 +463,234 @@ pub async fn visit_type(
     )?))
 }
 
-/// The content defines no visit attribute types: the list is the content's (empty), and a
-/// read finds nothing.
+/// `GET visitattributetype[?q=]`: the content's visit attribute types (retired ones with
+/// `includeAll`), by name — privilege: Get Visit Attribute Types.
 pub async fn attribute_types(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Visit Attribute Types"])?;
-    crate::api::render_list(
+    let catalog = state.catalog.load();
+    let include_retired = flag(&query, "includeAll").unwrap_or(false);
+    let q = param(&query, "q").map(str::to_lowercase);
+    let mut found: Vec<&model::AttributeType> = attribute::types(&catalog)
+        .filter(|t| include_retired || !t.retired)
+        .filter(|t| {
+            q.as_deref()
+                .is_none_or(|q| t.name.to_lowercase().contains(q))
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    let paging = Paging::from_query(&query)?;
+    crate::domains::rest::list_answer(
         &state,
         &caller,
         &query,
         "/visitattributetype",
-        std::iter::empty(),
+        &paging,
+        found.into_iter().map(VisitAttributeTypeRes).collect(),
     )
 }
 
-pub async fn attribute_type(caller: Caller, Path(_uuid): Path<String>) -> ApiResult<Response> {
+/// `GET visitattributetype/{uuid or name}`.
+pub async fn attribute_type(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
     caller.require(&["Get Visit Attribute Types"])?;
-    Err(ApiError::NotFound)
+    let catalog = state.catalog.load();
+    let t = attribute::find_type(&catalog, &uuid).ok_or(ApiError::NotFound)?;
+    answer(
+        &state,
+        &caller,
+        &VisitAttributeTypeRes(t),
+        &rep_of(&query)?,
+        StatusCode::OK,
+    )
+}
+
+/// `GET visit/{uuid}/attribute`: the visit's active attributes — privilege: Get Visits.
+pub async fn attributes(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(visit): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Visits"])?;
+    let v = store::get(&state.store, &visit)?.ok_or(ApiError::NotFound)?;
+    let paging = Paging::from_query(&query)?;
+    let items: Vec<VisitAttributeRes> = v
+        .attributes
+        .iter()
+        .filter(|a| !a.voiding.voided)
+        .map(|attribute| VisitAttributeRes {
+            visit: &v.uuid,
+            attribute,
+        })
+        .collect();
+    crate::domains::rest::list_answer(
+        &state,
+        &caller,
+        &query,
+        &format!("/visit/{visit}/attribute"),
+        &paging,
+        items,
+    )
+}
+
+/// `GET visit/{uuid}/attribute/{attribute}` (a voided one too).
+pub async fn attribute_read(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((visit, uuid)): Path<(String, String)>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Visits"])?;
+    let v = store::get(&state.store, &visit)?.ok_or(ApiError::NotFound)?;
+    let attribute = v
+        .attributes
+        .iter()
+        .find(|a| a.uuid == uuid)
+        .ok_or(ApiError::NotFound)?;
+    answer(
+        &state,
+        &caller,
+        &VisitAttributeRes {
+            visit: &v.uuid,
+            attribute,
+        },
+        &rep_of(&query)?,
+        StatusCode::OK,
+    )
+}
+
+/// A change to one visit's attributes under the clinical write lock, checked as the
+/// visit is; answers the visit and the attribute `change` names.
+async fn change_attributes(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    visit: String,
+    change: impl FnOnce(&mut VisitRecord, &crate::catalog::Catalog, &str) -> ApiResult<String>
+    + Send
+    + 'static,
+) -> ApiResult<(VisitRecord, String)> {
+    caller.require(&["Edit Visits"])?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let old = store::get(&st.store, &visit)?.ok_or(ApiError::NotFound)?;
+        if old.voiding.voided {
+            return Err(ApiError::BadRequest(
+                "The attributes of a voided visit cannot change".into(),
+            ));
+        }
+        let mut v = old.clone();
+        let attribute = change(&mut v, &st.catalog.load(), &user)?;
+        v.audit.changed(&user, Utc::now());
+        check(&st, &v)?;
+        store::put(&st.store, Some(&old), &v)?;
+        Ok((v, attribute))
+    })
+    .await
+}
+
+fn attribute_answer(
+    state: &AppState,
+    caller: &Caller,
+    v: &VisitRecord,
+    uuid: &str,
+    query: &[(String, String)],
+    status: StatusCode,
+) -> ApiResult<Response> {
+    let attribute = v
+        .attributes
+        .iter()
+        .find(|a| a.uuid == uuid)
+        .ok_or(ApiError::NotFound)?;
+    answer(
+        state,
+        caller,
+        &VisitAttributeRes {
+            visit: &v.uuid,
+            attribute,
+        },
+        &rep_of(query)?,
+        status,
+    )
+}
+
+/// `POST visit/{uuid}/attribute` `{attributeType, value}` — privilege: Edit Visits.
+pub async fn attribute_create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(visit): Path<String>,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    only_known(&body, "attribute", &["attributeType", "value", "uuid"])?;
+    let body = Value::Object(body);
+    let (v, uuid) = change_attributes(&state, &caller, visit, move |v, catalog, user| {
+        attribute::set(v, catalog, &body, user, Utc::now())
+    })
+    .await?;
+    attribute_answer(&state, &caller, &v, &uuid, &query, StatusCode::CREATED)
+}
+
+/// `POST visit/{uuid}/attribute/{attribute}` `{value}` — privilege: Edit Visits.
+pub async fn attribute_update(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((visit, uuid)): Path<(String, String)>,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    only_known(&body, "attribute", &["value", "attributeType", "uuid"])?;
+    let value = body.get("value").cloned().unwrap_or(Value::Null);
+    let (v, uuid) = change_attributes(&state, &caller, visit, move |v, catalog, user| {
+        if let Some(t) = body
+            .get("attributeType")
+            .and_then(crate::domains::rest::ref_uuid)
+        {
+            let current = v.attributes.iter().find(|a| a.uuid == uuid);
+            if current.is_some_and(|a| a.attribute_type != t) {
+                return Err(ApiError::BadRequest(
+                    "The type of an attribute cannot be changed".into(),
+                ));
+            }
+        }
+        attribute::change(v, catalog, &uuid, &value, user, Utc::now())?;
+        Ok(uuid)
+    })
+    .await?;
+    attribute_answer(&state, &caller, &v, &uuid, &query, StatusCode::OK)
+}
+
+/// `DELETE visit/{uuid}/attribute/{attribute}[?reason=]`: voids it (kept in the visit) —
+/// privilege: Edit Visits.
+pub async fn attribute_delete(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((visit, uuid)): Path<(String, String)>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    let reason = param(&query, "reason")
+        .unwrap_or("web service call")
+        .to_string();
+    change_attributes(&state, &caller, visit, move |v, _, user| {
+        let a = v
+            .attributes
+            .iter_mut()
+            .find(|a| a.uuid == uuid)
+            .ok_or(ApiError::NotFound)?;
+        if !a.voiding.voided {
+            a.voiding.void(user, Utc::now(), &reason);
+        }
+        Ok(uuid)
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
