@@ -111,7 +111,7 @@ def documented_resources(text):
         # Parentheses hold parameters and remarks, not resources.
         while re.search(r"\([^()]*\)", first):
             first = re.sub(r"\([^()]*\)", "", first)
-        names.update(re.findall(r"ws/rest/v1/([a-z][a-z0-9-]*)", first))
+        names.update(re.findall(r"ws/rest/v1/([a-z][A-Za-z0-9-]*)", first))
         names.update(re.findall(r"ws/fhir2/R4/([A-Z][A-Za-z]*)", first))
         # "`GET ws/rest/v1/relationship`, `queue-entry`, …" continue the row's resources.
         if "ws/rest/v1/" in first:

@@ -419,6 +419,20 @@ pub const MODULE_PRIVILEGES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "bedmanagement",
+        &[
+            "Get Beds",
+            "Edit Beds",
+            "Assign Beds",
+            "Get Admission Locations",
+            "Edit Admission Locations",
+            "Get Bed Type",
+            "Edit Bed Type",
+            "Get Bed Tags",
+            "Edit Bed Tags",
+        ],
+    ),
+    (
         "appointments",
         &[
             "View Appointments",

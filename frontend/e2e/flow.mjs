@@ -140,6 +140,7 @@ const ENGLISH = [
   "Admission requests", "Admit patient", "admitted successfully", "Confirm discharge", "Discharge note", "Wards",
   "Billing details", "Payment details", "Paying", "Non paying", "Billable service", "Bill created successfully",
   "Last Visit Information", "The last visit was",
+  "Bed allocation", "Bed types", "Bed tags", "Add bed", "Bed created successfully", "Select a bed",
 ];
 let french = true;
 async function noEnglish() {
@@ -785,9 +786,10 @@ await step("the-result-in-the-chart", async () => {
   await visible(page.getByText(/12 – 16/).first());
 });
 
-// The ward (issue 12): the clinician asks for her admission with the content's form; the
-// observation ward's nurse sees the request and admits her, the ward asks for her transfer
-// to the maternity, which accepts her, then discharges her.
+// The ward (issue 12): an administrator puts beds in the observation ward; the clinician
+// asks for her admission with the content's form; the observation ward's nurse sees the
+// request and admits her to a bed, the ward asks for her transfer to the maternity, which
+// accepts her (without a bed: it has none), then discharges her.
 const OBSERVATION_WARD = "c0a020aa-4723-4dc4-b19f-2cd20cacd064";
 const RECEPTION = "5a21f7b4-943d-4182-906c-ec6b27e4c6a8";
 const MATERNITY = "6a60d256-2ed9-43cc-a143-f9a4907fa60b";
@@ -799,6 +801,37 @@ async function workAt(location) {
     if (!r.ok) throw new Error(`session location: ${r.status}`);
   }, location);
 }
+await step("an-administrator-sets-up-beds", async () => {
+  // On the bed management pages: a bed type, then two beds side by side in the
+  // observation ward (the maternity keeps none).
+  await page.goto(`${base}/openmrs/spa/bed-management/bed-types`);
+  await page.getByRole("button", { name: "Ajouter un type de lit" }).first().click();
+  await page.locator("#bedName").fill("Lit standard");
+  await page.locator("#displayName").fill("Lit standard");
+  await page.locator("#description").fill("Lit d'adulte");
+  await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
+  await visible(page.getByText("Type de lit créé"));
+  // (The bed pages' own left panel; the application's menu holds the same links, hidden.)
+  const bedPages = page.getByRole("navigation", { name: "Panneau gauche de gestion du lit" });
+  await bedPages.getByRole("link", { name: "Attribution des lits" }).click();
+  for (const [number, column] of [["OBS-1", "1"], ["OBS-2", "2"]]) {
+    await page.getByRole("button", { name: "Ajouter un lit" }).first().click();
+    await page.locator("#bedNumber").fill(number);
+    await page.locator("#bedRow").fill("1");
+    await page.locator("#bedColumn").fill(column);
+    await page.locator("#location").click();
+    await page.getByRole("option", { name: "Bondeko - Salle d'observation" }).click();
+    await page.locator("select#occupancyStatus").selectOption("AVAILABLE");
+    await page.locator("select#bedType").selectOption("Lit standard");
+    await page.getByRole("button", { name: "Enregistrer et fermer" }).click();
+    await visible(page.getByText("Lit créé avec succès"));
+  }
+  await bedPages.getByRole("link", { name: "Résumé" }).click();
+  await visible(page.getByText("Voir les lits"));
+  const wards = await api("GET", `admissionLocation/${OBSERVATION_WARD}?v=full`);
+  if (wards.totalBeds !== 2 || wards.bedLayouts.map((b) => b.bedNumber).join() !== "OBS-1,OBS-2") throw new Error(`the beds were not kept: ${JSON.stringify(wards)}`);
+});
+
 await step("request-an-admission", async () => {
   await page.goto(chartUrl);
   await visible(page.getByText("Grâce Kapinga"));
@@ -826,7 +859,12 @@ await step("the-ward-admits-her", async () => {
   await visible(page.getByText("Grâce Kapinga").first());
   await visible(page.getByText("Paludisme grave, surveillance de 24 heures").first());
   await page.getByRole("button", { name: "Admettre le patient" }).first().click();
-  await visible(page.getByText(/Grâce Kapinga a été admis/));
+  // The ward has beds: the nurse puts her in one.
+  await page.getByLabel(/^OBS-1/).check({ force: true });
+  await page.getByRole("button", { name: "Admettre", exact: true }).click();
+  await visible(page.getByText(/Grâce Kapinga est admis et assigné au lit OBS-1/));
+  const [bed] = (await api("GET", `beds?patientUuid=${patientUuid()}`)).results;
+  if (bed?.bedNumber !== "OBS-1") throw new Error(`she is not in her bed: ${JSON.stringify(bed)}`);
   const admitted = await api("GET", `emrapi/inpatient/admission?currentInpatientLocation=${OBSERVATION_WARD}`);
   if (admitted.results.length !== 1) throw new Error(`she is not on the ward: ${JSON.stringify(admitted)}`);
 });
@@ -846,7 +884,13 @@ await step("she-is-transferred-to-the-maternity", async () => {
   await visible(page.locator("header").getByText("Bondeko - Maternité"));
   await page.getByRole("button", { name: "Gérer" }).click();
   await page.getByRole("button", { name: "Transférer le patient" }).first().click();
-  await visible(page.getByText(/Grâce Kapinga a été transféré/));
+  // The maternity has no beds: she comes without one, and leaves her bed in the
+  // observation ward free.
+  await visible(page.getByText("Aucun lit configuré pour Bondeko - Maternité"));
+  await page.getByRole("button", { name: "Admettre", exact: true }).click();
+  await visible(page.getByText(/Grâce Kapinga a été admis en Bondeko - Maternité/));
+  const beds = await api("GET", `beds?patientUuid=${patientUuid()}`);
+  if (beds.results.length !== 0) throw new Error(`her bed in the observation ward was not freed: ${JSON.stringify(beds)}`);
   const there = await api("GET", `emrapi/inpatient/admission?currentInpatientLocation=${MATERNITY}`);
   if (there.results.length !== 1) throw new Error(`she is not at the maternity: ${JSON.stringify(there)}`);
 });

@@ -35,6 +35,8 @@ pub const PROVIDED_MODULES: &[(&str, &str, &str)] = &[
     ("addresshierarchy", "Address Hierarchy", "2.19.0"),
     ("queue", "Queue", "2.4.0"),
     ("initializer", "Initializer", "2.9.0"),
+    // The ward app turns its beds on when this is listed within `>=6.0.0 <8.0.0`.
+    ("bedmanagement", "Bed Management", "7.2.0"),
 ];
 
 /// Which content a bundle was compiled from.

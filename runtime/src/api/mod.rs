@@ -31,6 +31,7 @@ use crate::domains::allergy::fhir as allergy_fhir;
 use crate::domains::allergy::rest as allergy;
 use crate::domains::appointment::rest as appointment;
 use crate::domains::attachment::rest as attachment;
+use crate::domains::bed::rest as bed;
 use crate::domains::bill::rest as bill;
 use crate::domains::cohort::rest as cohort;
 use crate::domains::condition::fhir as condition_fhir;
@@ -398,7 +399,42 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/emrapi/inpatient/request"),
             get(inpatient::search_requests),
         )
-        .route(&rest("/beds"), get(inpatient::beds))
+        .route(&rest("/beds"), get(bed::patient_bed))
+        .route(&rest("/beds/{id}"), post(bed::assign).delete(bed::unassign))
+        .route(&rest("/bed"), get(bed::list_beds).post(bed::create_bed))
+        .route(
+            &rest("/bed/{uuid}"),
+            get(bed::read_bed)
+                .post(bed::update_bed)
+                .delete(bed::delete_bed),
+        )
+        .route(
+            &rest("/bedtype"),
+            get(bed::bed_types).post(bed::create_bed_type),
+        )
+        .route(
+            &rest("/bedtype/{uuid}"),
+            get(bed::bed_type)
+                .post(bed::update_bed_type)
+                .delete(bed::delete_bed_type),
+        )
+        .route(
+            &rest("/bedTag"),
+            get(bed::bed_tags).post(bed::create_bed_tag),
+        )
+        .route(
+            &rest("/bedTag/{uuid}"),
+            get(bed::bed_tag)
+                .post(bed::update_bed_tag)
+                .delete(bed::delete_bed_tag),
+        )
+        .route(&rest("/bedTagMap"), post(bed::create_tag_map))
+        .route(&rest("/bedTagMap/{uuid}"), delete(bed::delete_tag_map))
+        .route(&rest("/admissionLocation"), get(bed::admission_locations))
+        .route(
+            &rest("/admissionLocation/{uuid}"),
+            get(bed::admission_location),
+        )
         .route(
             &rest("/billing/paymentMode"),
             get(bill::payment_modes).post(bill::metadata_write),

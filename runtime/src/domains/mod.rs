@@ -20,6 +20,7 @@
 pub mod allergy;
 pub mod appointment;
 pub mod attachment;
+pub mod bed;
 pub mod bill;
 pub mod cohort;
 pub mod condition;
@@ -231,6 +232,10 @@ pub const RECORD_TABLES: &[RecordTable] = &[
     attachment::store::RECORDS,
     appointment::store::RECORDS,
     bill::store::RECORDS,
+    bed::TYPE_RECORDS,
+    bed::TAG_RECORDS,
+    bed::BED_RECORDS,
+    bed::ASSIGNMENT_RECORDS,
 ];
 
 /// A table of raw bytes keyed by uuid (an attachment's file), which backups carry as base64

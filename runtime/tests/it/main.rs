@@ -14,6 +14,7 @@ mod router_account;
 mod router_allergy;
 mod router_appointment;
 mod router_attachment;
+mod router_bed;
 mod router_bill;
 mod router_clinical;
 mod router_cohort;

@@ -1,6 +1,6 @@
 //! `emrapi/inpatient/admission` and `emrapi/inpatient/request`, in the EMR API module's
-//! shapes (the O3 ward app reads them with custom representations), and `beds`, the bed
-//! management module's search, which answers no beds: the content configures none.
+//! shapes (the O3 ward app reads them with custom representations); beds are the `bed`
+//! domain's.
 //! Privileges: Get Visits and Get Encounters (Get Observations too for requests).
 
 use super::{Admission, Adt, Filter, Request, admissions, requests};
@@ -258,12 +258,4 @@ pub async fn search_admissions(
         &paging,
         found.into_iter().map(AdmissionRes).collect(),
     )
-}
-
-/// `GET beds[?patientUuid=…]`: the bed management module's search. The content configures
-/// no beds (and the runtime does not list the module, so the ward app shows none), so a
-/// patient is in none.
-pub async fn beds(caller: Caller) -> ApiResult<Response> {
-    caller.require(&["Get Locations"])?;
-    Ok(crate::api::ok(json!({"results": []})))
 }

@@ -162,8 +162,10 @@ pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<u
         v.stop = Some(stop.clone());
         v.audit.changed(DAEMON_USER, now);
         let entries = super::queue::ended_with_visit(&state.store, &old.uuid, &stop, DAEMON_USER)?;
+        let beds = super::bed::freed_with_visit(&state.store, &old.uuid, DAEMON_USER)?;
         state.store.write(|txn| {
             store::put_in(txn, Some(&old), &v)?;
+            beds.write_in(txn)?;
             super::queue::store::put_in(txn, &super::queue::changes(&entries))
         })?;
         closed += 1;

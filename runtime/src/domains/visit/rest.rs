@@ -324,15 +324,17 @@ pub async fn update(
         if let Some(why) = crate::domains::queue::visit_holds_entries(&st.store, &v)? {
             return Err(ApiError::BadRequest(why.into()));
         }
-        // Ending the visit ends its queue entries with it.
-        let entries = match (&old.stop, &v.stop) {
-            (None, Some(stop)) => {
-                crate::domains::queue::ended_with_visit(&st.store, &v.uuid, stop, &user)?
-            }
-            _ => Vec::new(),
+        // Ending the visit ends its queue entries with it, and frees its patients' beds.
+        let (entries, beds) = match (&old.stop, &v.stop) {
+            (None, Some(stop)) => (
+                crate::domains::queue::ended_with_visit(&st.store, &v.uuid, stop, &user)?,
+                crate::domains::bed::freed_with_visit(&st.store, &v.uuid, &user)?,
+            ),
+            _ => (Vec::new(), Default::default()),
         };
         st.store.write(|txn| {
             store::put_in(txn, Some(&old), &v)?;
+            beds.write_in(txn)?;
             crate::domains::queue::store::put_in(txn, &crate::domains::queue::changes(&entries))
         })?;
         Ok(v)

@@ -1,0 +1,301 @@
+//! Beds, as the bed management module keeps them: bed types, bed tags, and the beds of the
+//! content's wards (locations tagged "Admission Location"), each at a row and column of its
+//! ward, with the patients in it.
+//!
+//! None of this is content: an administrator makes bed types, tags and beds on the O3 bed
+//! management pages, and the ward app puts patients in beds. A facility has tens or
+//! hundreds of beds, so each kind is one small table keyed by uuid and read whole; a bed's
+//! current occupants and its tags live inside its record, so a ward's layout is one read.
+//! Each stay in a bed is also a record of `bed_assignments` (started, and ended when the
+//! patient leaves the bed), the history the module keeps.
+//!
+//! The module's rules: one bed per row and column of a location; a bed type is named by its
+//! name when a bed is written; a bed is `AVAILABLE` or `OCCUPIED`, set when a patient comes
+//! (several may share a bed: a mother and her baby) and when the last one leaves; putting a
+//! patient in a bed takes her out of the one she was in; an occupied bed cannot be
+//! removed; ending a visit frees the beds of its patients. Stricter than the module: a bed
+//! type still used by a bed is not deleted (the module fails with a server error), a bed
+//! number is at most 50 characters, rows and columns are whole numbers from 1.
+
+pub mod rest;
+
+use crate::domains::{self, Audit, RecordTable, Voiding};
+use crate::store::{Store, StoreResult};
+use redb::{TableDefinition, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+const BED_TYPES: TableDefinition<&str, &[u8]> = TableDefinition::new("bed_types");
+const BED_TAGS: TableDefinition<&str, &[u8]> = TableDefinition::new("bed_tags");
+const BEDS: TableDefinition<&str, &[u8]> = TableDefinition::new("beds");
+const ASSIGNMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("bed_assignments");
+
+/// The counters that number beds and tags (the ward app addresses beds by number).
+const BED_IDS: &str = "bed.id";
+const TAG_IDS: &str = "bed_tag.id";
+
+pub const AVAILABLE: &str = "AVAILABLE";
+pub const OCCUPIED: &str = "OCCUPIED";
+/// The tag of the locations beds are in (the module's constant).
+pub const ADMISSION_LOCATION_TAG: &str = "Admission Location";
+
+macro_rules! small_table {
+    ($name:ident, $table:expr, $label:literal, $record:ty, $counter:expr) => {
+        pub const $name: RecordTable = RecordTable {
+            name: $label,
+            table: $table,
+            indexes: &[],
+            create: |txn| {
+                txn.open_table($table)?;
+                Ok(())
+            },
+            reindex: |txn, bytes| {
+                let r: $record = domains::decode($label, bytes)?;
+                match $counter(&r) {
+                    Some((counter, used)) => crate::store::raise_counter_in(txn, counter, used),
+                    None => Ok(()),
+                }
+            },
+            decodes: |bytes| domains::decodes::<$record>(bytes),
+        };
+    };
+}
+
+small_table!(
+    TYPE_RECORDS,
+    BED_TYPES,
+    "bed_types",
+    BedTypeRecord,
+    |_: &BedTypeRecord| None
+);
+small_table!(
+    TAG_RECORDS,
+    BED_TAGS,
+    "bed_tags",
+    BedTagRecord,
+    |t: &BedTagRecord| Some((TAG_IDS, t.id))
+);
+small_table!(BED_RECORDS, BEDS, "beds", BedRecord, |b: &BedRecord| Some(
+    (BED_IDS, b.id)
+));
+small_table!(
+    ASSIGNMENT_RECORDS,
+    ASSIGNMENTS,
+    "bed_assignments",
+    AssignmentRecord,
+    |_: &AssignmentRecord| None
+);
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BedTypeRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub name: String,
+    pub display_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub audit: Audit,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BedTagRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub id: u64,
+    pub name: String,
+    pub audit: Audit,
+    pub voiding: Voiding,
+}
+
+/// A tag put on a bed (`bedTagMap`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TagMap {
+    pub uuid: String,
+    pub tag: String,
+    pub audit: Audit,
+    pub voiding: Voiding,
+}
+
+/// A patient in a bed now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Occupant {
+    /// Its `bed_assignments` record.
+    pub assignment: String,
+    pub patient: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encounter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visit: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BedRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub id: u64,
+    pub bed_number: String,
+    /// A bed type's uuid.
+    pub bed_type: String,
+    /// A location of the content.
+    pub location: String,
+    pub row: u32,
+    pub column: u32,
+    /// `AVAILABLE` or `OCCUPIED`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<TagMap>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub occupants: Vec<Occupant>,
+    pub audit: Audit,
+    pub voiding: Voiding,
+}
+
+/// One stay in a bed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssignmentRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub bed: String,
+    pub patient: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encounter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visit: Option<String>,
+    /// Key form.
+    pub started: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+    pub audit: Audit,
+}
+
+pub fn bed_types(store: &Store) -> StoreResult<Vec<BedTypeRecord>> {
+    let mut all: Vec<BedTypeRecord> = domains::all_records(store, BED_TYPES, "bed_types")?;
+    all.sort_by(|a, b| (&a.name, &a.uuid).cmp(&(&b.name, &b.uuid)));
+    Ok(all)
+}
+
+pub fn bed_tags(store: &Store) -> StoreResult<Vec<BedTagRecord>> {
+    let mut all: Vec<BedTagRecord> = domains::all_records(store, BED_TAGS, "bed_tags")?;
+    all.sort_by_key(|t| t.id);
+    Ok(all)
+}
+
+/// Every bed, removed ones too, in the order they were made.
+pub fn beds(store: &Store) -> StoreResult<Vec<BedRecord>> {
+    let mut all: Vec<BedRecord> = domains::all_records(store, BEDS, "beds")?;
+    all.sort_by_key(|b| b.id);
+    Ok(all)
+}
+
+fn put<T: Serialize>(
+    txn: &WriteTransaction,
+    table: TableDefinition<&str, &[u8]>,
+    uuid: &str,
+    r: &T,
+) -> StoreResult<()> {
+    txn.open_table(table)?
+        .insert(uuid, domains::encode(r).as_slice())?;
+    Ok(())
+}
+
+pub fn put_type(store: &Store, t: &BedTypeRecord) -> StoreResult<()> {
+    store.write(|txn| put(txn, BED_TYPES, &t.uuid, t))
+}
+
+pub fn delete_type(store: &Store, uuid: &str) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(BED_TYPES)?.remove(uuid)?;
+        Ok(())
+    })
+}
+
+/// Writes a tag; a new one (`id` 0) is numbered in the same commit.
+pub fn put_tag(store: &Store, t: &mut BedTagRecord) -> StoreResult<()> {
+    store.write(|txn| {
+        if t.id == 0 {
+            t.id = crate::store::next_counter_in(txn, TAG_IDS)? + 1;
+        }
+        put(txn, BED_TAGS, &t.uuid, t)
+    })
+}
+
+/// Writes a bed; a new one (`id` 0) is numbered in the same commit.
+pub fn put_bed(store: &Store, b: &mut BedRecord) -> StoreResult<()> {
+    store.write(|txn| {
+        if b.id == 0 {
+            b.id = crate::store::next_counter_in(txn, BED_IDS)? + 1;
+        }
+        put(txn, BEDS, &b.uuid, b)
+    })
+}
+
+/// What a change of occupancy writes: the beds it changed and the stays it began or ended.
+#[derive(Default)]
+pub struct Moves {
+    pub beds: Vec<BedRecord>,
+    pub stays: Vec<AssignmentRecord>,
+}
+
+impl Moves {
+    pub fn is_empty(&self) -> bool {
+        self.beds.is_empty() && self.stays.is_empty()
+    }
+
+    pub fn write_in(&self, txn: &WriteTransaction) -> StoreResult<()> {
+        for b in &self.beds {
+            put(txn, BEDS, &b.uuid, b)?;
+        }
+        for s in &self.stays {
+            put(txn, ASSIGNMENTS, &s.uuid, s)?;
+        }
+        Ok(())
+    }
+}
+
+fn stay(store: &Store, uuid: &str) -> StoreResult<Option<AssignmentRecord>> {
+    let txn = store.begin_read()?;
+    txn.open_table(ASSIGNMENTS)?
+        .get(uuid)?
+        .map(|v| domains::decode("bed_assignments", v.value()))
+        .transpose()
+}
+
+/// Takes the occupants `leaving` keeps out of their beds: their stays end at `now` and a
+/// bed left empty becomes available.
+pub fn vacate(
+    store: &Store,
+    beds: &[BedRecord],
+    leaving: impl Fn(&Occupant) -> bool,
+    user: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> StoreResult<Moves> {
+    let mut moves = Moves::default();
+    for bed in beds.iter().filter(|b| b.occupants.iter().any(&leaving)) {
+        let mut b = bed.clone();
+        for o in b.occupants.iter().filter(|o| leaving(o)) {
+            if let Some(mut s) = stay(store, &o.assignment)? {
+                s.ended = Some(domains::datetime_key(now));
+                s.audit.changed(user, now);
+                moves.stays.push(s);
+            }
+        }
+        b.occupants.retain(|o| !leaving(o));
+        if b.occupants.is_empty() {
+            b.status = AVAILABLE.into();
+        }
+        b.audit.changed(user, now);
+        moves.beds.push(b);
+    }
+    Ok(moves)
+}
+
+/// The beds freed when a visit ends (the module's handler of a visit's save).
+pub fn freed_with_visit(store: &Store, visit: &str, user: &str) -> StoreResult<Moves> {
+    let beds = beds(store)?;
+    vacate(
+        store,
+        &beds,
+        |o| o.visit.as_deref() == Some(visit),
+        user,
+        chrono::Utc::now(),
+    )
+}
