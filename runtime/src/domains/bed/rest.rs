@@ -31,6 +31,17 @@ fn bad(message: impl Into<String>) -> ApiError {
     ApiError::BadRequest(message.into())
 }
 
+/// Why a record is removed (`reason`), refusing `purge` as the module does: beds and tags
+/// are kept with who removed them, when and why.
+fn removal_reason(query: &[(String, String)], resource: &str) -> ApiResult<String> {
+    if crate::domains::rest::flag(query, "purge").unwrap_or(false) {
+        return Err(bad(format!("purge not allowed on {resource} resource")));
+    }
+    Ok(param(query, "reason")
+        .unwrap_or("web service call")
+        .to_string())
+}
+
 fn text(body: &Map<String, Value>, field: &str, max: usize) -> ApiResult<Option<String>> {
     match opt_str(body, field)?.map(|s| s.trim().to_string()) {
         Some(s) if s.chars().count() > max => Err(ApiError::invalid_field(
@@ -447,12 +458,7 @@ pub async fn delete_bed_tag(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Tags"])?;
-    if crate::domains::rest::flag(&query, "purge").unwrap_or(false) {
-        return Err(bad("purge not allowed on bed tag resource"));
-    }
-    let reason = param(&query, "reason")
-        .unwrap_or("web service call")
-        .to_string();
+    let reason = removal_reason(&query, "bed tag")?;
     let user = caller.user_uuid();
     let st = state.clone();
     blocking(move || {
@@ -817,12 +823,7 @@ pub async fn delete_bed(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Beds"])?;
-    if crate::domains::rest::flag(&query, "purge").unwrap_or(false) {
-        return Err(bad("purge not allowed on bed resource"));
-    }
-    let reason = param(&query, "reason")
-        .unwrap_or("web service call")
-        .to_string();
+    let reason = removal_reason(&query, "bed")?;
     let user = caller.user_uuid();
     let st = state.clone();
     blocking(move || {
@@ -940,9 +941,7 @@ pub async fn delete_tag_map(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Tags", "Get Bed Tags", "Get Beds"])?;
-    let reason = param(&query, "reason")
-        .unwrap_or("web service call")
-        .to_string();
+    let reason = removal_reason(&query, "bed tag map")?;
     let user = caller.user_uuid();
     let st = state.clone();
     blocking(move || {
