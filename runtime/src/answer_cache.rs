@@ -9,13 +9,14 @@
 //! copy its bytes.
 //!
 //! Validity is a stamp: the store's commit count (`Store::commit_count`, raised after
-//! every commit, whatever the table) and this cache's own epoch (raised when the content
-//! is reloaded). A renderer notes the stamp before it reads anything, so an answer
+//! every commit, whatever the table, and again when a cache of decoded users or settings
+//! is emptied) and this cache's own epoch (raised when the content is reloaded). A renderer notes the stamp before it reads anything, so an answer
 //! rendered while a write committed carries the older stamp and is not served after it.
-//! The key holds everything else an answer depends on: the call, its query, the caller's
-//! locale and fallbacks, the origin its links name, and the day (ages, "today"). The
-//! caller's privileges are checked before the cache is consulted, and the answers cached
-//! here do not vary with them.
+//! The stamp also holds the day (answers show ages and "today"). The key holds everything
+//! else an answer depends on: the call, its query (each part written with its length, so
+//! no query reads as another), the caller's locale and fallbacks, and the origin its links
+//! name. The caller's privileges are checked before the cache is consulted, and the
+//! answers cached here do not vary with them.
 //!
 //! Requests for one key wait for a single renderer (so the 32 screens that ask right
 //! after a write do not render the page 32 times); other keys go on in parallel. The
@@ -36,6 +37,8 @@ const KEY_LIMIT: usize = 4_096;
 struct Stamp {
     commits: u64,
     epoch: u64,
+    /// Answers hold ages and "today": one rendered on another day is stale.
+    day: chrono::NaiveDate,
 }
 
 struct Cached {
@@ -67,6 +70,7 @@ impl AnswerCache {
         Stamp {
             commits: store.commit_count(),
             epoch: self.epoch.load(Ordering::SeqCst),
+            day: crate::api::patient::today(),
         }
     }
 
@@ -91,10 +95,19 @@ impl AnswerCache {
     {
         let slot = {
             let mut slots = self.lock();
-            if slots.by_key.len() >= KEY_LIMIT && !slots.by_key.contains_key(&key) {
-                *slots = Slots::default();
+            match slots.by_key.get(&key) {
+                Some(slot) => slot.clone(),
+                None => {
+                    if slots.by_key.len() >= KEY_LIMIT || slots.bytes + key.len() > BYTE_LIMIT {
+                        *slots = Slots::default();
+                    }
+                    // A key's own bytes count against the bound too.
+                    slots.bytes += key.len();
+                    let slot = Slot::default();
+                    slots.by_key.insert(key.clone(), slot.clone());
+                    slot
+                }
             }
-            slots.by_key.entry(key).or_default().clone()
         };
         let mut held = slot.lock().await;
         let stamp = self.stamp(store);
@@ -103,7 +116,25 @@ impl AnswerCache {
         {
             return Ok(cached.body.clone());
         }
-        let body = render().await?;
+        let body = match render().await {
+            Ok(body) => body,
+            Err(e) => {
+                // A key that never rendered is not kept (a malformed query would fill the
+                // map with empty slots).
+                if held.is_none() {
+                    let mut slots = self.lock();
+                    if slots
+                        .by_key
+                        .get(&key)
+                        .is_some_and(|s| Arc::ptr_eq(s, &slot))
+                    {
+                        slots.by_key.remove(&key);
+                        slots.bytes = slots.bytes.saturating_sub(key.len());
+                    }
+                }
+                return Err(e);
+            }
+        };
         let before = held.as_ref().map_or(0, |c| c.body.len());
         *held = Some(Cached {
             stamp,
@@ -133,16 +164,21 @@ pub fn key(
         .and_then(|u| u.properties.get("defaultLocale"))
         .map(String::as_str)
         .unwrap_or_default();
-    let mut key = format!(
-        "{call}\n{}\n{ctx_locale}\n{user_locale}\n{}\n",
-        caller.origin,
-        crate::api::patient::today()
-    );
+    compose(
+        &[call, caller.origin.as_str(), &ctx_locale, user_locale],
+        query,
+    )
+}
+
+/// Each part written with its length, so that no query can be made to read as another
+/// (`patient=P%26isEnded%3Dfalse` is not `patient=P&isEnded=false`).
+fn compose(parts: &[&str], query: &[(String, String)]) -> String {
+    let mut key = String::new();
+    for part in parts {
+        key.push_str(&format!("{}:{part};", part.len()));
+    }
     for (name, value) in query {
-        key.push_str(name);
-        key.push('=');
-        key.push_str(value);
-        key.push('&');
+        key.push_str(&format!("{}:{name}={}:{value};", name.len(), value.len()));
     }
     key
 }
@@ -210,6 +246,25 @@ mod tests {
         let renders = AtomicUsize::new(0);
         assert_eq!(answer(&cache, &store, &renders, "after").await, "after");
         assert_eq!(renders.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn no_query_reads_as_another() {
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let split = compose(
+            &["queue-entry"],
+            &pairs(&[("patient", "P"), ("isEnded", "false")]),
+        );
+        let folded = compose(&["queue-entry"], &pairs(&[("patient", "P&isEnded=false")]));
+        let shifted = compose(&["queue-entry"], &pairs(&[("patient=P&isEnded", "false")]));
+        assert_ne!(split, folded);
+        assert_ne!(split, shifted);
+        assert_ne!(folded, shifted);
+        assert_ne!(compose(&["a", "b"], &[]), compose(&["a;b"], &[]));
     }
 
     #[tokio::test]

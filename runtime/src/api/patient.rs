@@ -2051,7 +2051,18 @@ pub async fn delete(
         });
         let st = state.clone();
         let saved = record.clone();
-        blocking(move || st.store.update_patient(&saved).map_err(ApiError::from)).await?;
+        let user = caller.user_uuid();
+        blocking(move || {
+            let _one_writer = st.store.write_lock();
+            st.store.update_patient(&saved)?;
+            // A patient registered in error leaves the bed she was put in.
+            let beds = crate::domains::bed::freed(&st.store, |o| o.patient == saved.uuid, &user)?;
+            if !beds.is_empty() {
+                st.store.write(|txn| beds.write_in(txn))?;
+            }
+            Ok(())
+        })
+        .await?;
         state
             .index
             .write()
@@ -2107,6 +2118,9 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     }
     if crate::domains::appointment::store::any_of_patient(&state.store, patient)? {
         found.push("appointments");
+    }
+    if crate::domains::bed::any_of_patient(&state.store, patient)? {
+        found.push("bed assignments");
     }
     let (conditions, _) = crate::domains::condition::store::of_patient(
         &state.store,

@@ -878,6 +878,7 @@ impl Store {
             Ok(())
         });
         self.settings.invalidate();
+        self.count_cache_change();
         written
     }
 
@@ -894,6 +895,7 @@ impl Store {
             Ok(removed)
         });
         self.settings.invalidate();
+        self.count_cache_change();
         removed
     }
 
@@ -901,6 +903,14 @@ impl Store {
     fn forget_users(&self) {
         self.users_by_uuid.invalidate();
         self.users_by_name.invalidate();
+        self.count_cache_change();
+    }
+
+    /// A cache of decoded records was emptied after its write committed: answers rendered
+    /// from it in between (`answer_cache`) must not outlive it, so the count moves again.
+    fn count_cache_change(&self) {
+        self.commit_count
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     // Identifier generators.

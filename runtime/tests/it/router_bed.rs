@@ -333,3 +333,166 @@ async fn patients_are_put_in_beds_moved_share_them_and_leave_them_with_their_vis
     let three = new_bed(&mut again, &ward, "3", 3, 1).await;
     assert_eq!(three["id"], 3);
 }
+
+#[tokio::test]
+async fn a_backup_restores_beds_their_occupants_and_numbering() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let ward = location_uuid(&st, OBSERVATION_WARD);
+    c.post(
+        &format!("{REST}/bedtype"),
+        r#"{"name": "Lit standard", "displayName": "Standard"}"#,
+    )
+    .await;
+    let r = c
+        .post(&format!("{REST}/bedTag"), r#"{"name": "Oxygène"}"#)
+        .await;
+    let tag = r.body["uuid"].as_str().unwrap().to_string();
+    let one = new_bed(&mut c, &ward, "1", 1, 1).await;
+    let r = c
+        .post(
+            &format!("{REST}/bedTagMap"),
+            &json!({"bed": one["uuid"], "bedTag": tag}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let (patient, _, encounter) = inpatient(&mut c, &st, "320009").await;
+    let r = c
+        .post(
+            &format!("{REST}/beds/{}", one["id"]),
+            &json!({"patientUuid": patient, "encounterUuid": encounter}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    let mut snapshot = Vec::new();
+    st.store.snapshot(&mut snapshot).unwrap();
+    let restored = runtime::store::Store::in_memory().unwrap();
+    restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
+    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let mut c2 = Client::admin(st2.clone()).await;
+    for path in [
+        format!("{REST}/admissionLocation/{ward}?v=full"),
+        format!("{REST}/beds?patientUuid={patient}"),
+        format!("{REST}/bedTag"),
+        format!("{REST}/bedtype"),
+    ] {
+        let (a, b) = (c.get(&path).await, c2.get(&path).await);
+        assert_eq!(a.status, StatusCode::OK, "{path}");
+        assert_eq!(a.body, b.body, "{path}");
+    }
+    // Numbers go on after the restored beds and tags.
+    let two = new_bed(&mut c2, &ward, "2", 1, 2).await;
+    assert_eq!(two["id"], 2);
+    let r = c2
+        .post(&format!("{REST}/bedTag"), r#"{"name": "Isolement"}"#)
+        .await;
+    assert_eq!(r.body["id"], 2);
+}
+
+#[tokio::test]
+async fn voiding_her_encounter_visit_or_record_frees_her_bed_and_a_bed_stops_a_purge() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let ward = location_uuid(&st, OBSERVATION_WARD);
+    c.post(
+        &format!("{REST}/bedtype"),
+        r#"{"name": "Lit standard", "displayName": "Standard"}"#,
+    )
+    .await;
+    let bed = new_bed(&mut c, &ward, "1", 1, 1).await;
+    let assign = |patient: &str, encounter: &str| {
+        json!({"patientUuid": patient, "encounterUuid": encounter}).to_string()
+    };
+    let (a, _, a_encounter) = inpatient(&mut c, &st, "320011").await;
+    let (b, b_visit, b_encounter) = inpatient(&mut c, &st, "320012").await;
+    let (d, _, d_encounter) = inpatient(&mut c, &st, "320013").await;
+    for (p, e) in [(&a, &a_encounter), (&b, &b_encounter), (&d, &d_encounter)] {
+        let r = c
+            .post(&format!("{REST}/beds/{}", bed["id"]), &assign(p, e))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    // Her admission encounter voided: she leaves the bed.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/encounter/{a_encounter}"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(bed_of(&mut c, &a).await, json!([]));
+    // Her visit voided.
+    let r = c
+        .send("DELETE", &format!("{REST}/visit/{b_visit}"), &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(bed_of(&mut c, &b).await, json!([]));
+    // A patient who was in a bed is not purged; voided, she leaves it.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{d}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{d}?reason=erreur"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = c
+        .get(&format!("{REST}/bed/{}", bed["uuid"].as_str().unwrap()))
+        .await;
+    assert_eq!(r.body["status"], "AVAILABLE", "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_patient_who_was_in_a_bed_is_not_purged() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let ward = location_uuid(&st, OBSERVATION_WARD);
+    c.post(
+        &format!("{REST}/bedtype"),
+        r#"{"name": "Lit standard", "displayName": "Standard"}"#,
+    )
+    .await;
+    let bed = new_bed(&mut c, &ward, "1", 1, 1).await;
+    // No other record of hers but the stay in a bed, ended.
+    let e = register_patient(&mut c, &st, "Esther", "Mwamba", "320014").await;
+    let r = c
+        .post(
+            &format!("{REST}/beds/{}", bed["id"]),
+            &json!({"patientUuid": e}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/beds/1?patientUuid={e}"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{e}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let message = r.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("bed assignments"), "{message}");
+}

@@ -106,14 +106,33 @@ async fn attributes_are_given_with_a_visit_changed_replaced_voided_and_kept() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["value"], false);
 
-    // A type that allows one value: a new one replaces (voids) the old.
+    // A type that allows one value: a second one is refused, and the value is changed.
     let r = c
         .post(
             &format!("{REST}/visit/{visit}/attribute"),
             &json!({"attributeType": {"uuid": PAYMENT_MODE}, "value": MOBILE_MONEY}).to_string(),
         )
         .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(
+        r.body["error"]["fieldErrors"]["attributes"].is_array(),
+        "{}",
+        r.body
+    );
+    let mode = active(
+        &c.get(&format!("{REST}/visit/{visit}?v=full")).await.body,
+        PAYMENT_MODE,
+    )[0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = c
+        .post(
+            &format!("{REST}/visit/{visit}/attribute/{mode}"),
+            &json!({"value": MOBILE_MONEY}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let r = c.get(&format!("{REST}/visit/{visit}?v=full")).await;
     let modes = active(&r.body, PAYMENT_MODE);
     assert_eq!(modes.len(), 1);
@@ -132,6 +151,10 @@ async fn attributes_are_given_with_a_visit_changed_replaced_voided_and_kept() {
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let r = c.get(&format!("{REST}/visit/{visit}/attribute")).await;
     assert_eq!(r.body["results"].as_array().unwrap().len(), 2, "{}", r.body);
+    let r = c
+        .get(&format!("{REST}/visit/{visit}/attribute?includeAll=true"))
+        .await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 3, "{}", r.body);
     let r = c
         .get(&format!("{REST}/visit/{visit}/attribute/{pending}?v=full"))
         .await;
@@ -192,7 +215,7 @@ async fn values_are_checked_against_their_datatype_and_privileges_apply() {
             r.body
         );
     }
-    // Two values of a type that allows one, in one body: the second replaces the first.
+    // Two values of a type that allows one are refused; a date must be one.
     let r = c
         .post(
             &format!("{REST}/visit?v=full"),
@@ -200,8 +223,14 @@ async fn values_are_checked_against_their_datatype_and_privileges_apply() {
                                {"attributeType": PAYMENT_MODE, "value": MOBILE_MONEY}])),
         )
         .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = c
+        .post(
+            &format!("{REST}/visit?v=full"),
+            &visit_with(json!([{"attributeType": PAYMENT_MODE, "value": CASH}])),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    assert_eq!(active(&r.body, PAYMENT_MODE).len(), 1);
     let visit = r.body["uuid"].as_str().unwrap().to_string();
 
     // A registration clerk reads visits but does not edit them.

@@ -288,14 +288,28 @@ pub fn vacate(
     Ok(moves)
 }
 
-/// The beds freed when a visit ends (the module's handler of a visit's save).
+/// The beds freed of the occupants `leaving` keeps, now (see `vacate`).
+pub fn freed(store: &Store, leaving: impl Fn(&Occupant) -> bool, user: &str) -> StoreResult<Moves> {
+    let beds: Vec<BedRecord> = beds(store)?
+        .into_iter()
+        .filter(|b| !b.voiding.voided)
+        .collect();
+    vacate(store, &beds, leaving, user, chrono::Utc::now())
+}
+
+/// The beds freed when a visit ends or is voided (the module's handlers of a visit's save).
 pub fn freed_with_visit(store: &Store, visit: &str, user: &str) -> StoreResult<Moves> {
-    let beds = beds(store)?;
-    vacate(
-        store,
-        &beds,
-        |o| o.visit.as_deref() == Some(visit),
-        user,
-        chrono::Utc::now(),
-    )
+    freed(store, |o| o.visit.as_deref() == Some(visit), user)
+}
+
+/// Whether the patient is in a bed or ever was (a purge is refused then).
+pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
+    if beds(store)?
+        .iter()
+        .any(|b| b.occupants.iter().any(|o| o.patient == patient))
+    {
+        return Ok(true);
+    }
+    let stays: Vec<AssignmentRecord> = domains::all_records(store, ASSIGNMENTS, "bed_assignments")?;
+    Ok(stays.iter().any(|s| s.patient == patient))
 }

@@ -1036,6 +1036,7 @@ impl Resource for BedLayoutRes<'_> {
                     .tags
                     .iter()
                     .filter(|m| !m.voiding.voided)
+                    .filter(|m| self.lookups.tag(&m.tag).is_some_and(|t| !t.voiding.voided))
                     .map(|map| TagMapRes {
                         map,
                         tag: self.lookups.tag(&map.tag),
@@ -1352,7 +1353,7 @@ pub async fn assign(
         let all = active_beds(&st.store)?;
         let target = all
             .iter()
-            .find(|b| b.id.to_string() == id || b.uuid == id)
+            .find(|b| id.parse::<u64>().ok() == Some(b.id) || b.uuid == id)
             .ok_or(ApiError::NotFound)?
             .uuid
             .clone();

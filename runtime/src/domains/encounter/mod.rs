@@ -466,8 +466,10 @@ pub fn void_visit_encounters(
     let obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
         changed_obs.iter().map(|(o, n)| (Some(o), n)).collect();
     let entries = super::queue::voided_with_visit(&state.store, &old.uuid, user, reason)?;
+    let beds = super::bed::freed_with_visit(&state.store, &old.uuid, user)?;
     state.store.write(|txn| {
         super::visit::store::put_in(txn, Some(old), voided)?;
+        beds.write_in(txn)?;
         super::queue::store::put_in(txn, &super::queue::changes(&entries))?;
         for (o, n) in &changed_enc {
             store::write_in(

@@ -973,8 +973,15 @@ pub async fn delete(
             now,
             &reason,
         )?;
+        // A bed it put the patient in is freed, as the bed management module does.
+        let beds = crate::domains::bed::freed(
+            &st.store,
+            |o| o.encounter.as_deref() == Some(uuid.as_str()),
+            &user,
+        )?;
         st.store
             .write(|txn| {
+                beds.write_in(txn)?;
                 store::write_in(
                     txn,
                     &Change {

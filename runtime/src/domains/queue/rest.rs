@@ -1071,8 +1071,34 @@ pub async fn queue_metrics(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Queue Entries"])?;
+    let key = answer_cache::key(&caller, &state.catalog.load(), "queue-metrics", &query);
+    let body = state
+        .answers
+        .get_or_render(&state.store, key, || async {
+            // Read after the answer's stamp: the content and the day it is rendered for.
+            let (name, criteria) = queue_metrics_criteria(&state, &query)?;
+            let st = state.clone();
+            let found = if criteria.queues.is_empty() {
+                Vec::new()
+            } else {
+                blocking(move || criteria.find(&st)).await?
+            };
+            let out = json!({"queue": name, "averageWaitTime": average_wait(&found)});
+            Ok(serde_json::to_vec(&out).expect("a map serializes").into())
+        })
+        .await?;
+    Ok(ok_bytes(body))
+}
+
+/// The queue a `queue-metrics` call names (its name when it names one), and the criteria
+/// of its entries started and ended today, as the module counts them (the runtime's days
+/// are UTC days), read from one range of the start index.
+fn queue_metrics_criteria(
+    state: &AppState,
+    query: &[(String, String)],
+) -> ApiResult<(String, Criteria)> {
     let catalog = state.catalog.load();
-    let named = param(&query, "queue").unwrap_or_default().to_string();
+    let named = param(query, "queue").unwrap_or_default().to_string();
     let queues: Vec<&model::Queue> = catalog
         .content
         .queues
@@ -1083,8 +1109,6 @@ pub async fn queue_metrics(
         [one] => one.name.clone(),
         _ => String::new(),
     };
-    // As the module counts it: the entries started and ended today (the runtime's days are
-    // UTC days), read from one range of the start index.
     let today = crate::api::patient::today();
     let day = |h, m, s, ms| {
         datetime_key(
@@ -1103,24 +1127,10 @@ pub async fn queue_metrics(
         ended_to: Some(end_of_day),
         ..Criteria::default()
     };
-    if let Some(s) = param(&query, "status") {
-        criteria.statuses = vec![concept_param(&state, s)?];
+    if let Some(s) = param(query, "status") {
+        criteria.statuses = vec![concept_param(state, s)?];
     }
-    let key = answer_cache::key(&caller, &catalog, "queue-metrics", &query);
-    let body = state
-        .answers
-        .get_or_render(&state.store, key, || async {
-            let st = state.clone();
-            let found = if criteria.queues.is_empty() {
-                Vec::new()
-            } else {
-                blocking(move || criteria.find(&st)).await?
-            };
-            let out = json!({"queue": name, "averageWaitTime": average_wait(&found)});
-            Ok(serde_json::to_vec(&out).expect("a map serializes").into())
-        })
-        .await?;
-    Ok(ok_bytes(body))
+    Ok((name, criteria))
 }
 
 /// `POST queueutil/assignticket` `{servicePointName, ticketNumber, status}`: which ticket a

@@ -5,9 +5,10 @@
 //! Values are checked against the type's datatype (free text, a pattern, one of listed
 //! options, a boolean, a date, a concept or a location of the content) and stored as
 //! OpenMRS serialises them (a uuid for a concept or location, `true`/`false`, a date
-//! `yyyy-MM-dd`). Setting an attribute whose type allows one value voids the one it
-//! replaces (`Visit.setAttribute`); a visit may not hold more active values of a type than
-//! its `maxOccurs`, nor fewer than its `minOccurs`.
+//! `yyyy-MM-dd`). A visit may not hold more active values of a type than its `maxOccurs`,
+//! nor fewer than its `minOccurs`: a second value of a type that allows one is refused, as
+//! the REST module's `addAttribute` and the visit's validation refuse it; the value is
+//! changed instead.
 
 use super::VisitRecord;
 use crate::api::concept::ConceptRes;
@@ -72,12 +73,11 @@ pub fn stored_value(t: &AttributeType, value: &Value, catalog: &Catalog) -> ApiR
                 t.name
             ))),
         },
-        datatypes::DATE => {
-            let day = text.get(..10).unwrap_or(&text);
-            chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
-                .map(|d| d.format("%Y-%m-%d").to_string())
-                .map_err(|_| invalid(format!("{}: '{text}' is not a date", t.name)))
-        }
+        datatypes::DATE => chrono::NaiveDate::parse_from_str(&text, "%Y-%m-%d")
+            .ok()
+            .or_else(|| crate::domains::parse_datetime(&text).map(|t| t.date_naive()))
+            .map(|d| d.format("%Y-%m-%d").to_string())
+            .ok_or_else(|| invalid(format!("{}: '{text}' is not a date", t.name))),
         datatypes::CONCEPT => catalog
             .concept(&text)
             .map(|c| c.uuid.clone())
@@ -114,8 +114,9 @@ pub fn stored_value(t: &AttributeType, value: &Value, catalog: &Catalog) -> ApiR
     }
 }
 
-/// Sets an attribute on the visit: `body` is `{attributeType, value[, uuid]}`. A type that
-/// allows one value has its current one voided. Answers the new attribute's uuid.
+/// Adds an attribute to the visit: `body` is `{attributeType, value[, uuid]}` (a value
+/// beyond the type's `maxOccurs` is refused when the visit is checked, as OpenMRS refuses
+/// it; a value is changed through its own uuid). Answers the new attribute's uuid.
 pub fn set(
     v: &mut VisitRecord,
     catalog: &Catalog,
@@ -156,15 +157,6 @@ pub fn set(
         Some(u) => u.to_string(),
         None => crate::domains::new_uuid(),
     };
-    if t.max_occurs == Some(1) {
-        for a in v
-            .attributes
-            .iter_mut()
-            .filter(|a| a.attribute_type == t.uuid && !a.voiding.voided)
-        {
-            a.voiding.void(user, now, "replaced by a new value");
-        }
-    }
     v.attributes.push(VisitAttribute {
         uuid: uuid.clone(),
         attribute_type: t.uuid.clone(),

@@ -514,7 +514,8 @@ pub async fn attribute_type(
     )
 }
 
-/// `GET visit/{uuid}/attribute`: the visit's active attributes — privilege: Get Visits.
+/// `GET visit/{uuid}/attribute[?includeAll=true]`: the visit's active attributes (voided
+/// ones too with `includeAll`) — privilege: Get Visits.
 pub async fn attributes(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -524,10 +525,11 @@ pub async fn attributes(
     caller.require(&["Get Visits"])?;
     let v = store::get(&state.store, &visit)?.ok_or(ApiError::NotFound)?;
     let paging = Paging::from_query(&query)?;
+    let include_voided = flag(&query, "includeAll").unwrap_or(false);
     let items: Vec<VisitAttributeRes> = v
         .attributes
         .iter()
-        .filter(|a| !a.voiding.voided)
+        .filter(|a| include_voided || !a.voiding.voided)
         .map(|attribute| VisitAttributeRes {
             visit: &v.uuid,
             attribute,
