@@ -73,9 +73,12 @@ fn kind_of(key: &str) -> &'static str {
     }
     let k = key.to_lowercase();
     for (needle, kind) in [
+        ("personattribute", "person attribute type"),
+        // Before "queue": the service queues' `visitQueueNumberAttributeUuid` names the
+        // visit attribute type its numbers are kept in.
+        ("attribute", "attribute type"),
         ("concept", "concept"),
         ("visittype", "visit type"),
-        ("personattribute", "person attribute type"),
         ("identifiertype", "patient identifier type"),
         ("identifiersource", "identifier source"),
         ("encountertype", "encounter type"),

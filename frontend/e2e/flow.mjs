@@ -141,6 +141,7 @@ const ENGLISH = [
   "Billing details", "Payment details", "Paying", "Non paying", "Billable service", "Bill created successfully",
   "Last Visit Information", "The last visit was",
   "Bed allocation", "Bed types", "Bed tags", "Add bed", "Bed created successfully", "Select a bed",
+  "Queue Number",
 ];
 let french = true;
 async function noEnglish() {
@@ -287,7 +288,8 @@ await step("start-a-visit", async () => {
   await page.locator("select#queueService option", { hasText: "Bondeko - File de triage" }).waitFor({ state: "attached", timeout: 30000 });
   await page.locator("select#queueService").selectOption({ label: "Bondeko - File de triage" });
   // Billing at check-in: a paying patient, in cash, billed for her consultation (the
-  // answers are kept as visit attributes, and the bill is made with the visit).
+  // answers are kept as visit attributes, with her number in the triage queue, and the
+  // bill is made with the visit).
   await page.getByText("Payant", { exact: true }).click();
   await page.locator("#paymentMethods").click();
   await page.getByRole("option", { name: "Espèces" }).click();
@@ -300,7 +302,7 @@ await step("start-a-visit", async () => {
   const uuid = chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
   const [visit] = (await api("GET", `visit?patient=${uuid}&v=full`)).results;
   const shown = visit.attributes.map((a) => a.display).sort().join(" | ");
-  if (shown !== "Détails de paiement: Payant | Mode de paiement: fc99ef44-6260-44b3-90db-05e7d0a91a14") throw new Error(`the check-in was not kept with the visit: ${shown}`);
+  if (shown !== "Détails de paiement: Payant | Mode de paiement: fc99ef44-6260-44b3-90db-05e7d0a91a14 | Numéro dans la file d'attente: BON-001") throw new Error(`the check-in and the queue number were not kept with the visit: ${shown}`);
   const [bill] = (await api("GET", `billing/bill?patientUuid=${uuid}&v=full`)).results;
   if (bill?.status !== "PENDING" || bill.total !== 5000 || bill.visit?.uuid !== visit.uuid) throw new Error(`the check-in bill was not made: ${JSON.stringify(bill)}`);
   checkInReceipt = bill.receiptNumber;
@@ -309,11 +311,14 @@ await step("start-a-visit", async () => {
 });
 
 await step("the-triage-nurse-calls-the-patient", async () => {
-  // The service queues page lists her, waiting; the nurse calls her and serves her.
+  // The service queues page lists her, waiting, with the number she was given at
+  // check-in; the nurse calls her and serves her.
   await page.goto(`${base}/openmrs/spa/home/service-queues`);
   const row = page.getByRole("row", { name: /Grâce Kapinga/ });
   await visible(row.getByText("En attente"));
   await visible(row.getByText("Bondeko - File de triage"));
+  await visible(page.getByRole("columnheader", { name: "Numéro de file d'attente" }).first());
+  await visible(row.getByText("BON-001"));
   await row.getByRole("button", { name: "Appeler" }).click();
   const dialog = page.getByRole("dialog");
   await visible(dialog.getByText("Servir le patient"));

@@ -828,3 +828,68 @@ async fn the_dashboards_kept_answers_follow_every_write_and_each_locale() {
         status_fr
     );
 }
+
+/// The queue module's numbers: the first letters of the queue's name and the count of the
+/// day's entries in it, kept on the visit as the content's queue-number attribute.
+#[tokio::test]
+async fn a_queue_number_is_given_and_kept_on_the_visit() {
+    const NUMBER_TYPE: &str = "42ab7095-ab53-44e8-bc84-eed6b1faca15";
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let triage_location = st
+        .catalog
+        .load()
+        .content
+        .queues
+        .iter()
+        .find(|q| q.uuid == TRIAGE)
+        .unwrap()
+        .location
+        .clone();
+    let number = |visit: &str| {
+        format!(
+            "{REST}/queue-entry-number?location={triage_location}&queue={TRIAGE}&visit={visit}&visitAttributeType={NUMBER_TYPE}"
+        )
+    };
+    let (first, first_visit) = visiting(&mut c, &st, "300101").await;
+    let r = c.get(&number(&first_visit)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["visitQueueNumber"], "BON-001");
+    assert_eq!(r.body["serviceType"], "Bondeko - File de triage");
+    let r = c
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &first, &first_visit, TRIAGE, &ago(10)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let (_, second_visit) = visiting(&mut c, &st, "300102").await;
+    let r = c.get(&number(&second_visit)).await;
+    assert_eq!(r.body["visitQueueNumber"], "BON-002");
+    // Numbered again, the visit keeps only its new number.
+    let r = c.get(&number(&second_visit)).await;
+    assert_eq!(r.body["visitQueueNumber"], "BON-002");
+    let r = c
+        .get(&format!(
+            "{REST}/visit/{second_visit}?v=custom:(attributes:(value,attributeType:(uuid)))"
+        ))
+        .await;
+    let attributes = r.body["attributes"].as_array().unwrap();
+    assert_eq!(attributes.len(), 1, "{}", r.body);
+    assert_eq!(attributes[0]["value"], "BON-002");
+    assert_eq!(attributes[0]["attributeType"]["uuid"], NUMBER_TYPE);
+    // The queue table's representation shows it with the entry.
+    let list = format!(
+        "{REST}/queue-entry?v=custom:(visit:(attributes:(value,attributeType:(uuid))))&isEnded=false"
+    );
+    let r = c.get(&list).await;
+    assert_eq!(
+        r.body["results"][0]["visit"]["attributes"][0]["value"],
+        "BON-001"
+    );
+    // Without the parameters it needs, nothing is numbered.
+    let r = c
+        .get(&format!("{REST}/queue-entry-number?queue={TRIAGE}&visit={second_visit}&visitAttributeType={NUMBER_TYPE}"))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+}

@@ -32,7 +32,7 @@ async fn the_contents_visit_attribute_types_are_listed_searched_and_read() {
     let r = c.get(&format!("{REST}/visitattributetype?v=full")).await;
     assert_eq!(r.status, StatusCode::OK);
     let types = r.body["results"].as_array().unwrap();
-    assert_eq!(types.len(), 6, "{}", r.body);
+    assert_eq!(types.len(), 7, "{}", r.body);
     let mode = types.iter().find(|t| t["uuid"] == PAYMENT_MODE).unwrap();
     assert_eq!(mode["name"], "Mode de paiement");
     assert_eq!(

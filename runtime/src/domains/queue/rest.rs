@@ -981,14 +981,85 @@ pub async fn undo_transition(
     )
 }
 
-/// `GET queue-entry-number?location&queue&visit&visitAttributeType` — privilege: Get Queue
-/// Entries. The queue module stores a generated number as a visit attribute of the type
-/// named, and answers empty values when that type is unknown. Content packages define no
-/// visit attribute types here (`visitattributetype` is empty), so every type is unknown
-/// and the answer is the module's empty one; the O3 app only needs it to succeed.
-pub async fn number(caller: Caller) -> ApiResult<Response> {
+/// `GET queue-entry-number?location=…&queue=…&visit=…&visitAttributeType=…`: the visit's
+/// number in the queue, as the queue module numbers it: the first three letters of the
+/// queue's name, upper case, and one more than the entries of that queue at that location
+/// with a visit started today (`TRI-004`). The number is kept on the visit as an attribute
+/// of the named type (replacing one it had), which the queue screens show. Without a
+/// `visitAttributeType` naming a visit attribute type of the content, nothing is numbered
+/// and both values are empty, as the module answers. Privileges: Get Queue Entries, and
+/// Edit Visits to number.
+pub async fn number(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
     caller.require(&["Get Queue Entries"])?;
-    Ok(ok(json!({"serviceType": "", "visitQueueNumber": ""})))
+    let catalog = state.catalog.load();
+    let Some(attribute_type) = param(&query, "visitAttributeType")
+        .and_then(|t| crate::domains::visit::attribute::find_type(&catalog, t))
+        .map(|t| t.uuid.clone())
+    else {
+        return Ok(ok(json!({"serviceType": "", "visitQueueNumber": ""})));
+    };
+    caller.require(&["Edit Visits"])?;
+    let insufficient = || {
+        ApiError::BadRequest(
+            "Sufficient parameters not supplied for generation of VisitQueueNumber".into(),
+        )
+    };
+    let location = param(&query, "location")
+        .and_then(|l| catalog.location(l))
+        .map(|l| l.uuid.clone())
+        .ok_or_else(insufficient)?;
+    let queue = param(&query, "queue")
+        .map(|q| queue_param(&state, q))
+        .transpose()?
+        .ok_or_else(insufficient)?;
+    let visit = param(&query, "visit").ok_or_else(insufficient)?.to_string();
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let (service_type, number) = blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let old = crate::domains::visit::store::get(&st.store, &visit)?
+            .filter(|v| !v.voiding.voided)
+            .ok_or_else(insufficient)?;
+        let today = crate::api::patient::today();
+        let (from, to) = (
+            datetime_key(today.and_hms_opt(0, 0, 0).expect("midnight").and_utc()),
+            datetime_key(
+                today
+                    .and_hms_milli_opt(23, 59, 59, 999)
+                    .expect("a time of day")
+                    .and_utc(),
+            ),
+        );
+        let already = store::read(&st.store, Source::StartedBetween(&from, &to), false)?
+            .iter()
+            // The module's criteria: the queue, at the location (the queue's own).
+            .filter(|e| e.queue == queue.uuid && queue.location == location && e.visit.is_some())
+            .count();
+        let prefix: String = queue.name.to_uppercase().chars().take(3).collect();
+        let number = format!("{prefix}-{:03}", already + 1);
+        let mut v = old.clone();
+        let now = Utc::now();
+        for a in v
+            .attributes
+            .iter_mut()
+            .filter(|a| a.attribute_type == attribute_type && !a.voiding.voided)
+        {
+            a.voiding.void(&user, now, "a new queue number");
+        }
+        let body = json!({"attributeType": attribute_type, "value": number});
+        crate::domains::visit::attribute::set(&mut v, &st.catalog.load(), &body, &user, now)?;
+        v.audit.changed(&user, now);
+        crate::domains::visit::store::put(&st.store, Some(&old), &v)?;
+        Ok((queue.name.clone(), number))
+    })
+    .await?;
+    Ok(ok(
+        json!({"serviceType": service_type, "visitQueueNumber": number}),
+    ))
 }
 
 /// Whole minutes between start and end, averaged over the entries that have both.
