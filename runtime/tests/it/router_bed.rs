@@ -45,6 +45,17 @@ async fn inpatient(c: &mut Client, st: &runtime::AppState, id: &str) -> (String,
     (patient, visit, r.body["uuid"].as_str().unwrap().to_string())
 }
 
+/// The bed type "Lit standard", which `new_bed` names.
+async fn standard_bed_type(c: &mut Client) {
+    let r = c
+        .post(
+            &format!("{REST}/bedtype"),
+            r#"{"name": "Lit standard", "displayName": "Standard"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+}
+
 async fn new_bed(c: &mut Client, ward: &str, number: &str, row: u32, column: u32) -> Value {
     let r = c
         .post(
@@ -223,13 +234,7 @@ async fn patients_are_put_in_beds_moved_share_them_and_leave_them_with_their_vis
     let st = state_with(bundle.clone(), runtime::store::Store::open(&path).unwrap());
     let mut c = Client::admin(st.clone()).await;
     let ward = location_uuid(&st, OBSERVATION_WARD);
-    let r = c
-        .post(
-            &format!("{REST}/bedtype"),
-            r#"{"name": "Lit standard", "displayName": "Standard"}"#,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED);
+    standard_bed_type(&mut c).await;
     let one = new_bed(&mut c, &ward, "1", 1, 1).await;
     let two = new_bed(&mut c, &ward, "2", 1, 2).await;
     let (mother, visit, encounter) = inpatient(&mut c, &st, "320001").await;
@@ -339,11 +344,7 @@ async fn a_backup_restores_beds_their_occupants_and_numbering() {
     let st = state();
     let mut c = Client::admin(st.clone()).await;
     let ward = location_uuid(&st, OBSERVATION_WARD);
-    c.post(
-        &format!("{REST}/bedtype"),
-        r#"{"name": "Lit standard", "displayName": "Standard"}"#,
-    )
-    .await;
+    standard_bed_type(&mut c).await;
     let r = c
         .post(&format!("{REST}/bedTag"), r#"{"name": "Oxygène"}"#)
         .await;
@@ -395,11 +396,7 @@ async fn voiding_her_encounter_visit_or_record_frees_her_bed_and_a_bed_stops_a_p
     let st = state();
     let mut c = Client::admin(st.clone()).await;
     let ward = location_uuid(&st, OBSERVATION_WARD);
-    c.post(
-        &format!("{REST}/bedtype"),
-        r#"{"name": "Lit standard", "displayName": "Standard"}"#,
-    )
-    .await;
+    standard_bed_type(&mut c).await;
     let bed = new_bed(&mut c, &ward, "1", 1, 1).await;
     let assign = |patient: &str, encounter: &str| {
         json!({"patientUuid": patient, "encounterUuid": encounter}).to_string()
@@ -460,11 +457,7 @@ async fn a_patient_who_was_in_a_bed_is_not_purged() {
     let st = state();
     let mut c = Client::admin(st.clone()).await;
     let ward = location_uuid(&st, OBSERVATION_WARD);
-    c.post(
-        &format!("{REST}/bedtype"),
-        r#"{"name": "Lit standard", "displayName": "Standard"}"#,
-    )
-    .await;
+    standard_bed_type(&mut c).await;
     let bed = new_bed(&mut c, &ward, "1", 1, 1).await;
     // No other record of hers but the stay in a bed, ended.
     let e = register_patient(&mut c, &st, "Esther", "Mwamba", "320014").await;

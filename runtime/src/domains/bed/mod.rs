@@ -186,6 +186,22 @@ pub fn beds(store: &Store) -> StoreResult<Vec<BedRecord>> {
     Ok(all)
 }
 
+/// The tags not removed.
+pub fn tags_in_use(store: &Store) -> StoreResult<Vec<BedTagRecord>> {
+    Ok(bed_tags(store)?
+        .into_iter()
+        .filter(|t| !t.voiding.voided)
+        .collect())
+}
+
+/// The beds not removed, in the order they were made.
+pub fn beds_in_use(store: &Store) -> StoreResult<Vec<BedRecord>> {
+    Ok(beds(store)?
+        .into_iter()
+        .filter(|b| !b.voiding.voided)
+        .collect())
+}
+
 fn put<T: Serialize>(
     txn: &WriteTransaction,
     table: TableDefinition<&str, &[u8]>,
@@ -290,11 +306,13 @@ pub fn vacate(
 
 /// The beds freed of the occupants `leaving` keeps, now (see `vacate`).
 pub fn freed(store: &Store, leaving: impl Fn(&Occupant) -> bool, user: &str) -> StoreResult<Moves> {
-    let beds: Vec<BedRecord> = beds(store)?
-        .into_iter()
-        .filter(|b| !b.voiding.voided)
-        .collect();
-    vacate(store, &beds, leaving, user, chrono::Utc::now())
+    vacate(
+        store,
+        &beds_in_use(store)?,
+        leaving,
+        user,
+        chrono::Utc::now(),
+    )
 }
 
 /// The beds freed when a visit ends or is voided (the module's handlers of a visit's save).

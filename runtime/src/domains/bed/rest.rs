@@ -251,9 +251,9 @@ pub async fn delete_bed_type(
     blocking(move || {
         let _one_writer = st.store.write_lock();
         let t = find_type(&st.store, &uuid)?;
-        let used = super::beds(&st.store)?
+        let used = beds_in_use(&st.store)?
             .iter()
-            .filter(|b| !b.voiding.voided && b.bed_type == t.uuid)
+            .filter(|b| b.bed_type == t.uuid)
             .count();
         if used > 0 {
             return Err(bad(format!(
@@ -305,13 +305,6 @@ impl Resource for BedTagRes<'_> {
     }
 }
 
-fn active_tags(store: &crate::store::Store) -> ApiResult<Vec<BedTagRecord>> {
-    Ok(super::bed_tags(store)?
-        .into_iter()
-        .filter(|t| !t.voiding.voided)
-        .collect())
-}
-
 /// `GET bedTag[?name=]` — privilege: Get Bed Tags.
 pub async fn bed_tags(
     State(state): State<Arc<AppState>>,
@@ -320,7 +313,7 @@ pub async fn bed_tags(
 ) -> ApiResult<Response> {
     caller.require(&["Get Bed Tags"])?;
     let name = param(&query, "name");
-    let tags: Vec<BedTagRecord> = active_tags(&state.store)?
+    let tags: Vec<BedTagRecord> = tags_in_use(&state.store)?
         .into_iter()
         .filter(|t| name.is_none_or(|n| t.name == n))
         .collect();
@@ -343,7 +336,7 @@ pub async fn bed_tag(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Bed Tags"])?;
-    let t = active_tags(&state.store)?
+    let t = tags_in_use(&state.store)?
         .into_iter()
         .find(|t| t.uuid == uuid)
         .ok_or(ApiError::NotFound)?;
@@ -365,7 +358,7 @@ fn tag_name(
     let name = text(body, "name", NAME_MAX)?.ok_or_else(|| {
         ApiError::invalid_field("name", "error.name", "Required properties: name")
     })?;
-    if active_tags(store)?
+    if tags_in_use(store)?
         .iter()
         .any(|t| t.uuid != tag && t.name.eq_ignore_ascii_case(&name))
     {
@@ -430,7 +423,7 @@ pub async fn update_bed_tag(
     let st = state.clone();
     let t = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let mut t = active_tags(&st.store)?
+        let mut t = tags_in_use(&st.store)?
             .into_iter()
             .find(|t| t.uuid == uuid)
             .ok_or_else(|| bad("Bed Tag not exist"))?;
@@ -463,7 +456,7 @@ pub async fn delete_bed_tag(
     let st = state.clone();
     blocking(move || {
         let _one_writer = st.store.write_lock();
-        let mut t = active_tags(&st.store)?
+        let mut t = tags_in_use(&st.store)?
             .into_iter()
             .find(|t| t.uuid == uuid)
             .ok_or(ApiError::NotFound)?;
@@ -547,13 +540,6 @@ impl Resource for BedRes<'_> {
     }
 }
 
-fn active_beds(store: &crate::store::Store) -> ApiResult<Vec<BedRecord>> {
-    Ok(super::beds(store)?
-        .into_iter()
-        .filter(|b| !b.voiding.voided)
-        .collect())
-}
-
 /// `GET bed[?locationUuid=][&bedType=<name>][&status=]` — privilege: Get Beds.
 pub async fn list_beds(
     State(state): State<Arc<AppState>>,
@@ -588,7 +574,7 @@ pub async fn list_beds(
             OCCUPIED
         }
     });
-    let beds: Vec<BedRecord> = active_beds(&state.store)?
+    let beds: Vec<BedRecord> = beds_in_use(&state.store)?
         .into_iter()
         .filter(|b| location.as_ref().is_none_or(|l| &b.location == l))
         .filter(|b| bed_type.as_ref().is_none_or(|t| &b.bed_type == t))
@@ -619,7 +605,7 @@ pub async fn read_bed(
 ) -> ApiResult<Response> {
     caller.require(&["Get Beds"])?;
     let lookups = Lookups::read(&state.store)?;
-    let bed = active_beds(&state.store)?
+    let bed = beds_in_use(&state.store)?
         .into_iter()
         .find(|b| b.uuid == uuid)
         .ok_or(ApiError::NotFound)?;
@@ -828,7 +814,7 @@ pub async fn delete_bed(
     let st = state.clone();
     blocking(move || {
         let _one_writer = st.store.write_lock();
-        let mut bed = active_beds(&st.store)?
+        let mut bed = beds_in_use(&st.store)?
             .into_iter()
             .find(|b| b.uuid == uuid)
             .ok_or(ApiError::NotFound)?;
@@ -899,11 +885,11 @@ pub async fn create_tag_map(
     let st = state.clone();
     let (map, tag) = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let mut bed = active_beds(&st.store)?
+        let mut bed = beds_in_use(&st.store)?
             .into_iter()
             .find(|b| b.uuid == bed_uuid)
             .ok_or_else(|| bad(format!("Bed {bed_uuid} does not exist")))?;
-        let tag = active_tags(&st.store)?
+        let tag = tags_in_use(&st.store)?
             .into_iter()
             .find(|t| t.uuid == tag_uuid)
             .ok_or_else(|| bad(format!("Bed tag {tag_uuid} does not exist")))?;
@@ -946,7 +932,7 @@ pub async fn delete_tag_map(
     let st = state.clone();
     blocking(move || {
         let _one_writer = st.store.write_lock();
-        let mut bed = active_beds(&st.store)?
+        let mut bed = beds_in_use(&st.store)?
             .into_iter()
             .find(|b| b.tags.iter().any(|m| m.uuid == uuid && !m.voiding.voided))
             .ok_or(ApiError::NotFound)?;
@@ -969,6 +955,23 @@ struct BedLayoutRes<'a> {
     bed: &'a BedRecord,
     lookups: &'a Lookups,
     patients: Vec<PatientRecord>,
+}
+
+impl<'a> BedLayoutRes<'a> {
+    /// The bed with the records of the patients in it.
+    fn of(state: &AppState, bed: &'a BedRecord, lookups: &'a Lookups) -> ApiResult<Self> {
+        let mut patients = Vec::new();
+        for o in &bed.occupants {
+            if let Some(p) = state.store.patient(&o.patient)? {
+                patients.push(p);
+            }
+        }
+        Ok(BedLayoutRes {
+            bed,
+            lookups,
+            patients,
+        })
+    }
 }
 
 impl Resource for BedLayoutRes<'_> {
@@ -1098,7 +1101,7 @@ impl Resource for AdmissionLocationRes<'_> {
     }
 }
 
-/// The beds of a ward: its own and those of the locations right under it, in layout order.
+/// The beds of a ward (of `all`, the beds in use): its own and those of the locations right under it, in layout order.
 fn ward_beds<'b>(
     ward: &Location,
     all: &'b [BedRecord],
@@ -1106,7 +1109,6 @@ fn ward_beds<'b>(
 ) -> Vec<&'b BedRecord> {
     let mut beds: Vec<&BedRecord> = all
         .iter()
-        .filter(|b| !b.voiding.voided)
         .filter(|b| {
             b.location == ward.uuid
                 || catalog
@@ -1128,19 +1130,7 @@ fn layouts<'a>(
     let catalog = state.catalog.load();
     ward_beds(ward, all, &catalog)
         .into_iter()
-        .map(|bed| {
-            let mut patients = Vec::new();
-            for o in &bed.occupants {
-                if let Some(p) = state.store.patient(&o.patient)? {
-                    patients.push(p);
-                }
-            }
-            Ok(BedLayoutRes {
-                bed,
-                lookups,
-                patients,
-            })
-        })
+        .map(|bed| BedLayoutRes::of(state, bed, lookups))
         .collect()
 }
 
@@ -1163,7 +1153,7 @@ pub async fn admission_locations(
 ) -> ApiResult<Response> {
     require_ward_reader(&caller)?;
     let catalog = state.catalog.load();
-    let all = super::beds(&state.store)?;
+    let all = beds_in_use(&state.store)?;
     let lookups = Lookups::read(&state.store)?;
     let wards: Vec<&Location> = catalog
         .content
@@ -1212,7 +1202,7 @@ pub async fn admission_location(
     require_ward_reader(&caller)?;
     let catalog = state.catalog.load();
     let ward = catalog.location(&uuid).ok_or(ApiError::NotFound)?;
-    let all = super::beds(&state.store)?;
+    let all = beds_in_use(&state.store)?;
     let lookups = Lookups::read(&state.store)?;
     let res = AdmissionLocationRes {
         ward,
@@ -1280,7 +1270,7 @@ pub async fn patient_bed(
 ) -> ApiResult<Response> {
     caller.require(&["Get Beds", "Get Admission Locations"])?;
     let patient = param(&query, "patientUuid").unwrap_or_default().to_string();
-    let all = active_beds(&state.store)?;
+    let all = beds_in_use(&state.store)?;
     let lookups = Lookups::read(&state.store)?;
     let items = patient_details(&state, &all, &lookups, &patient)?;
     let paging = Paging::from_query(&query)?;
@@ -1299,18 +1289,8 @@ fn patient_details<'a>(
         .iter()
         .find(|b| b.occupants.iter().any(|o| o.patient == patient))
     {
-        let mut patients = Vec::new();
-        for o in &bed.occupants {
-            if let Some(p) = state.store.patient(&o.patient)? {
-                patients.push(p);
-            }
-        }
         items.push(BedDetailsRes {
-            layout: BedLayoutRes {
-                bed,
-                lookups,
-                patients,
-            },
+            layout: BedLayoutRes::of(state, bed, lookups)?,
         });
     }
     Ok(items)
@@ -1350,7 +1330,7 @@ pub async fn assign(
             }
             None => None,
         };
-        let all = active_beds(&st.store)?;
+        let all = beds_in_use(&st.store)?;
         let target = all
             .iter()
             .find(|b| id.parse::<u64>().ok() == Some(b.id) || b.uuid == id)
@@ -1393,7 +1373,7 @@ pub async fn assign(
     })
     .await?;
     // The patient's bed, as the module answers an assignment.
-    let all = active_beds(&state.store)?;
+    let all = beds_in_use(&state.store)?;
     let lookups = Lookups::read(&state.store)?;
     let details = patient_details(&state, &all, &lookups, &patient_of_answer)?
         .into_iter()
@@ -1418,7 +1398,7 @@ pub async fn unassign(
     let st = state.clone();
     blocking(move || {
         let _one_writer = st.store.write_lock();
-        let all = active_beds(&st.store)?;
+        let all = beds_in_use(&st.store)?;
         let moves = vacate(&st.store, &all, |o| o.patient == patient, &user, Utc::now())?;
         if !moves.is_empty() {
             st.store.write(|txn| moves.write_in(txn))?;

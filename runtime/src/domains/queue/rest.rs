@@ -1043,15 +1043,14 @@ pub async fn number(
         let number = format!("{prefix}-{:03}", already + 1);
         let mut v = old.clone();
         let now = Utc::now();
-        for a in v
-            .attributes
-            .iter_mut()
-            .filter(|a| a.attribute_type == attribute_type && !a.voiding.voided)
-        {
-            a.voiding.void(&user, now, "a new queue number");
-        }
-        let body = json!({"attributeType": attribute_type, "value": number});
-        crate::domains::visit::attribute::set(&mut v, &st.catalog.load(), &body, &user, now)?;
+        crate::domains::visit::attribute::replace(
+            &mut v,
+            &st.catalog.load(),
+            &attribute_type,
+            &number,
+            &user,
+            now,
+        )?;
         v.audit.changed(&user, now);
         crate::domains::visit::store::put(&st.store, Some(&old), &v)?;
         Ok((queue.name.clone(), number))

@@ -167,6 +167,27 @@ pub fn set(
     Ok(uuid)
 }
 
+/// Gives the visit this value of the type, voiding the values it had of it (OpenMRS's
+/// `Visit.setAttribute`, which the queue module's numbering uses).
+pub fn replace(
+    v: &mut VisitRecord,
+    catalog: &Catalog,
+    attribute_type: &str,
+    value: &str,
+    user: &str,
+    now: DateTime<Utc>,
+) -> ApiResult<String> {
+    for a in v
+        .attributes
+        .iter_mut()
+        .filter(|a| a.attribute_type == attribute_type && !a.voiding.voided)
+    {
+        a.voiding.void(user, now, "replaced by a new value");
+    }
+    let body = json!({"attributeType": attribute_type, "value": value});
+    set(v, catalog, &body, user, now)
+}
+
 /// Changes an attribute's value (`POST visit/{v}/attribute/{a}`).
 pub fn change(
     v: &mut VisitRecord,
