@@ -7,7 +7,7 @@
 //! every write before it is acknowledged.
 
 use crate::store::{PatientRecord, Store, StoreError, StoreResult};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use unicode_normalization::UnicodeNormalization;
@@ -40,35 +40,40 @@ fn tokens(name: &str) -> Vec<String> {
 /// spares each search that needs it from building one.
 const DENSE_RATIO: usize = 64;
 
-/// What the index needs of a patient, borrowed from a record or read straight from its
-/// stored JSON (the other fields are skipped, not decoded).
-#[derive(Deserialize)]
+/// What the index needs of a patient, borrowed from a record or read from its stored
+/// search projection (`projection`), which is this struct's own JSON: the same fields,
+/// under the same names, as in the stored patient record, so either can be read as one.
+#[derive(Deserialize, Serialize)]
 pub struct Searchable<'a> {
     #[serde(borrow)]
     uuid: Cow<'a, str>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     dead: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     voided: bool,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, skip_serializing_if = "Vec::is_empty")]
     names: Vec<SearchableName<'a>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, skip_serializing_if = "Vec::is_empty")]
     identifiers: Vec<SearchableIdentifier<'a>>,
 }
 
-#[derive(Deserialize)]
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Deserialize, Serialize)]
 struct SearchableName<'a> {
-    #[serde(default, borrow)]
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
     given_name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
     middle_name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
     family_name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
     family_name2: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct SearchableIdentifier<'a> {
     #[serde(borrow)]
     identifier: Cow<'a, str>,
@@ -102,6 +107,24 @@ impl<'a> From<&'a PatientRecord> for Searchable<'a> {
     }
 }
 
+/// The bytes stored for a patient in the store's search projection.
+pub fn projection(p: &PatientRecord) -> Vec<u8> {
+    serde_json::to_vec(&Searchable::from(p)).expect("a projection serializes")
+}
+
+/// A stored patient record's search projection, read from the record's bytes.
+pub fn projection_of_stored(record: &[u8]) -> StoreResult<Vec<u8>> {
+    let p = decode_searchable(record)?;
+    Ok(serde_json::to_vec(&p).expect("a projection serializes"))
+}
+
+fn decode_searchable(bytes: &[u8]) -> StoreResult<Searchable<'_>> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        table: "patients",
+        detail: e.to_string(),
+    })
+}
+
 pub struct SearchIndex {
     /// Each slot's patient uuid, in creation order.
     slots: Vec<Box<str>>,
@@ -126,15 +149,11 @@ impl Default for SearchIndex {
 }
 
 impl SearchIndex {
-    /// Reads every patient's searchable fields from the store.
+    /// Reads every patient's search projection from the store.
     pub fn load(store: &Store) -> StoreResult<SearchIndex> {
         let mut index = SearchIndex::default();
-        store.scan_patients(|bytes| {
-            let p: Searchable = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-                table: "patients",
-                detail: e.to_string(),
-            })?;
-            index.upsert_searchable(&p);
+        store.scan_patient_search(|bytes| {
+            index.upsert_searchable(&decode_searchable(bytes)?);
             Ok(())
         })?;
         Ok(index)
@@ -581,6 +600,47 @@ mod tests {
         assert!(idx.by_identifier("201B").is_empty());
         assert!(idx.search("jean", true, 2).is_empty());
         assert_eq!(idx.failure(), None);
+    }
+
+    #[test]
+    fn loads_what_every_patient_write_projected_and_rebuilds_a_missing_projection() {
+        let store = Store::in_memory().unwrap();
+        let (a, b) = (
+            patient("a", "Hélène", "Mbuyi", "100A", false),
+            patient("b", "Jean", "Kabila", "200B", false),
+        );
+        store.import_patients(&[(a.clone(), vec![])]).unwrap();
+        store.insert_patient(&b, &[]).unwrap();
+        let mut renamed = a.clone();
+        renamed.names[0].family_name = Some("Tshala".into());
+        store.replace_patient(&renamed, &[], &[]).unwrap();
+        let mut voided = b.clone();
+        voided.voided = true;
+        store.update_patient(&voided).unwrap();
+        let idx = SearchIndex::load(&store).unwrap();
+        assert_eq!(uuids(idx.search("helene tsh", false, 2)), ["a"]);
+        assert!(idx.search("mbuyi", false, 2).is_empty());
+        assert!(idx.search("jean", true, 2).is_empty(), "voided");
+        store.purge_patient("a").unwrap();
+        assert!(
+            SearchIndex::load(&store)
+                .unwrap()
+                .search("helene", false, 2)
+                .is_empty()
+        );
+
+        // A restored backup carries records, not projections: the first load rebuilds
+        // them from the records.
+        let mut backup = Vec::new();
+        store.insert_patient(&a, &[]).unwrap();
+        store.snapshot(&mut backup).unwrap();
+        let restored = Store::in_memory().unwrap();
+        restored.restore(std::io::Cursor::new(backup)).unwrap();
+        let idx = SearchIndex::load(&restored).unwrap();
+        assert_eq!(idx.len(), 2);
+        assert_eq!(uuids(idx.search("helene mb", false, 2)), ["a"]);
+        assert_eq!(uuids(idx.by_identifier("200b")), Vec::<String>::new());
+        assert_eq!(SearchIndex::load(&restored).unwrap().len(), 2);
     }
 
     /// What `search` means, written as a scan over every patient.

@@ -29,6 +29,11 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 const PATIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("patients");
+/// Patient uuid → what the search index needs of that patient (`search::projection`):
+/// loading the index reads these few bytes per patient instead of whole records, so the
+/// load neither takes long nor fills redb's cache with every patient's pages. Written with
+/// each patient; rebuilt from the records when its count differs from theirs.
+const PATIENT_SEARCH: TableDefinition<&str, &[u8]> = TableDefinition::new("patient_search");
 /// `<type uuid>|<scope>|<identifier>` → patient uuid, for uniqueness.
 const IDENTIFIERS: TableDefinition<&str, &str> = TableDefinition::new("identifiers");
 const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
@@ -286,6 +291,15 @@ fn write_user(txn: &WriteTransaction, user: &UserRecord) -> StoreResult<()> {
     Ok(())
 }
 
+/// Writes a patient's record and its search projection.
+fn write_patient(txn: &WriteTransaction, p: &PatientRecord) -> StoreResult<()> {
+    txn.open_table(PATIENTS)?
+        .insert(p.uuid.as_str(), encode(p).as_slice())?;
+    txn.open_table(PATIENT_SEARCH)?
+        .insert(p.uuid.as_str(), crate::search::projection(p).as_slice())?;
+    Ok(())
+}
+
 fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     serde_json::to_vec(v).expect("records serialize")
 }
@@ -378,6 +392,7 @@ impl Store {
                 // Create every table so reads never meet a missing one.
                 let mut meta = txn.open_table(META)?;
                 txn.open_table(PATIENTS)?;
+                txn.open_table(PATIENT_SEARCH)?;
                 txn.open_table(IDENTIFIERS)?;
                 txn.open_table(USERS)?;
                 txn.open_table(USERNAMES)?;
@@ -694,9 +709,7 @@ impl Store {
             for (key, _) in keys {
                 ids.insert(key.as_str(), p.uuid.as_str())?;
             }
-            txn.open_table(PATIENTS)?
-                .insert(p.uuid.as_str(), encode(p).as_slice())?;
-            Ok(())
+            write_patient(txn, p)
         })
     }
 
@@ -709,6 +722,7 @@ impl Store {
         self.write(|txn| {
             let mut ids = txn.open_table(IDENTIFIERS)?;
             let mut table = txn.open_table(PATIENTS)?;
+            let mut search = txn.open_table(PATIENT_SEARCH)?;
             for (p, keys) in patients {
                 for (key, identifier) in keys {
                     if let Some(owner) = ids.get(key.as_str())?
@@ -719,6 +733,7 @@ impl Store {
                     ids.insert(key.as_str(), p.uuid.as_str())?;
                 }
                 table.insert(p.uuid.as_str(), encode(p).as_slice())?;
+                search.insert(p.uuid.as_str(), crate::search::projection(p).as_slice())?;
             }
             Ok(())
         })
@@ -749,19 +764,13 @@ impl Store {
             for (key, _) in new_keys {
                 ids.insert(key.as_str(), p.uuid.as_str())?;
             }
-            txn.open_table(PATIENTS)?
-                .insert(p.uuid.as_str(), encode(p).as_slice())?;
-            Ok(())
+            write_patient(txn, p)
         })
     }
 
     /// Replaces a stored patient whose identifiers did not change (a void).
     pub fn update_patient(&self, p: &PatientRecord) -> StoreResult<()> {
-        self.write(|txn| {
-            txn.open_table(PATIENTS)?
-                .insert(p.uuid.as_str(), encode(p).as_slice())?;
-            Ok(())
-        })
+        self.write(|txn| write_patient(txn, p))
     }
 
     /// Removes a patient and frees its identifiers. The caller has checked that nothing
@@ -782,6 +791,7 @@ impl Store {
                 ids.remove(k.as_str())?;
             }
             txn.open_table(PATIENTS)?.remove(uuid)?;
+            txn.open_table(PATIENT_SEARCH)?.remove(uuid)?;
             Ok(())
         })
     }
@@ -813,12 +823,32 @@ impl Store {
         Ok(out)
     }
 
-    /// Hands every stored patient's encoded record to `f`, in one read transaction (the
-    /// search index reads only the fields it needs from them).
-    pub fn scan_patients(&self, mut f: impl FnMut(&[u8]) -> StoreResult<()>) -> StoreResult<()> {
+    /// Hands every stored patient's search projection (`search::projection`) to `f`, in
+    /// one read transaction. A store whose projections are missing or incomplete (written
+    /// by an earlier version, or restored from an older snapshot) has them rebuilt from
+    /// the records first, once.
+    pub fn scan_patient_search(
+        &self,
+        mut f: impl FnMut(&[u8]) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let complete = {
+            let txn = self.begin_read()?;
+            txn.open_table(PATIENT_SEARCH)?.len()? == txn.open_table(PATIENTS)?.len()?
+        };
+        if !complete {
+            self.write(|txn| {
+                txn.delete_table(PATIENT_SEARCH)?;
+                let mut search = txn.open_table(PATIENT_SEARCH)?;
+                for row in txn.open_table(PATIENTS)?.iter()? {
+                    let (k, v) = row?;
+                    let projected = crate::search::projection_of_stored(v.value())?;
+                    search.insert(k.value(), projected.as_slice())?;
+                }
+                Ok(())
+            })?;
+        }
         let txn = self.begin_read()?;
-        let t = txn.open_table(PATIENTS)?;
-        for row in t.iter()? {
+        for row in txn.open_table(PATIENT_SEARCH)?.iter()? {
             let (_, v) = row?;
             f(v.value())?;
         }
