@@ -60,7 +60,7 @@ pub fn new_uuid() -> String {
 pub const DAEMON_USER: &str = "A4F30A1B-5EB9-11DF-A648-37A07F9C90FB";
 
 /// Who created a record and when, and who changed it last.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode)]
 pub struct Audit {
     pub creator: String,
     /// Index-key form (`datetime_key`).
@@ -88,7 +88,9 @@ impl Audit {
 }
 
 /// A voided record is kept, with who voided it, when and why.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode,
+)]
 pub struct Voiding {
     pub voided: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -205,9 +207,39 @@ pub struct RecordTable {
     pub indexes: &'static [Index],
     pub create: fn(&WriteTransaction) -> StoreResult<()>,
     pub reindex: fn(&WriteTransaction, &[u8]) -> StoreResult<()>,
-    /// Whether a value decodes as this table's record (a restore checks every one before
-    /// writing anything).
+    pub codec: RecordCodec,
+}
+
+/// How a table's records are stored, and how backups, which carry every record as JSON,
+/// read and write them.
+pub struct RecordCodec {
+    /// Whether stored bytes decode as the table's record, and why not (`store::check`).
     pub decodes: fn(&[u8]) -> Result<(), String>,
+    /// A stored record as a backup writes it.
+    pub to_json: fn(&[u8]) -> Result<serde_json::Value, String>,
+    /// A backup's record, checked as the table's record type (a restore checks every one
+    /// before writing anything), as it is stored.
+    pub from_json: fn(&serde_json::Value) -> Result<Vec<u8>, String>,
+}
+
+/// The codec of a table whose records are stored as their JSON (every table but the
+/// observations, `encounter::store::encode_obs`).
+pub const fn json_codec<T: for<'a> Deserialize<'a>>() -> RecordCodec {
+    RecordCodec {
+        decodes: decodes::<T>,
+        to_json: stored_json,
+        from_json: checked_json::<T>,
+    }
+}
+
+fn stored_json(bytes: &[u8]) -> Result<serde_json::Value, String> {
+    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+}
+
+fn checked_json<T: for<'a> Deserialize<'a>>(v: &serde_json::Value) -> Result<Vec<u8>, String> {
+    let bytes = serde_json::to_vec(v).map_err(|e| e.to_string())?;
+    decodes::<T>(&bytes)?;
+    Ok(bytes)
 }
 
 /// Every clinical record table, in the order a restore fills them.

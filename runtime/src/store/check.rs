@@ -106,7 +106,7 @@ fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreErro
         for row in txn.open_table(table.table)?.iter()? {
             let (k, v) = row?;
             report.records += 1;
-            if let Err(e) = (table.decodes)(v.value()) {
+            if let Err(e) = (table.codec.decodes)(v.value()) {
                 report.problem(format!(
                     "{} {}: the record does not decode: {e}",
                     table.name,

@@ -176,7 +176,11 @@ impl Store {
                 .map_err(StoreError::from)?
             {
                 let (k, v) = row.map_err(StoreError::from)?;
-                let value = json(table.name, v.value())?;
+                let value =
+                    (table.codec.to_json)(v.value()).map_err(|detail| StoreError::Corrupt {
+                        table: table.name,
+                        detail,
+                    })?;
                 record(&mut out, table.name, k.value(), value)?;
             }
         }
@@ -278,7 +282,12 @@ impl Store {
                     other => {
                         let table = record_table(other)
                             .ok_or_else(|| StoreError::Redb(format!("unknown table {other}")))?;
-                        let bytes = json();
+                        let bytes = (table.codec.from_json)(&rec.v).map_err(|detail| {
+                            StoreError::Corrupt {
+                                table: table.name,
+                                detail,
+                            }
+                        })?;
                         txn.open_table(table.table)?.insert(k, bytes.as_slice())?;
                         (table.reindex)(txn, &bytes)?;
                     }
@@ -416,7 +425,7 @@ fn check_record(rec: &SnapshotLine) -> Result<(), String> {
             _ => Err("expected the bytes as a base64 string".into()),
         },
         other => match record_table(other) {
-            Some(table) => (table.decodes)(&json()?),
+            Some(table) => (table.codec.from_json)(&rec.v).map(drop),
             None => Err(format!("unknown table {other}")),
         },
     }

@@ -14,7 +14,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<AllergyRecord>(bytes),
+    codec: domains::json_codec::<AllergyRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

@@ -17,7 +17,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_START, BY_PATIENT],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<AppointmentRecord>(bytes),
+    codec: domains::json_codec::<AppointmentRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

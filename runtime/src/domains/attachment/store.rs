@@ -16,7 +16,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<AttachmentRecord>(bytes),
+    codec: domains::json_codec::<AttachmentRecord>(),
 };
 
 pub const CONTENTS: BlobTable = BlobTable {

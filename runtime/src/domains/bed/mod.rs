@@ -55,7 +55,7 @@ macro_rules! small_table {
                     None => Ok(()),
                 }
             },
-            decodes: |bytes| domains::decodes::<$record>(bytes),
+            codec: domains::json_codec::<$record>(),
         };
     };
 }

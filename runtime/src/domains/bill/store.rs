@@ -22,7 +22,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_VISIT, BY_CREATED, BY_STATUS, LINE_ITEMS],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<BillRecord>(bytes),
+    codec: domains::json_codec::<BillRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

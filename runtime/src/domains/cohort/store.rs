@@ -17,7 +17,7 @@ pub const COHORT_RECORDS: RecordTable = RecordTable {
     indexes: &[],
     create: create_cohorts,
     reindex: |_, bytes| domains::decode::<CohortRecord>("cohorts", bytes).map(|_| ()),
-    decodes: |bytes| domains::decodes::<CohortRecord>(bytes),
+    codec: domains::json_codec::<CohortRecord>(),
 };
 
 pub const MEMBER_RECORDS: RecordTable = RecordTable {
@@ -26,7 +26,7 @@ pub const MEMBER_RECORDS: RecordTable = RecordTable {
     indexes: &[MEMBERS_BY_COHORT, MEMBERS_BY_PATIENT],
     create: create_members,
     reindex: reindex_member,
-    decodes: |bytes| domains::decodes::<MemberRecord>(bytes),
+    codec: domains::json_codec::<MemberRecord>(),
 };
 
 fn create_cohorts(txn: &WriteTransaction) -> StoreResult<()> {

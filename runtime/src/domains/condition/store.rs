@@ -19,7 +19,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<ConditionRecord>(bytes),
+    codec: domains::json_codec::<ConditionRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

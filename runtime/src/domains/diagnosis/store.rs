@@ -16,7 +16,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_ENCOUNTER, BY_PATIENT],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<DiagnosisRecord>(bytes),
+    codec: domains::json_codec::<DiagnosisRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

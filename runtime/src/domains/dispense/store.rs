@@ -18,7 +18,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_ORDER, BY_ENCOUNTER],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<DispenseRecord>(bytes),
+    codec: domains::json_codec::<DispenseRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

@@ -52,7 +52,7 @@ pub struct EncounterRecord {
 }
 
 /// An observation's value, by the datatype of its concept.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode)]
 #[serde(tag = "t", content = "v")]
 pub enum ObsValue {
     Numeric(f64),
@@ -69,7 +69,10 @@ pub enum ObsValue {
     Group,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Stored in binary (`store::encode_obs`), not JSON like the other records: a facility
+/// has millions, and the chart reads a hundred at a time. The binary form is positional:
+/// a change of fields needs a new format tag there, with the old one still decoded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode)]
 pub struct ObsRecord {
     pub v: u32,
     pub uuid: String,

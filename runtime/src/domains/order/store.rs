@@ -24,7 +24,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_ENCOUNTER, BY_TYPE, BY_NUMBER],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<OrderRecord>(bytes),
+    codec: domains::json_codec::<OrderRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

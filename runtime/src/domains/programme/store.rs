@@ -15,7 +15,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<EnrolmentRecord>(bytes),
+    codec: domains::json_codec::<EnrolmentRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

@@ -17,7 +17,7 @@ pub const RECORDS: RecordTable = RecordTable {
         Ok(())
     },
     reindex: |_, bytes| domains::decode::<ProviderRecord>("providers", bytes).map(drop),
-    decodes: |bytes| domains::decodes::<ProviderRecord>(bytes),
+    codec: domains::json_codec::<ProviderRecord>(),
 };
 
 pub fn providers(store: &Store) -> StoreResult<Vec<ProviderRecord>> {

@@ -39,7 +39,7 @@ pub const RECORDS: RecordTable = RecordTable {
         Ok(())
     },
     reindex: |_, bytes| domains::decode::<QueueRoomRecord>("queue_rooms", bytes).map(drop),
-    decodes: |bytes| domains::decodes::<QueueRoomRecord>(bytes),
+    codec: domains::json_codec::<QueueRoomRecord>(),
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

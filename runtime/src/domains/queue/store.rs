@@ -21,7 +21,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_VISIT, BY_START, OPEN],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<QueueEntryRecord>(bytes),
+    codec: domains::json_codec::<QueueEntryRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

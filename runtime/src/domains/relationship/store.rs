@@ -15,7 +15,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PERSON],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<RelationshipRecord>(bytes),
+    codec: domains::json_codec::<RelationshipRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {

@@ -18,7 +18,7 @@ pub const ROLE_RECORDS: RecordTable = RecordTable {
         Ok(())
     },
     reindex: |_, bytes| domains::decode::<RoleRecord>("roles", bytes).map(drop),
-    decodes: |bytes| domains::decodes::<RoleRecord>(bytes),
+    codec: domains::json_codec::<RoleRecord>(),
 };
 
 pub const PRIVILEGE_RECORDS: RecordTable = RecordTable {
@@ -30,7 +30,7 @@ pub const PRIVILEGE_RECORDS: RecordTable = RecordTable {
         Ok(())
     },
     reindex: |_, bytes| domains::decode::<PrivilegeRecord>("privileges", bytes).map(drop),
-    decodes: |bytes| domains::decodes::<PrivilegeRecord>(bytes),
+    codec: domains::json_codec::<PrivilegeRecord>(),
 };
 
 pub fn roles(store: &Store) -> StoreResult<Vec<RoleRecord>> {

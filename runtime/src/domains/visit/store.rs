@@ -19,7 +19,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_START, ACTIVE],
     create,
     reindex,
-    decodes: |bytes| domains::decodes::<VisitRecord>(bytes),
+    codec: domains::json_codec::<VisitRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
