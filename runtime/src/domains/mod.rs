@@ -59,7 +59,9 @@ pub fn new_uuid() -> String {
 /// OpenMRS's daemon user, recorded as the author of what background jobs change.
 pub const DAEMON_USER: &str = "A4F30A1B-5EB9-11DF-A648-37A07F9C90FB";
 
-/// Who created a record and when, and who changed it last.
+/// Who created a record and when, and who changed it last. Part of a stored observation's
+/// binary layout (`encounter::store::encode_obs`): a field added here changes that layout,
+/// and takes a new observation format tag.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode)]
 pub struct Audit {
     pub creator: String,
@@ -87,7 +89,8 @@ impl Audit {
     }
 }
 
-/// A voided record is kept, with who voided it, when and why.
+/// A voided record is kept, with who voided it, when and why. Part of a stored
+/// observation's binary layout, as `Audit` is.
 #[derive(
     Debug, Clone, Default, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode,
 )]

@@ -5,18 +5,19 @@
 //! It checks, in order: redb's own page checksums (`Database::check_integrity`); that every
 //! record decodes as its table's record type; that every attachment's file is there, as
 //! uploaded (its SHA-256); that the identifier and username indexes
-//! point at records that hold them; and, for the clinical records, that each index table is
+//! point at records that hold them; that each patient's search projection is its record's;
+//! and, for the clinical records, that each index table is
 //! exactly what the records imply. The last check rebuilds the indexes inside a write
 //! transaction that is never committed, then compares them with the stored ones key by key
 //! (both sorted), so memory stays flat however large the store is.
 
 use super::medium::{catch_panic, open_file};
 use super::{
-    COUNTERS, IDENTIFIERS, META, PATIENTS, PatientRecord, SETTINGS, SettingRecord, StoreError,
-    USERNAMES, USERS, UserRecord,
+    COUNTERS, IDENTIFIERS, META, PATIENT_SEARCH, PATIENTS, PatientRecord, SETTINGS, SettingRecord,
+    StoreError, USERNAMES, USERS, UserRecord,
 };
 use crate::domains::{RECORD_TABLES, decodes};
-use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle};
 use std::path::Path;
 
 /// What a check found.
@@ -151,6 +152,38 @@ fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreErro
                 k.value(),
                 v.value()
             ));
+        }
+    }
+
+    // Each patient's search projection is its record's (or missing altogether, which the
+    // next start rebuilds), and none is left of a removed patient.
+    let search = txn.open_table(PATIENT_SEARCH)?;
+    if !search.is_empty()? {
+        for row in patients.iter()? {
+            let (k, v) = row?;
+            report.index_entries += 1;
+            let Ok(expected) = crate::search::projection_of_stored(v.value()) else {
+                continue; // reported above as a record that does not decode
+            };
+            if search
+                .get(k.value())?
+                .map(|p| p.value() == expected.as_slice())
+                != Some(true)
+            {
+                report.problem(format!(
+                    "patient_search {}: differs from the patient's record",
+                    k.value()
+                ));
+            }
+        }
+        for row in search.iter()? {
+            let (k, _) = row?;
+            if patients.get(k.value())?.is_none() {
+                report.problem(format!(
+                    "patient_search {}: the patient does not exist",
+                    k.value()
+                ));
+            }
         }
     }
 

@@ -24,8 +24,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Bumped when a table's meaning changes; `open` refuses a store with a newer version.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped when a table's meaning changes; `open` refuses a store with a newer version and
+/// records this one in an older store it opens (which it may then write in the new way,
+/// so the older runtime must refuse it from then on). 2: observations in binary
+/// (`encounter::store::encode_obs`), the patients' search projection.
+pub const SCHEMA_VERSION: u32 = 2;
 
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 const PATIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("patients");
@@ -409,8 +412,8 @@ impl Store {
                         found: v,
                         supported: SCHEMA_VERSION,
                     }),
-                    Some(_) => Ok(()),
-                    None => {
+                    Some(v) if v == SCHEMA_VERSION => Ok(()),
+                    Some(_) | None => {
                         meta.insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
                         Ok(())
                     }
@@ -825,8 +828,9 @@ impl Store {
 
     /// Hands every stored patient's search projection (`search::projection`) to `f`, in
     /// one read transaction. A store whose projections are missing or incomplete (written
-    /// by an earlier version, or restored from an older snapshot) has them rebuilt from
-    /// the records first, once.
+    /// by an earlier version, or restored from a backup, which carries records only) has
+    /// them rebuilt from the records first, once. If that write fails (a full disk), `f`
+    /// gets the whole records instead, which read as projections too: search still works.
     pub fn scan_patient_search(
         &self,
         mut f: impl FnMut(&[u8]) -> StoreResult<()>,
@@ -835,24 +839,39 @@ impl Store {
             let txn = self.begin_read()?;
             txn.open_table(PATIENT_SEARCH)?.len()? == txn.open_table(PATIENTS)?.len()?
         };
-        if !complete {
-            self.write(|txn| {
-                txn.delete_table(PATIENT_SEARCH)?;
-                let mut search = txn.open_table(PATIENT_SEARCH)?;
-                for row in txn.open_table(PATIENTS)?.iter()? {
-                    let (k, v) = row?;
-                    let projected = crate::search::projection_of_stored(v.value())?;
-                    search.insert(k.value(), projected.as_slice())?;
+        let table = if complete {
+            PATIENT_SEARCH
+        } else {
+            match self.rebuild_patient_search() {
+                Ok(()) => PATIENT_SEARCH,
+                Err(e) => {
+                    tracing::warn!(
+                        "the patients' search projection could not be rebuilt ({e}); \
+                         the search index is read from the records"
+                    );
+                    PATIENTS
                 }
-                Ok(())
-            })?;
-        }
+            }
+        };
         let txn = self.begin_read()?;
-        for row in txn.open_table(PATIENT_SEARCH)?.iter()? {
+        for row in txn.open_table(table)?.iter()? {
             let (_, v) = row?;
             f(v.value())?;
         }
         Ok(())
+    }
+
+    fn rebuild_patient_search(&self) -> StoreResult<()> {
+        self.write(|txn| {
+            txn.delete_table(PATIENT_SEARCH)?;
+            let mut search = txn.open_table(PATIENT_SEARCH)?;
+            for row in txn.open_table(PATIENTS)?.iter()? {
+                let (k, v) = row?;
+                let projected = crate::search::projection_of_stored(v.value())?;
+                search.insert(k.value(), projected.as_slice())?;
+            }
+            Ok(())
+        })
     }
 
     /// Every patient, decoded (tests and tools; the server never loads them all).
@@ -998,6 +1017,98 @@ mod tests {
         }
     }
 
+    fn named(uuid: &str, given: &str) -> PatientRecord {
+        let mut p = patient(uuid);
+        p.names.push(NameRecord {
+            uuid: format!("{uuid}-n"),
+            given_name: Some(given.into()),
+            middle_name: None,
+            family_name: Some("Mbuyi".into()),
+            family_name2: None,
+            prefix: None,
+            degree: None,
+            preferred: true,
+        });
+        p
+    }
+
+    fn stored_projections(s: &Store) -> BTreeMap<String, Vec<u8>> {
+        let txn = s.begin_read().unwrap();
+        let t = txn.open_table(PATIENT_SEARCH).unwrap();
+        t.iter()
+            .unwrap()
+            .map(|row| {
+                let (k, v) = row.unwrap();
+                (k.value().to_string(), v.value().to_vec())
+            })
+            .collect()
+    }
+
+    fn projections_of(patients: &[&PatientRecord]) -> BTreeMap<String, Vec<u8>> {
+        patients
+            .iter()
+            .map(|p| (p.uuid.clone(), crate::search::projection(p)))
+            .collect()
+    }
+
+    #[test]
+    fn every_patient_write_keeps_the_patients_search_projection() {
+        let s = Store::in_memory().unwrap();
+        let (a, b) = (named("a", "Hélène"), named("b", "Jean"));
+        s.insert_patient(&a, &[]).unwrap();
+        assert_eq!(stored_projections(&s), projections_of(&[&a]));
+        s.import_patients(&[(b.clone(), vec![])]).unwrap();
+        assert_eq!(stored_projections(&s), projections_of(&[&a, &b]));
+        let renamed = named("a", "Grâce");
+        s.replace_patient(&renamed, &[], &[]).unwrap();
+        assert_eq!(stored_projections(&s), projections_of(&[&renamed, &b]));
+        let mut voided = b.clone();
+        voided.voided = true;
+        s.update_patient(&voided).unwrap();
+        assert_eq!(stored_projections(&s), projections_of(&[&renamed, &voided]));
+        s.purge_patient("a").unwrap();
+        assert_eq!(stored_projections(&s), projections_of(&[&voided]));
+    }
+
+    #[test]
+    fn the_search_index_reads_projections_and_rebuilds_missing_ones_once() {
+        let s = Store::in_memory().unwrap();
+        let (a, b) = (named("a", "Hélène"), named("b", "Jean"));
+        s.insert_patient(&a, &[]).unwrap();
+        s.insert_patient(&b, &[]).unwrap();
+        // What is handed over is the projection, not the record: a projection written
+        // with another name is what comes out.
+        let other = crate::search::projection(&named("a", "Autre"));
+        s.write(|txn| {
+            txn.open_table(PATIENT_SEARCH)?
+                .insert("a", other.as_slice())?;
+            Ok(())
+        })
+        .unwrap();
+        let mut seen = Vec::new();
+        s.scan_patient_search(|bytes| {
+            seen.push(bytes.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [other, crate::search::projection(&b)]);
+        // One missing (a store written before projections existed, in part): the whole
+        // table is rebuilt from the records, and kept.
+        s.write(|txn| {
+            txn.open_table(PATIENT_SEARCH)?.remove("b")?;
+            Ok(())
+        })
+        .unwrap();
+        let mut count = 0;
+        s.scan_patient_search(|_| {
+            count += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(count, 2);
+        assert_eq!(stored_projections(&s), projections_of(&[&a, &b]));
+    }
+
     #[test]
     fn unique_identifiers_are_refused_twice() {
         let s = Store::in_memory().unwrap();
@@ -1132,6 +1243,21 @@ mod tests {
         assert_eq!(s.next_counter("src").unwrap(), 0);
         assert_eq!(s.next_counter("src").unwrap(), 1);
         assert_eq!(s.next_counter("other").unwrap(), 0);
+    }
+
+    #[test]
+    fn an_older_store_is_marked_with_this_schema_once_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        {
+            let s = Store::open(&path).unwrap();
+            s.set_meta("schema_version", "1").unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(
+            s.meta("schema_version").unwrap(),
+            Some(SCHEMA_VERSION.to_string())
+        );
     }
 
     #[test]

@@ -250,6 +250,9 @@ impl Store {
                 let text = || rec.v.as_str().unwrap_or_default().to_string();
                 let json = || serde_json::to_vec(&rec.v).unwrap_or_default();
                 match rec.t.as_str() {
+                    // The store's own schema stays: this runtime writes the records it
+                    // restores in its own way, whatever version the backup was taken at.
+                    "meta" if k == "schema_version" => {}
                     "meta" => {
                         txn.open_table(META)?.insert(k, text().as_str())?;
                     }

@@ -5,7 +5,7 @@
 
 use crate::common::{Client, PASSWORD, patient_body, state_with};
 use axum::http::StatusCode;
-use redb::{BackendError, Database, StorageBackend, TableDefinition};
+use redb::{BackendError, Database, ReadableDatabase, StorageBackend, TableDefinition};
 use runtime::store::{CustomMedium, Store};
 use runtime::{Config, EMBEDDED_BUNDLE, start};
 use std::ops::Bound;
@@ -439,6 +439,20 @@ async fn check_store_reports_injected_inconsistencies() {
                 .open_table(TableDefinition::<&str, &[u8]>::new("patients"))
                 .unwrap();
             patients.insert("broken-patient", b"42".as_slice()).unwrap();
+            // A patient's search projection out of step with its record, and one left of a
+            // patient who does not exist.
+            let real = redb::ReadableTable::first(&patients)
+                .unwrap()
+                .map(|(k, _)| k.value().to_string())
+                .unwrap();
+            let mut search = txn
+                .open_table(TableDefinition::<&str, &[u8]>::new("patient_search"))
+                .unwrap();
+            let stale = format!(r#"{{"uuid":"{real}","names":[{{"given_name":"Ancien"}}]}}"#);
+            search.insert(real.as_str(), stale.as_bytes()).unwrap();
+            search
+                .insert("gone-patient", br#"{"uuid":"gone-patient"}"#.as_slice())
+                .unwrap();
             let mut visits = txn
                 .open_table(TableDefinition::<&str, u8>::new("visits_by_patient"))
                 .unwrap();
@@ -514,7 +528,12 @@ async fn check_store_reports_injected_inconsistencies() {
         all.contains("attachment_bytes att-ghost: a file without its attachment"),
         "{all}"
     );
-    assert_eq!(report.problems.len(), 6, "{all}");
+    assert!(
+        all.contains("differs from the patient's record")
+            && all.contains("patient_search gone-patient: the patient does not exist"),
+        "{all}"
+    );
+    assert_eq!(report.problems.len(), 8, "{all}");
     // The check wrote nothing: the same problems are found again.
     let again = runtime::store::check::check_store(&path).unwrap();
     assert_eq!(again.problems, report.problems);
@@ -542,4 +561,45 @@ fn compact_store_gives_back_the_space_a_long_read_pinned() {
             .unwrap()
             .is_clean()
     );
+}
+
+#[test]
+fn patient_search_works_on_a_full_disk_when_its_projection_must_be_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    {
+        let store = Store::open(&path).unwrap();
+        for i in 0..3 {
+            store.insert_patient(&patient(i), &[]).unwrap();
+        }
+    }
+    {
+        // As a store written before the projection existed.
+        let db = Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.delete_table(TableDefinition::<&str, &[u8]>::new("patient_search"))
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let full = Arc::new(AtomicBool::new(false));
+    let store = fillable_store(&path, &full);
+    full.store(true, Ordering::SeqCst);
+    // The rebuild cannot be written: the index is read from the records instead.
+    let index = runtime::search::SearchIndex::load(&store).unwrap();
+    assert_eq!(index.len(), 3);
+    assert_eq!(index.search("given1", false, 2), ["patient-000001"]);
+    // Once there is room, the next load rebuilds the projection and keeps it.
+    full.store(false, Ordering::SeqCst);
+    assert!(store.try_recover());
+    let index = runtime::search::SearchIndex::load(&store).unwrap();
+    assert_eq!(index.search("given2", false, 2), ["patient-000002"]);
+    drop(store);
+    let report = runtime::store::check::check_store(&path).unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    let db = Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let kept = txn
+        .open_table(TableDefinition::<&str, &[u8]>::new("patient_search"))
+        .unwrap();
+    assert_eq!(redb::ReadableTableMetadata::len(&kept).unwrap(), 3);
 }

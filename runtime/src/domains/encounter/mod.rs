@@ -51,7 +51,8 @@ pub struct EncounterRecord {
     pub voiding: Voiding,
 }
 
-/// An observation's value, by the datatype of its concept.
+/// An observation's value, by the datatype of its concept. A stored observation names its
+/// variant by number (the order below): new variants go last.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode)]
 #[serde(tag = "t", content = "v")]
 pub enum ObsValue {

@@ -515,6 +515,10 @@ mod tests {
         let values = [
             ObsValue::Numeric(37.25),
             ObsValue::Numeric(-0.0),
+            // Computed values (a BMI) with every digit significant.
+            ObsValue::Numeric(70.0 / (1.75 * 1.75)),
+            ObsValue::Numeric(0.1 + 0.2),
+            ObsValue::Numeric(1.0 / 3.0),
             ObsValue::Coded("1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into()),
             ObsValue::Text("texte libre, accentué".into()),
             ObsValue::Boolean(true),
@@ -555,6 +559,72 @@ mod tests {
             assert_eq!(carried, (OBS_RECORDS.codec.to_json)(&json).unwrap());
             assert_eq!(carried, serde_json::to_value(&o).unwrap());
             assert_eq!((OBS_RECORDS.codec.from_json)(&carried).unwrap(), binary);
+            // Through the backup's text, numbers come back to the last bit.
+            let text = serde_json::to_string(&carried).unwrap();
+            let read: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!((OBS_RECORDS.codec.from_json)(&read).unwrap(), binary);
+        }
+    }
+
+    /// The stored layout of `OBS_BINARY_V1`, byte by byte: observations already on disk
+    /// are read with it, so any change of `ObsRecord`, `ObsValue`, `Audit` or `Voiding`
+    /// (fields added, removed or reordered, variants reordered) fails here and needs a new
+    /// format tag.
+    #[test]
+    fn the_first_binary_layout_stays_readable() {
+        let mut coded = record("u", ObsValue::Coded("x".into()), false);
+        (coded.person, coded.concept, coded.datetime) = ("p".into(), "c".into(), "d".into());
+        coded.encounter = Some("e".into());
+        coded.audit.creator = "a".into();
+        coded.audit.date_created = "t".into();
+        let mut numeric = coded.clone();
+        numeric.value = ObsValue::Numeric(37.5);
+        numeric.voiding.voided = true;
+        numeric.voiding.void_reason = Some("r".into());
+        let head: &[u8] = &[
+            OBS_BINARY_V1,
+            1,
+            1,
+            b'u',
+            1,
+            b'p',
+            1,
+            b'c',
+            1,
+            1,
+            b'e',
+            0,
+            1,
+            b'd',
+            0,
+        ];
+        let tail: &[u8] = &[
+            0, 0, 0, 5, b'F', b'I', b'N', b'A', b'L', 0, 0, 0, 1, b'a', 1, b't', 0, 0,
+        ];
+        let layout = |value: &[u8], voiding: &[u8]| [head, value, tail, voiding].concat();
+        let coded_bytes = layout(&[1, 1, b'x'], &[0, 0, 0, 0]);
+        let numeric_bytes = layout(
+            &[0, 0, 0, 0, 0, 0, 0xC0, 0x42, 0x40],
+            &[1, 0, 0, 1, 1, b'r'],
+        );
+        assert_eq!(encode_obs(&coded), coded_bytes);
+        assert_eq!(decode_obs(&coded_bytes).unwrap(), coded);
+        assert_eq!(encode_obs(&numeric), numeric_bytes);
+        assert_eq!(decode_obs(&numeric_bytes).unwrap(), numeric);
+        // Every value kind keeps its variant number.
+        for (value, number) in [
+            (ObsValue::Numeric(0.0), 0),
+            (ObsValue::Coded(String::new()), 1),
+            (ObsValue::Text(String::new()), 2),
+            (ObsValue::Boolean(false), 3),
+            (ObsValue::Datetime(String::new()), 4),
+            (ObsValue::Date(String::new()), 5),
+            (ObsValue::Time(String::new()), 6),
+            (ObsValue::Group, 7),
+        ] {
+            let mut o = coded.clone();
+            o.value = value;
+            assert_eq!(encode_obs(&o)[head.len()], number, "{:?}", o.value);
         }
     }
 
