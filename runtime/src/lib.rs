@@ -158,6 +158,9 @@ pub struct AppState {
     pub store: store::Store,
     pub sessions: auth::Sessions,
     pub index: RwLock<search::SearchIndex>,
+    /// Raised once the patient index has loaded (or failed to): until then its lock is
+    /// held by the loader, and requests wait for this instead (`index_loaded`).
+    pub index_ready: tokio::sync::watch::Sender<bool>,
     pub config: Config,
     /// The sealed bundle, re-applied by `initializer/reload` without a content directory.
     pub sealed_bundle: Vec<u8>,
@@ -182,6 +185,16 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// Waits until the patient index has loaded, without holding a worker thread: a request
+    /// that blocked on the index's lock while the loader holds it would take one of the
+    /// runtime's few workers (one per core) with it, and a few searches at start-up would
+    /// stall every other request until the load ends. Call before locking the index.
+    pub async fn index_loaded(&self) {
+        let mut ready = self.index_ready.subscribe();
+        // The sender lives as long as the state, so this ends only when the flag is raised.
+        let _ = ready.wait_for(|loaded| *loaded).await;
+    }
+
     /// A setting's value: the API-made one, else the content's, else OpenMRS's built-in
     /// default (`api::systemsetting::BUILT_IN`).
     pub fn setting(&self, property: &str) -> Option<String> {
@@ -291,6 +304,7 @@ pub fn start(
         catalog: ArcSwap::from_pointee(catalog),
         store,
         index: RwLock::new(search::SearchIndex::default()),
+        index_ready: tokio::sync::watch::Sender::new(false),
         config,
         sealed_bundle: bundle,
         reload_lock: tokio::sync::Mutex::new(()),
@@ -318,7 +332,8 @@ pub fn start(
 /// Loads the patient search index from the store on a thread of its own, so that start-up
 /// does not grow with the number of patients. The thread holds the index's write lock from
 /// before this returns until the index is complete: a search, or a patient write (which
-/// updates the index after its commit), waits for it rather than seeing a partial index.
+/// updates the index after its commit), waits for it rather than seeing a partial index,
+/// asynchronously (`AppState::index_loaded`) so that other requests go on meanwhile.
 /// A write committed while the index loads is either in the loader's snapshot or applied
 /// after it; both apply the same record, so neither order loses it.
 fn spawn_index_load(state: &Arc<AppState>) -> Result<(), StartError> {
@@ -351,6 +366,8 @@ fn spawn_index_load(state: &Arc<AppState>) -> Result<(), StartError> {
                     index.fail(format!("the store is damaged: {panic}"));
                 }
             }
+            drop(index);
+            st.index_ready.send_replace(true);
         })
         .map_err(StartError::Thread)?;
     let _ = wait.recv();

@@ -791,6 +791,7 @@ async fn search_as(
     let min_chars = state.int_setting("minSearchCharacters", 2) as usize;
     // The matches are found under the index's lock; only the requested page's records are
     // then read from the store.
+    state.index_loaded().await;
     let (total, page): (usize, Vec<String>) = {
         let index = state.index.read().map_err(ApiError::internal)?;
         if let Some(why) = index.failure() {
@@ -1506,6 +1507,7 @@ pub async fn create(
         }
     })
     .await?;
+    state.index_loaded().await;
     state
         .index
         .write()
@@ -1779,6 +1781,7 @@ async fn change_patient(
         },
     )
     .await?;
+    state.index_loaded().await;
     state
         .index
         .write()
@@ -2031,6 +2034,7 @@ pub async fn delete(
             st.store.purge_patient(&id).map_err(ApiError::from)
         })
         .await?;
+        state.index_loaded().await;
         state
             .index
             .write()
@@ -2063,6 +2067,7 @@ pub async fn delete(
             Ok(())
         })
         .await?;
+        state.index_loaded().await;
         state
             .index
             .write()

@@ -192,3 +192,62 @@ async fn data_survives_a_restart_and_the_index_is_rebuilt() {
         uuid.as_str()
     );
 }
+
+/// While the patient index loads, its lock is held by the loader. Searches arriving then
+/// wait for it without holding the runtime's worker threads (one per core), so other
+/// requests are answered meanwhile, and the searches get the complete index afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_waiting_for_the_patient_index_leave_the_workers_to_other_requests() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    register_patient(&mut c, &st, "Béatrice", "Kalala", "500002").await;
+    // As during the load: the flag down, the lock held by another thread.
+    st.index_ready.send_replace(false);
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (held, is_held) = std::sync::mpsc::channel::<()>();
+    let loader = {
+        let st = st.clone();
+        std::thread::spawn(move || {
+            let _index = st.index.write().unwrap();
+            held.send(()).unwrap();
+            released.recv().unwrap();
+        })
+    };
+    is_held.recv().unwrap();
+    let session = |st: &std::sync::Arc<runtime::AppState>| Client {
+        state: st.clone(),
+        cookie: c.cookie.clone(),
+    };
+    let searches: Vec<_> = (0..4)
+        .map(|_| {
+            let mut s = session(&st);
+            tokio::spawn(async move { s.get("/openmrs/ws/rest/v1/patient?q=beatrice").await })
+        })
+        .collect();
+    let mut other = session(&st);
+    let (answer, answered) = std::sync::mpsc::channel();
+    tokio::spawn(async move {
+        let r = other
+            .get("/openmrs/ws/rest/v1/location?tag=Login+Location")
+            .await;
+        let _ = answer.send(r.status);
+    });
+    // Waited for on this thread, which is not one of the workers (blocked workers would
+    // drive no timer). A guard against a hang, not a measure.
+    let answered = answered.recv_timeout(std::time::Duration::from_secs(60));
+    let waiting = searches.iter().all(|s| !s.is_finished());
+    release.send(()).unwrap();
+    assert_eq!(
+        answered.ok(),
+        Some(StatusCode::OK),
+        "another request answered while searches wait for the index"
+    );
+    assert!(waiting);
+    loader.join().unwrap();
+    st.index_ready.send_replace(true);
+    for s in searches {
+        let r = s.await.unwrap();
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(r.body["results"].as_array().map(Vec::len), Some(1));
+    }
+}

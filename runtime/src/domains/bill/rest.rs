@@ -1575,6 +1575,9 @@ pub async fn search(
         .filter(|n| !n.is_empty())
         .map(str::to_string);
     // A name is looked up in the patient index: the bills of the patients it finds.
+    if name.is_some() {
+        state.index_loaded().await;
+    }
     let named: Option<Vec<String>> = name
         .map(|n| {
             let index = state.index.read().map_err(ApiError::internal)?;
