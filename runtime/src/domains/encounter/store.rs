@@ -3,7 +3,8 @@
 //! uuid, indexed by encounter (`encounter|uuid`), by patient (`patient|datetime|uuid`), by
 //! patient and concept (`patient|concept|datetime|uuid`, the chart's "this value over
 //! time") and by group (`group|uuid`, an obs group's members). An encounter and all its
-//! observations are written in one transaction.
+//! observations are written in one transaction. Encounters are stored as JSON,
+//! observations in binary (`encode_obs`; JSON ones of earlier stores are still read).
 
 use super::{EncounterRecord, ObsRecord};
 use crate::domains::{self, Index, Page, RecordTable, VOIDED, Window, key};
