@@ -159,7 +159,7 @@ pub struct AppState {
     pub sessions: auth::Sessions,
     pub index: RwLock<search::SearchIndex>,
     /// Raised once the patient index has loaded (or failed to): until then its lock is
-    /// held by the loader, and requests wait for this instead (`index_loaded`).
+    /// held by the loader, and requests wait for this instead (`patient_index`).
     pub index_ready: tokio::sync::watch::Sender<bool>,
     pub config: Config,
     /// The sealed bundle, re-applied by `initializer/reload` without a content directory.
@@ -188,11 +188,33 @@ impl AppState {
     /// Waits until the patient index has loaded, without holding a worker thread: a request
     /// that blocked on the index's lock while the loader holds it would take one of the
     /// runtime's few workers (one per core) with it, and a few searches at start-up would
-    /// stall every other request until the load ends. Call before locking the index.
-    pub async fn index_loaded(&self) {
+    /// stall every other request until the load ends.
+    async fn index_loaded(&self) {
         let mut ready = self.index_ready.subscribe();
         // The sender lives as long as the state, so this ends only when the flag is raised.
         let _ = ready.wait_for(|loaded| *loaded).await;
+    }
+
+    /// The loaded patient index, to search; a 500 naming why if it could not be loaded.
+    pub async fn patient_index(
+        &self,
+    ) -> Result<std::sync::RwLockReadGuard<'_, search::SearchIndex>, error::ApiError> {
+        self.index_loaded().await;
+        let index = self.index.read().map_err(error::ApiError::internal)?;
+        match index.failure() {
+            Some(why) => Err(error::ApiError::Internal(format!(
+                "the patient index could not be loaded: {why}"
+            ))),
+            None => Ok(index),
+        }
+    }
+
+    /// The loaded patient index, to apply a patient write that has committed.
+    pub async fn patient_index_mut(
+        &self,
+    ) -> Result<std::sync::RwLockWriteGuard<'_, search::SearchIndex>, error::ApiError> {
+        self.index_loaded().await;
+        self.index.write().map_err(error::ApiError::internal)
     }
 
     /// A setting's value: the API-made one, else the content's, else OpenMRS's built-in
@@ -333,7 +355,7 @@ pub fn start(
 /// does not grow with the number of patients. The thread holds the index's write lock from
 /// before this returns until the index is complete: a search, or a patient write (which
 /// updates the index after its commit), waits for it rather than seeing a partial index,
-/// asynchronously (`AppState::index_loaded`) so that other requests go on meanwhile.
+/// asynchronously (`AppState::patient_index`) so that other requests go on meanwhile.
 /// A write committed while the index loads is either in the loader's snapshot or applied
 /// after it; both apply the same record, so neither order loses it.
 fn spawn_index_load(state: &Arc<AppState>) -> Result<(), StartError> {

@@ -791,14 +791,8 @@ async fn search_as(
     let min_chars = state.int_setting("minSearchCharacters", 2) as usize;
     // The matches are found under the index's lock; only the requested page's records are
     // then read from the store.
-    state.index_loaded().await;
     let (total, page): (usize, Vec<String>) = {
-        let index = state.index.read().map_err(ApiError::internal)?;
-        if let Some(why) = index.failure() {
-            return Err(ApiError::Internal(format!(
-                "the patient index is unavailable: {why}"
-            )));
-        }
+        let index = state.patient_index().await?;
         let hits = if by_identifier {
             index.by_identifier(q)
         } else {
@@ -1507,12 +1501,7 @@ pub async fn create(
         }
     })
     .await?;
-    state.index_loaded().await;
-    state
-        .index
-        .write()
-        .map_err(ApiError::internal)?
-        .upsert(&record);
+    state.patient_index_mut().await?.upsert(&record);
     let catalog = state.catalog.load();
     let body = render(
         &PatientRes(&record),
@@ -1781,12 +1770,7 @@ async fn change_patient(
         },
     )
     .await?;
-    state.index_loaded().await;
-    state
-        .index
-        .write()
-        .map_err(ApiError::internal)?
-        .upsert(&record);
+    state.patient_index_mut().await?.upsert(&record);
     Ok(record)
 }
 
@@ -2034,12 +2018,7 @@ pub async fn delete(
             st.store.purge_patient(&id).map_err(ApiError::from)
         })
         .await?;
-        state.index_loaded().await;
-        state
-            .index
-            .write()
-            .map_err(ApiError::internal)?
-            .remove(&uuid);
+        state.patient_index_mut().await?.remove(&uuid);
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     if !stored.voided {
@@ -2067,12 +2046,7 @@ pub async fn delete(
             Ok(())
         })
         .await?;
-        state.index_loaded().await;
-        state
-            .index
-            .write()
-            .map_err(ApiError::internal)?
-            .upsert(&record);
+        state.patient_index_mut().await?.upsert(&record);
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -1575,27 +1575,19 @@ pub async fn search(
         .filter(|n| !n.is_empty())
         .map(str::to_string);
     // A name is looked up in the patient index: the bills of the patients it finds.
-    if name.is_some() {
-        state.index_loaded().await;
-    }
-    let named: Option<Vec<String>> = name
-        .map(|n| {
-            let index = state.index.read().map_err(ApiError::internal)?;
-            if let Some(why) = index.failure() {
-                return Err(ApiError::Internal(format!(
-                    "the patient index could not be loaded: {why}"
-                )));
-            }
-            ApiResult::Ok(
-                index
-                    .search(&n, true, 1)
-                    .into_iter()
-                    .take(100)
-                    .map(str::to_string)
-                    .collect(),
-            )
-        })
-        .transpose()?;
+    let named: Option<Vec<String>> = match name {
+        Some(n) => Some(
+            state
+                .patient_index()
+                .await?
+                .search(&n, true, 1)
+                .into_iter()
+                .take(100)
+                .map(str::to_string)
+                .collect(),
+        ),
+        None => None,
+    };
     let w = window(&paging);
     let st = state.clone();
     let (page, bills) = blocking(move || {
