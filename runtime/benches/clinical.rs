@@ -25,7 +25,8 @@ use common::*;
 use runtime::domains::encounter::store::{Change, write_in};
 use runtime::domains::encounter::{EncounterRecord, ObsRecord, ObsValue};
 use runtime::domains::visit::VisitRecord;
-use runtime::domains::{Audit, Voiding, datetime_key};
+use runtime::store::record::{Audit, Voiding};
+use runtime::wire::datetime_key;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -283,7 +284,8 @@ fn creations(port: u16, patients: &[String], refs: &Refs) -> f64 {
 
 fn run() {
     let runtime_exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime"));
-    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let catalog =
+        runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
     for (concept, _, _) in VITALS {
         assert!(
             catalog.concept(concept).is_some(),
@@ -327,7 +329,8 @@ fn run() {
     // A first start creates the administrator, whom the generated records name.
     let (_, child, _) = cold_start(&runtime_exe, false, &data);
     stop(child);
-    let store = runtime::store::Store::open(&data.join("store.redb")).unwrap();
+    let store =
+        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
     let admin = store.user_by_username("admin").unwrap().unwrap().uuid;
     drop(store);
 
@@ -345,7 +348,8 @@ fn run() {
         visit_type,
         location,
     };
-    let store = runtime::store::Store::open(&data.join("store.redb")).unwrap();
+    let store =
+        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
     let t = Instant::now();
     let (visits, encounters, observations) = generate(&store, &patients, &refs);
     drop(store);

@@ -23,7 +23,8 @@ use runtime::domains::encounter::EncounterRecord;
 use runtime::domains::order::{
     Action, DosingType, DrugDetails, OrderClass, OrderRecord, TestDetails, Urgency,
 };
-use runtime::domains::{Audit, Voiding, datetime_key};
+use runtime::store::record::{Audit, Voiding};
+use runtime::wire::datetime_key;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -294,7 +295,8 @@ fn signings(port: u16, patients: &[String], r: &Refs) -> f64 {
 
 fn main() {
     let runtime_exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime"));
-    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let catalog =
+        runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
     let content = &catalog.content;
     let drugs: Vec<(String, String)> = content
         .drugs
@@ -339,7 +341,8 @@ fn main() {
 
     let (_, child, _) = cold_start(&runtime_exe, false, &data);
     stop(child);
-    let store = runtime::store::Store::open(&data.join("store.redb")).unwrap();
+    let store =
+        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
     let admin = store.user_by_username("admin").unwrap().unwrap();
     let provider = runtime::domains::provider::account_provider_uuid(&admin);
     drop(store);
@@ -361,7 +364,8 @@ fn main() {
         allergen,
         condition,
     };
-    let store = runtime::store::Store::open(&data.join("store.redb")).unwrap();
+    let store =
+        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
     let t = Instant::now();
     let (encounters, orders) = generate(&store, &patients, &refs);
     drop(store);

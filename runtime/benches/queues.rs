@@ -19,7 +19,8 @@ mod common;
 use common::*;
 use runtime::domains::queue::QueueEntryRecord;
 use runtime::domains::visit::VisitRecord;
-use runtime::domains::{Audit, Voiding, datetime_key};
+use runtime::store::record::{Audit, Voiding};
+use runtime::wire::datetime_key;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -51,7 +52,7 @@ struct Slot<'a> {
 fn entry(r: &Refs, patient: &str, visit: &str, at: Slot) -> QueueEntryRecord {
     QueueEntryRecord {
         v: 1,
-        uuid: runtime::domains::new_uuid(),
+        uuid: runtime::store::record::new_uuid(),
         queue: r.queues[at.queue].0.clone(),
         patient: patient.to_string(),
         visit: Some(visit.to_string()),
@@ -81,7 +82,7 @@ fn generate(
                  start: chrono::DateTime<chrono::Utc>,
                  stop: Option<chrono::DateTime<chrono::Utc>>| VisitRecord {
         v: 1,
-        uuid: runtime::domains::new_uuid(),
+        uuid: runtime::store::record::new_uuid(),
         patient: patient.to_string(),
         visit_type: r.visit_type.clone(),
         location: Some(r.location.clone()),
@@ -287,7 +288,8 @@ fn script(dir: &std::path::Path, name: &str, paths: &[String]) -> std::path::Pat
 
 fn main() {
     let runtime_exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime"));
-    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let catalog =
+        runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
     let content = &catalog.content;
     let queues: Vec<(String, String, Vec<String>)> = content
         .queues
@@ -324,7 +326,8 @@ fn main() {
     let data = dir.path().join("data");
     let (_, child, _) = cold_start(&runtime_exe, false, &data);
     stop(child);
-    let store = runtime::store::Store::open(&data.join("store.redb")).unwrap();
+    let store =
+        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
     let admin = store.user_by_username("admin").unwrap().unwrap().uuid;
     drop(store);
 
@@ -341,7 +344,8 @@ fn main() {
         location: location.clone(),
         queues: queues.clone(),
     };
-    let store = runtime::store::Store::open(&data.join("store.redb")).unwrap();
+    let store =
+        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
     let t = Instant::now();
     let (visits, entries, today) = generate(&store, &patients, &refs);
     drop(store);

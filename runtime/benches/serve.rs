@@ -100,13 +100,14 @@ fn creations(port: u16, type_uuid: &str) -> f64 {
 fn run() {
     let runtime_exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime"));
     let me = std::env::current_exe().unwrap();
-    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let catalog =
+        runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
     let h = &catalog.header;
     println!(
         "bundle: {} {} ({} bytes, {} concepts, {} locations)",
         h.build_type.as_str(),
         h.site.as_deref().unwrap_or("-"),
-        runtime::EMBEDDED_BUNDLE.len(),
+        runtime::embedded::EMBEDDED_BUNDLE.len(),
         catalog.content.concepts.len(),
         catalog.content.locations.len()
     );

@@ -341,11 +341,7 @@ pub struct Grants {
 
 /// The privileges of a user's roles, through inheritance across the content's roles and
 /// the API's (`domains::role`); a name the content defines is the content's role.
-pub fn grants(
-    user: &UserRecord,
-    catalog: &Catalog,
-    access: &crate::domains::role::Access,
-) -> Grants {
+pub fn grants(user: &UserRecord, catalog: &Catalog, access: &crate::access::Access) -> Grants {
     let mut grants = Grants::default();
     let mut stack: Vec<&str> = user.roles.iter().map(String::as_str).collect();
     let mut seen = HashSet::new();
@@ -457,7 +453,7 @@ mod tests {
 
     #[test]
     fn no_admin_without_a_password() {
-        let store = Store::in_memory().unwrap();
+        let store = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         assert!(matches!(
             ensure_admin(&store, "admin", None),
             Err(SetupError::NoAdminPassword)

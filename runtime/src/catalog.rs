@@ -222,3 +222,42 @@ pub fn setting_fingerprint(gp: Option<&GlobalProperty>) -> String {
         }
     }
 }
+
+/// Settings OpenMRS core and its modules define with a default at start-up, which the O3
+/// modules read (`visits.enabled` hides the visit screens when missing): (property, default,
+/// description). The content may set any of them; its value then wins.
+pub const BUILT_IN: &[(&str, &str, &str)] = &[
+    (
+        "visits.enabled",
+        "true",
+        "Whether visits are recorded (true or false)",
+    ),
+    (
+        "visits.allowOverlappingVisits",
+        "true",
+        "Whether a patient may have visits whose times overlap (true or false)",
+    ),
+    (
+        "visits.assignmentHandler",
+        "org.openmrs.api.handler.ExistingVisitAssignmentHandler",
+        "How an encounter saved without a visit finds one: the patient's open visit",
+    ),
+    (
+        "concept.true",
+        "1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "The concept that means yes or true",
+    ),
+    (
+        "concept.false",
+        "1066AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "The concept that means no or false",
+    ),
+];
+
+/// A built-in setting's default, when the content does not define it.
+pub fn built_in_default(property: &str) -> Option<&'static str> {
+    BUILT_IN
+        .iter()
+        .find(|(p, _, _)| *p == property)
+        .map(|(_, value, _)| *value)
+}

@@ -3,7 +3,10 @@
 //! `runtime restore FILE` fills an empty data directory from a backup instead.
 
 use clap::{Parser, Subcommand};
-use runtime::{Config, EMBEDDED_BUNDLE, app, open_store, start};
+use runtime::app::app;
+use runtime::app::start::{open_store, start};
+use runtime::embedded::EMBEDDED_BUNDLE;
+use runtime::http::Config;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -112,13 +115,18 @@ fn main() -> ExitCode {
         // The whole backup is checked before the data directory is touched.
         let checked = std::fs::File::open(file)
             .map_err(runtime::store::RestoreError::from)
-            .and_then(|f| runtime::store::verify_snapshot(std::io::BufReader::new(f)));
+            .and_then(|f| {
+                runtime::store::verify_snapshot(
+                    std::io::BufReader::new(f),
+                    &runtime::domains::REGISTRY,
+                )
+            });
         if let Err(e) = checked {
             tracing::error!(file = %file.display(), "restore refused: {e}");
             return ExitCode::from(1);
         }
     }
-    if !restoring && let Err(e) = runtime::check_first_start(&config) {
+    if !restoring && let Err(e) = runtime::app::start::check_first_start(&config) {
         tracing::error!("cannot start: {e}");
         return ExitCode::from(1);
     }
@@ -191,7 +199,7 @@ fn main() -> ExitCode {
             state.clone(),
             std::time::Duration::from_secs(60),
         );
-        runtime::api::health::spawn_store_recovery(
+        runtime::app::health::spawn_store_recovery(
             state.clone(),
             std::time::Duration::from_secs(5),
         );
@@ -206,7 +214,7 @@ fn main() -> ExitCode {
 
 fn check_store(config: &Config) -> ExitCode {
     let path = config.data_dir.join("store.redb");
-    match runtime::store::check::check_store(&path) {
+    match runtime::store::check::check_store(&path, &runtime::domains::REGISTRY) {
         Ok(report) => {
             for p in &report.problems {
                 println!("{p}");

@@ -7,8 +7,8 @@
 //! store's per-patient search projections (`projection`), not the records; and updated on
 //! every patient write before the write is answered.
 
-use crate::store::{PatientRecord, Store, StoreError, StoreResult};
-use serde::{Deserialize, Serialize};
+use crate::store::projection::{Searchable, decode_searchable};
+use crate::store::{PatientRecord, Store, StoreResult};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use unicode_normalization::UnicodeNormalization;
@@ -40,91 +40,6 @@ fn tokens(name: &str) -> Vec<String> {
 /// slot in this many holds it: the bitmap then costs at most twice the list's memory, and
 /// spares each search that needs it from building one.
 const DENSE_RATIO: usize = 64;
-
-/// What the index needs of a patient, borrowed from a record or read from its stored
-/// search projection (`projection`), which is this struct's own JSON: the same fields,
-/// under the same names, as in the stored patient record, so either can be read as one.
-#[derive(Deserialize, Serialize)]
-pub struct Searchable<'a> {
-    #[serde(borrow)]
-    uuid: Cow<'a, str>,
-    #[serde(default, skip_serializing_if = "is_false")]
-    dead: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
-    voided: bool,
-    #[serde(default, borrow, skip_serializing_if = "Vec::is_empty")]
-    names: Vec<SearchableName<'a>>,
-    #[serde(default, borrow, skip_serializing_if = "Vec::is_empty")]
-    identifiers: Vec<SearchableIdentifier<'a>>,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-#[derive(Deserialize, Serialize)]
-struct SearchableName<'a> {
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
-    given_name: Option<Cow<'a, str>>,
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
-    middle_name: Option<Cow<'a, str>>,
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
-    family_name: Option<Cow<'a, str>>,
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
-    family_name2: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Serialize)]
-struct SearchableIdentifier<'a> {
-    #[serde(borrow)]
-    identifier: Cow<'a, str>,
-}
-
-impl<'a> From<&'a PatientRecord> for Searchable<'a> {
-    fn from(p: &'a PatientRecord) -> Self {
-        let text = |s: &'a Option<String>| s.as_deref().map(Cow::Borrowed);
-        Searchable {
-            uuid: Cow::Borrowed(&p.uuid),
-            dead: p.dead,
-            voided: p.voided,
-            names: p
-                .names
-                .iter()
-                .map(|n| SearchableName {
-                    given_name: text(&n.given_name),
-                    middle_name: text(&n.middle_name),
-                    family_name: text(&n.family_name),
-                    family_name2: text(&n.family_name2),
-                })
-                .collect(),
-            identifiers: p
-                .identifiers
-                .iter()
-                .map(|i| SearchableIdentifier {
-                    identifier: Cow::Borrowed(&i.identifier),
-                })
-                .collect(),
-        }
-    }
-}
-
-/// The bytes stored for a patient in the store's search projection.
-pub fn projection(p: &PatientRecord) -> Vec<u8> {
-    serde_json::to_vec(&Searchable::from(p)).expect("a projection serializes")
-}
-
-/// A stored patient record's search projection, read from the record's bytes.
-pub fn projection_of_stored(record: &[u8]) -> StoreResult<Vec<u8>> {
-    let p = decode_searchable(record)?;
-    Ok(serde_json::to_vec(&p).expect("a projection serializes"))
-}
-
-fn decode_searchable(bytes: &[u8]) -> StoreResult<Searchable<'_>> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-        table: "patients",
-        detail: e.to_string(),
-    })
-}
 
 pub struct SearchIndex {
     /// Each slot's patient uuid, in creation order.
@@ -578,7 +493,7 @@ mod tests {
 
     #[test]
     fn loads_from_stored_records_and_forgets_removed_identifiers() {
-        let store = Store::in_memory().unwrap();
+        let store = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         // A quote and a backslash make the stored JSON escape, so the loader cannot borrow.
         let odd = patient("b", "Jean \"Jeannot\"", "Ka\\bila", "200B", true);
         for p in [patient("a", "Hélène", "Mbuyi", "100A", false), odd.clone()] {
@@ -605,7 +520,7 @@ mod tests {
 
     #[test]
     fn loads_what_every_patient_write_projected_and_rebuilds_a_missing_projection() {
-        let store = Store::in_memory().unwrap();
+        let store = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let (a, b) = (
             patient("a", "Hélène", "Mbuyi", "100A", false),
             patient("b", "Jean", "Kabila", "200B", false),
@@ -635,7 +550,7 @@ mod tests {
         let mut backup = Vec::new();
         store.insert_patient(&a, &[]).unwrap();
         store.snapshot(&mut backup).unwrap();
-        let restored = Store::in_memory().unwrap();
+        let restored = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         restored.restore(std::io::Cursor::new(backup)).unwrap();
         let idx = SearchIndex::load(&restored).unwrap();
         assert_eq!(idx.len(), 2);

@@ -200,7 +200,7 @@ pub const FAMILY: &[&str] = &[
 pub fn seed(data: &std::path::Path, type_uuid: &str) -> Vec<String> {
     use runtime::store::*;
     std::fs::create_dir_all(data).unwrap();
-    let store = Store::open(&data.join("store.redb")).unwrap();
+    let store = Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
     let mut batch = Vec::with_capacity(10_000);
     let mut uuids = Vec::with_capacity(PATIENTS);
     for i in 0..PATIENTS {

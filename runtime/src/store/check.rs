@@ -11,12 +11,13 @@
 //! transaction that is never committed, then compares them with the stored ones key by key
 //! (both sorted), so memory stays flat however large the store is.
 
-use super::medium::{catch_panic, open_file};
-use super::{
+use crate::store::medium::{catch_panic, open_file};
+use crate::store::record::Registry;
+use crate::store::record::decodes;
+use crate::store::{
     COUNTERS, IDENTIFIERS, META, PATIENT_SEARCH, PATIENTS, PatientRecord, SETTINGS, SettingRecord,
     StoreError, USERNAMES, USERS, UserRecord,
 };
-use crate::domains::{RECORD_TABLES, decodes};
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle};
 use std::path::Path;
 
@@ -46,7 +47,7 @@ impl CheckReport {
 
 /// Checks the store file at `path` (the service must be stopped: the file is opened
 /// exclusively). An error means the file could not be read at all.
-pub fn check_store(path: &Path) -> Result<CheckReport, StoreError> {
+pub fn check_store(path: &Path, registry: &Registry) -> Result<CheckReport, StoreError> {
     if !path.exists() {
         return Err(StoreError::Redb(format!(
             "there is no store at {}",
@@ -67,7 +68,7 @@ pub fn check_store(path: &Path) -> Result<CheckReport, StoreError> {
         Ok(Err(e)) => report.problem(format!("redb: page checksums do not match: {e}")),
         Err(panic) => return Err(damaged(panic)),
     }
-    match catch_panic(|| check_tables(&db, &mut report)) {
+    match catch_panic(|| check_tables(&db, registry, &mut report)) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => report.problem(format!("cannot read every table: {e}")),
         Err(panic) => report.problem(format!("reading the tables failed: {panic}")),
@@ -80,7 +81,11 @@ pub fn check_store(path: &Path) -> Result<CheckReport, StoreError> {
     Ok(report)
 }
 
-fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreError> {
+fn check_tables(
+    db: &Database,
+    registry: &Registry,
+    report: &mut CheckReport,
+) -> Result<(), StoreError> {
     let txn = db.begin_read()?;
     // Records decode.
     macro_rules! decode_all {
@@ -103,7 +108,7 @@ fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreErro
     decode_all!(SETTINGS, "settings", SettingRecord);
     report.records += txn.open_table(META)?.iter()?.count() as u64;
     report.records += txn.open_table(COUNTERS)?.iter()?.count() as u64;
-    for table in RECORD_TABLES {
+    for table in registry.records {
         for row in txn.open_table(table.table)?.iter()? {
             let (k, v) = row?;
             report.records += 1;
@@ -117,8 +122,9 @@ fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreErro
         }
     }
 
-    report.records +=
-        crate::domains::attachment::store::check_bytes(&txn, &mut |p| report.problems.push(p))?;
+    for blob in registry.blobs {
+        report.records += (blob.check)(&txn, &mut |p| report.problems.push(p))?;
+    }
 
     // `<type>|<scope>|<identifier>` → a patient that holds that identifier.
     let patients = txn.open_table(PATIENTS)?;
@@ -162,7 +168,7 @@ fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreErro
         for row in patients.iter()? {
             let (k, v) = row?;
             report.index_entries += 1;
-            let Ok(expected) = crate::search::projection_of_stored(v.value()) else {
+            let Ok(expected) = crate::store::projection::projection_of_stored(v.value()) else {
                 continue; // reported above as a record that does not decode
             };
             if search
@@ -189,12 +195,12 @@ fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreErro
 
     // Clinical indexes: rebuild them in a transaction that is never committed, compare.
     let rebuild = db.begin_write()?;
-    for table in RECORD_TABLES {
+    for table in registry.records {
         for index in table.indexes {
             rebuild.delete_table(*index)?;
         }
     }
-    for table in RECORD_TABLES {
+    for table in registry.records {
         for index in table.indexes {
             rebuild.open_table(*index)?;
         }
@@ -204,7 +210,7 @@ fn check_tables(db: &Database, report: &mut CheckReport) -> Result<(), StoreErro
             let _ = (table.reindex)(&rebuild, v.value());
         }
     }
-    for table in RECORD_TABLES {
+    for table in registry.records {
         for index in table.indexes {
             let stored = txn.open_table(*index)?;
             let expected = rebuild.open_table(*index)?;

@@ -20,7 +20,7 @@
 //! opened again, and opening discards what was never made durable. Until the store is
 //! reopened (see `Store::try_recover`), reads may still see those refused changes.
 
-use super::{StoreError, StoreResult};
+use crate::store::{StoreError, StoreResult};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -8,7 +8,7 @@
 //! API's 507/503 answers; `Store::try_recover` opens the file again once the medium has
 //! room, and proves it with a small write.
 
-use super::StoreError;
+use crate::store::StoreError;
 use redb::{Database, DatabaseError};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

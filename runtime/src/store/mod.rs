@@ -9,11 +9,14 @@
 pub mod check;
 pub mod group_commit;
 pub mod medium;
+pub mod projection;
+pub mod record;
 mod snapshot;
 
 pub use medium::{CustomMedium, WriteFailure};
 pub use snapshot::{RestoreError, verify as verify_snapshot};
 
+use crate::store::record::Registry;
 use medium::{Medium, WriteHealth};
 use redb::{
     Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
@@ -173,10 +176,10 @@ pub struct UserRecord {
     pub locked_until: Option<i64>,
     /// Who created the account and when (absent for accounts made before it was kept).
     #[serde(default)]
-    pub audit: Option<crate::domains::Audit>,
+    pub audit: Option<crate::store::record::Audit>,
     /// Why and by whom the account was retired.
     #[serde(default)]
-    pub retiring: Option<crate::domains::Voiding>,
+    pub retiring: Option<crate::store::record::Voiding>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -207,6 +210,8 @@ pub struct Store {
     /// (`answer_cache`). Raised after each commit, so a count read after a write's commit
     /// always comes with a view that includes the write.
     commit_count: std::sync::atomic::AtomicU64,
+    /// The domains' tables: created at open, walked by backups, restores and checks.
+    registry: &'static Registry,
 }
 
 /// The clinical write lock, held; releasing it lets a gathering flush go on.
@@ -298,8 +303,10 @@ fn write_user(txn: &WriteTransaction, user: &UserRecord) -> StoreResult<()> {
 fn write_patient(txn: &WriteTransaction, p: &PatientRecord) -> StoreResult<()> {
     txn.open_table(PATIENTS)?
         .insert(p.uuid.as_str(), encode(p).as_slice())?;
-    txn.open_table(PATIENT_SEARCH)?
-        .insert(p.uuid.as_str(), crate::search::projection(p).as_slice())?;
+    txn.open_table(PATIENT_SEARCH)?.insert(
+        p.uuid.as_str(),
+        crate::store::projection::projection(p).as_slice(),
+    )?;
     Ok(())
 }
 
@@ -353,10 +360,10 @@ fn noted(health: &WriteHealth, e: StoreError) -> StoreError {
 impl Store {
     /// Opens the store file, checking its schema version; a missing file starts a new
     /// store, an empty or unreadable one is refused as damaged (`medium::open_file`).
-    pub fn open(path: &Path) -> StoreResult<Store> {
+    pub fn open(path: &Path, registry: &'static Registry) -> StoreResult<Store> {
         let medium = Medium::File(path.to_path_buf());
         let db = medium.open()?;
-        Store::init(db, medium).map_err(|e| match e {
+        Store::init(db, medium, registry).map_err(|e| match e {
             StoreError::Redb(detail) | StoreError::Corrupt { detail, .. } => StoreError::Damaged {
                 path: path.to_path_buf(),
                 detail,
@@ -365,20 +372,25 @@ impl Store {
         })
     }
 
+    /// The domains' tables and hooks this store was opened with.
+    pub fn registry(&self) -> &'static Registry {
+        self.registry
+    }
+
     /// A store in memory, for tests.
-    pub fn in_memory() -> StoreResult<Store> {
+    pub fn in_memory(registry: &'static Registry) -> StoreResult<Store> {
         let db = Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
-        Store::init(db, Medium::Memory)
+        Store::init(db, Medium::Memory, registry)
     }
 
     /// A store on a storage layer the caller provides (tests inject faults with one).
-    pub fn on_medium(custom: CustomMedium) -> StoreResult<Store> {
+    pub fn on_medium(custom: CustomMedium, registry: &'static Registry) -> StoreResult<Store> {
         let medium = Medium::Custom(custom);
         let db = medium.open()?;
-        Store::init(db, medium)
+        Store::init(db, medium, registry)
     }
 
-    fn init(db: Database, medium: Medium) -> StoreResult<Store> {
+    fn init(db: Database, medium: Medium, registry: &'static Registry) -> StoreResult<Store> {
         let store = Store {
             db: arc_swap::ArcSwapOption::from_pointee(db),
             medium,
@@ -389,6 +401,7 @@ impl Store {
             users_by_name: ReadCache::default(),
             settings: ReadCache::default(),
             commit_count: Default::default(),
+            registry,
         };
         let schema = medium::catch_panic(|| {
             store.write(|txn| {
@@ -401,7 +414,7 @@ impl Store {
                 txn.open_table(USERNAMES)?;
                 txn.open_table(SETTINGS)?;
                 txn.open_table(COUNTERS)?;
-                for table in crate::domains::RECORD_TABLES {
+                for table in store.registry.records {
                     (table.create)(txn)?;
                 }
                 let found = meta
@@ -736,7 +749,10 @@ impl Store {
                     ids.insert(key.as_str(), p.uuid.as_str())?;
                 }
                 table.insert(p.uuid.as_str(), encode(p).as_slice())?;
-                search.insert(p.uuid.as_str(), crate::search::projection(p).as_slice())?;
+                search.insert(
+                    p.uuid.as_str(),
+                    crate::store::projection::projection(p).as_slice(),
+                )?;
             }
             Ok(())
         })
@@ -867,7 +883,7 @@ impl Store {
             let mut search = txn.open_table(PATIENT_SEARCH)?;
             for row in txn.open_table(PATIENTS)?.iter()? {
                 let (k, v) = row?;
-                let projected = crate::search::projection_of_stored(v.value())?;
+                let projected = crate::store::projection::projection_of_stored(v.value())?;
                 search.insert(k.value(), projected.as_slice())?;
             }
             Ok(())
@@ -1047,13 +1063,13 @@ mod tests {
     fn projections_of(patients: &[&PatientRecord]) -> BTreeMap<String, Vec<u8>> {
         patients
             .iter()
-            .map(|p| (p.uuid.clone(), crate::search::projection(p)))
+            .map(|p| (p.uuid.clone(), crate::store::projection::projection(p)))
             .collect()
     }
 
     #[test]
     fn every_patient_write_keeps_the_patients_search_projection() {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let (a, b) = (named("a", "Hélène"), named("b", "Jean"));
         s.insert_patient(&a, &[]).unwrap();
         assert_eq!(stored_projections(&s), projections_of(&[&a]));
@@ -1072,13 +1088,13 @@ mod tests {
 
     #[test]
     fn the_search_index_reads_projections_and_rebuilds_missing_ones_once() {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let (a, b) = (named("a", "Hélène"), named("b", "Jean"));
         s.insert_patient(&a, &[]).unwrap();
         s.insert_patient(&b, &[]).unwrap();
         // What is handed over is the projection, not the record: a projection written
         // with another name is what comes out.
-        let other = crate::search::projection(&named("a", "Autre"));
+        let other = crate::store::projection::projection(&named("a", "Autre"));
         s.write(|txn| {
             txn.open_table(PATIENT_SEARCH)?
                 .insert("a", other.as_slice())?;
@@ -1091,7 +1107,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(seen, [other, crate::search::projection(&b)]);
+        assert_eq!(seen, [other, crate::store::projection::projection(&b)]);
         // One missing (a store written before projections existed, in part): the whole
         // table is rebuilt from the records, and kept.
         s.write(|txn| {
@@ -1111,7 +1127,7 @@ mod tests {
 
     #[test]
     fn unique_identifiers_are_refused_twice() {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let keys = vec![("t||100".to_string(), "100".to_string())];
         s.insert_patient(&patient("a"), &keys).unwrap();
         assert!(matches!(
@@ -1124,14 +1140,14 @@ mod tests {
 
     #[test]
     fn snapshots_restore_into_an_empty_store_only() {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         s.insert_patient(&patient("a"), &[("t||1".into(), "1".into())])
             .unwrap();
         s.next_counter("src").unwrap();
         let mut snap = Vec::new();
         let n = s.snapshot(&mut snap).unwrap();
         assert!(n >= 4);
-        let r = Store::in_memory().unwrap();
+        let r = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         assert_eq!(r.restore(std::io::Cursor::new(&snap)).unwrap(), n);
         assert_eq!(r.patient("a").unwrap(), s.patient("a").unwrap());
         assert_eq!(r.next_counter("src").unwrap(), 1);
@@ -1146,12 +1162,12 @@ mod tests {
         ));
         let truncated = &snap[..snap.len() - 30];
         assert!(matches!(
-            Store::in_memory()
+            Store::in_memory(&crate::domains::REGISTRY)
                 .unwrap()
                 .restore(std::io::Cursor::new(truncated)),
             Err(RestoreError::Truncated | RestoreError::BadLine { .. })
         ));
-        let empty = Store::in_memory().unwrap();
+        let empty = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         assert!(matches!(
             empty.restore(std::io::Cursor::new(b"hello\n")),
             Err(RestoreError::BadFormat(_))
@@ -1180,7 +1196,7 @@ mod tests {
 
     #[test]
     fn user_reads_see_every_write() {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         assert_eq!(s.user_by_username("Nadia").unwrap(), None);
         let mut nadia = user("u1", "nadia");
         s.put_user(&nadia).unwrap();
@@ -1197,7 +1213,7 @@ mod tests {
 
         let mut snap = Vec::new();
         s.snapshot(&mut snap).unwrap();
-        let r = Store::in_memory().unwrap();
+        let r = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         assert_eq!(r.user("u1").unwrap(), None, "a miss is not remembered");
         r.restore(std::io::Cursor::new(&snap)).unwrap();
         assert_eq!(r.user("u1").unwrap().as_ref(), Some(&nadia));
@@ -1205,7 +1221,7 @@ mod tests {
 
     #[test]
     fn setting_reads_see_every_write_including_removals() {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let record = |value: &str| SettingRecord {
             v: 1,
             property: "minSearchCharacters".into(),
@@ -1231,7 +1247,7 @@ mod tests {
         );
         assert_eq!(s.setting("minSearchCharacters").unwrap(), None);
 
-        let r = Store::in_memory().unwrap();
+        let r = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         assert_eq!(r.setting("minSearchCharacters").unwrap(), None);
         r.restore(std::io::Cursor::new(&snap)).unwrap();
         assert_eq!(r.setting("minSearchCharacters").unwrap(), Some(record("4")));
@@ -1239,7 +1255,7 @@ mod tests {
 
     #[test]
     fn counters_never_repeat() {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         assert_eq!(s.next_counter("src").unwrap(), 0);
         assert_eq!(s.next_counter("src").unwrap(), 1);
         assert_eq!(s.next_counter("other").unwrap(), 0);
@@ -1250,10 +1266,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.redb");
         {
-            let s = Store::open(&path).unwrap();
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
             s.set_meta("schema_version", "1").unwrap();
         }
-        let s = Store::open(&path).unwrap();
+        let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
         assert_eq!(
             s.meta("schema_version").unwrap(),
             Some(SCHEMA_VERSION.to_string())
@@ -1265,11 +1281,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.redb");
         {
-            let s = Store::open(&path).unwrap();
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
             s.set_meta("schema_version", "99").unwrap();
         }
         assert!(matches!(
-            Store::open(&path),
+            Store::open(&path, &crate::domains::REGISTRY),
             Err(StoreError::TooNew { found: 99, .. })
         ));
     }

@@ -8,7 +8,8 @@
 //! a backup holds records alone (plus the identifier and username indexes, which are
 //! small and carry the uniqueness rules).
 
-use super::{
+use crate::store::record::{BlobTable, RecordTable, Registry};
+use crate::store::{
     COUNTERS, IDENTIFIERS, META, PATIENTS, PatientRecord, SCHEMA_VERSION, SETTINGS, SettingRecord,
     Store, StoreError, USERNAMES, USERS, UserRecord,
 };
@@ -168,7 +169,7 @@ impl Store {
                 record(&mut out, name, k.value(), value)?;
             }
         }
-        for table in crate::domains::RECORD_TABLES {
+        for table in self.registry.records {
             for row in txn
                 .open_table(table.table)
                 .map_err(StoreError::from)?
@@ -184,7 +185,7 @@ impl Store {
                 record(&mut out, table.name, k.value(), value)?;
             }
         }
-        for blob in crate::domains::BLOB_TABLES {
+        for blob in self.registry.blobs {
             for row in txn
                 .open_table(blob.table)
                 .map_err(StoreError::from)?
@@ -232,7 +233,8 @@ impl Store {
         if !self.is_empty()? {
             return Err(RestoreError::NotEmpty);
         }
-        let records = verify(std::io::BufReader::new(&mut input))?;
+        let registry = self.registry;
+        let records = verify(std::io::BufReader::new(&mut input), registry)?;
         input.seek(std::io::SeekFrom::Start(0))?;
         let reader = std::io::BufReader::new(&mut input);
         let written = self.write(|txn| {
@@ -275,15 +277,15 @@ impl Store {
                         txn.open_table(COUNTERS)?
                             .insert(k, rec.v.as_u64().unwrap_or_default())?;
                     }
-                    other if blob_table(other).is_some() => {
-                        let blob = blob_table(other).expect("matched");
+                    other if blob_table(registry, other).is_some() => {
+                        let blob = blob_table(registry, other).expect("matched");
                         let bytes = base64::engine::general_purpose::STANDARD
                             .decode(rec.v.as_str().unwrap_or_default())
                             .map_err(|e| StoreError::Redb(format!("{other}: {e}")))?;
                         txn.open_table(blob.table)?.insert(k, bytes.as_slice())?;
                     }
                     other => {
-                        let table = record_table(other)
+                        let table = record_table(registry, other)
                             .ok_or_else(|| StoreError::Redb(format!("unknown table {other}")))?;
                         let bytes = (table.codec.from_json)(&rec.v).map_err(|detail| {
                             StoreError::Corrupt {
@@ -312,20 +314,18 @@ impl Store {
     }
 }
 
-fn blob_table(name: &str) -> Option<&'static crate::domains::BlobTable> {
-    crate::domains::BLOB_TABLES.iter().find(|t| t.name == name)
+fn blob_table<'r>(registry: &'r Registry, name: &str) -> Option<&'r BlobTable> {
+    registry.blobs.iter().find(|t| t.name == name)
 }
 
-fn record_table(name: &str) -> Option<&'static crate::domains::RecordTable> {
-    crate::domains::RECORD_TABLES
-        .iter()
-        .find(|t| t.name == name)
+fn record_table<'r>(registry: &'r Registry, name: &str) -> Option<&'r RecordTable> {
+    registry.records.iter().find(|t| t.name == name)
 }
 
 /// Reads a whole snapshot without writing anything: its header, every record (each must
 /// decode as its table's record type), the end line's count and checksum. Returns the
 /// record count, or the first problem with its line number.
-pub fn verify(mut input: impl BufRead) -> Result<u64, RestoreError> {
+pub fn verify(mut input: impl BufRead, registry: &Registry) -> Result<u64, RestoreError> {
     let mut digest = Sha256::new();
     let mut buf = Vec::new();
     let mut number = 0u64;
@@ -394,14 +394,14 @@ pub fn verify(mut input: impl BufRead) -> Result<u64, RestoreError> {
         }
         let rec: SnapshotLine =
             serde_json::from_str(text).map_err(|e| bad(format!("not a record: {e}")))?;
-        check_record(&rec).map_err(|e| bad(format!("{} {}: {e}", rec.t, rec.k)))?;
+        check_record(&rec, registry).map_err(|e| bad(format!("{} {}: {e}", rec.t, rec.k)))?;
         digest.update(&buf);
         records += 1;
     }
 }
 
 /// Whether a snapshot line holds a value its table can store.
-fn check_record(rec: &SnapshotLine) -> Result<(), String> {
+fn check_record(rec: &SnapshotLine, registry: &Registry) -> Result<(), String> {
     if rec.k.is_empty() {
         return Err("empty key".into());
     }
@@ -417,17 +417,17 @@ fn check_record(rec: &SnapshotLine) -> Result<(), String> {
             .as_u64()
             .map(drop)
             .ok_or_else(|| "expected a whole number".into()),
-        "patients" => crate::domains::decodes::<PatientRecord>(&json()?),
-        "users" => crate::domains::decodes::<UserRecord>(&json()?),
-        "settings" => crate::domains::decodes::<SettingRecord>(&json()?),
-        other if blob_table(other).is_some() => match &rec.v {
+        "patients" => crate::store::record::decodes::<PatientRecord>(&json()?),
+        "users" => crate::store::record::decodes::<UserRecord>(&json()?),
+        "settings" => crate::store::record::decodes::<SettingRecord>(&json()?),
+        other if blob_table(registry, other).is_some() => match &rec.v {
             serde_json::Value::String(text) => base64::engine::general_purpose::STANDARD
                 .decode(text)
                 .map(drop)
                 .map_err(|e| format!("not base64: {e}")),
             _ => Err("expected the bytes as a base64 string".into()),
         },
-        other => match record_table(other) {
+        other => match record_table(registry, other) {
             Some(table) => (table.codec.from_json)(&rec.v).map(drop),
             None => Err(format!("unknown table {other}")),
         },
@@ -440,7 +440,7 @@ mod tests {
 
     /// A store with one patient named Amani, and its snapshot as lines.
     fn snapshot_lines() -> Vec<String> {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let p = PatientRecord {
             v: 1,
             uuid: "p1".into(),
@@ -451,7 +451,7 @@ mod tests {
             death_date: None,
             cause_of_death: None,
             cause_of_death_non_coded: None,
-            names: vec![super::super::NameRecord {
+            names: vec![crate::store::NameRecord {
                 uuid: "n1".into(),
                 given_name: Some("Amani".into()),
                 middle_name: None,
@@ -482,7 +482,7 @@ mod tests {
     }
 
     fn restore(lines: &[String]) -> (Store, Result<u64, RestoreError>) {
-        let s = Store::in_memory().unwrap();
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let text = lines.join("\n") + "\n";
         let r = s.restore(std::io::Cursor::new(text.into_bytes()));
         (s, r)

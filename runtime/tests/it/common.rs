@@ -2,8 +2,11 @@
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
+use runtime::app::app;
+use runtime::app::start::start;
+use runtime::embedded::EMBEDDED_BUNDLE;
+use runtime::http::{AppState, Config};
 use runtime::store::Store;
-use runtime::{AppState, Config, EMBEDDED_BUNDLE, app, start};
 use serde_json::Value;
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -12,7 +15,10 @@ pub const PASSWORD: &str = "Test-password-1";
 pub const MOD30: &str = "org.openmrs.module.idgen.validator.LuhnMod30IdentifierValidator";
 
 pub fn state() -> Arc<AppState> {
-    state_with(EMBEDDED_BUNDLE.to_vec(), Store::in_memory().unwrap())
+    state_with(
+        EMBEDDED_BUNDLE.to_vec(),
+        Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
+    )
 }
 
 pub fn state_with(bundle: Vec<u8>, store: Store) -> Arc<AppState> {

@@ -2,8 +2,9 @@
 
 use crate::common::*;
 use axum::http::StatusCode;
+use runtime::app::start::start;
+use runtime::http::Config;
 use runtime::store::Store;
-use runtime::{Config, start};
 
 fn gp_file(pairs: &[(&str, &str)]) -> String {
     let items: String = pairs
@@ -28,7 +29,10 @@ async fn a_new_bundle_drops_api_values_of_changed_settings_only() {
         ("visits.autoCloseVisitTimeout", "24"),
     ]);
     {
-        let st = state_with(first, Store::open(&path).unwrap());
+        let st = state_with(
+            first,
+            Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+        );
         let mut c = Client::admin(st.clone()).await;
         for (k, v) in [
             ("minSearchCharacters", "3"),
@@ -51,7 +55,7 @@ async fn a_new_bundle_drops_api_values_of_changed_settings_only() {
     let (st, report) = start(
         Config::for_tests(PASSWORD),
         second,
-        Store::open(&path).unwrap(),
+        Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
     )
     .unwrap();
     assert_eq!(report.dropped_settings, ["visits.autoCloseVisitTimeout"]);
@@ -120,7 +124,12 @@ async fn content_directory_reload_refuses_errors_and_swaps_valid_content() {
     );
     let mut config = Config::for_tests(PASSWORD);
     config.content_dir = Some(dir.path().to_path_buf());
-    let (st, _) = start(config, compiled.encode(), Store::in_memory().unwrap()).unwrap();
+    let (st, _) = start(
+        config,
+        compiled.encode(),
+        Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
+    )
+    .unwrap();
     let mut c = Client::admin(st.clone()).await;
 
     std::fs::write(&gp, "<config><globalProperties><globalProperty>").unwrap();
@@ -156,8 +165,8 @@ async fn data_survives_a_restart_and_the_index_is_rebuilt() {
     let path = dir.path().join("store.redb");
     let uuid = {
         let st = state_with(
-            runtime::EMBEDDED_BUNDLE.to_vec(),
-            Store::open(&path).unwrap(),
+            runtime::embedded::EMBEDDED_BUNDLE.to_vec(),
+            Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
         );
         let mut c = Client::admin(st.clone()).await;
         let r = c
@@ -174,8 +183,8 @@ async fn data_survives_a_restart_and_the_index_is_rebuilt() {
     config.admin_password = None;
     let (st, report) = start(
         config,
-        runtime::EMBEDDED_BUNDLE.to_vec(),
-        Store::open(&path).unwrap(),
+        runtime::embedded::EMBEDDED_BUNDLE.to_vec(),
+        Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
     )
     .unwrap();
     assert!(!report.admin_created);
@@ -214,7 +223,7 @@ async fn searches_waiting_for_the_patient_index_leave_the_workers_to_other_reque
         })
     };
     is_held.recv().unwrap();
-    let session = |st: &std::sync::Arc<runtime::AppState>| Client {
+    let session = |st: &std::sync::Arc<runtime::http::AppState>| Client {
         state: st.clone(),
         cookie: c.cookie.clone(),
     };

@@ -75,7 +75,8 @@ fn every_acknowledged_patient_survives_kill_9() {
     let port = free_port();
     let mut child = spawn(dir.path(), port);
     wait_ready(port);
-    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let catalog =
+        runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
     let type_uuid = catalog
         .identifier_type("Numéro patient DSE")
         .unwrap()
@@ -179,7 +180,8 @@ fn a_backup_taken_during_writes_restores_every_change_acknowledged_before_it() {
     let port = free_port();
     let mut child = spawn(dir.path(), port);
     wait_ready(port);
-    let catalog = runtime::catalog::Catalog::from_bytes(runtime::EMBEDDED_BUNDLE).unwrap();
+    let catalog =
+        runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
     let type_uuid = catalog
         .identifier_type("Numéro patient DSE")
         .unwrap()
@@ -523,7 +525,7 @@ fn sigterm_lets_a_request_in_flight_finish_and_keeps_its_write() {
 
 /// A closed store file with an administrator and `n` patients, written in this process.
 fn store_with_patients(path: &std::path::Path, n: usize) {
-    let store = runtime::store::Store::open(path).unwrap();
+    let store = runtime::store::Store::open(path, &runtime::domains::REGISTRY).unwrap();
     runtime::auth::ensure_admin(&store, "admin", Some(PASSWORD)).unwrap();
     for i in 0..n {
         let p: runtime::store::PatientRecord = serde_json::from_value(serde_json::json!({
@@ -606,7 +608,8 @@ fn a_damaged_store_file_stops_the_service_with_a_message_naming_it_and_the_resto
         .filter(|&page| {
             std::fs::write(&probe, damaged_at(page)).unwrap();
             runtime::store::medium::catch_panic(|| {
-                runtime::store::Store::open(&probe).and_then(|s| s.patients())
+                runtime::store::Store::open(&probe, &runtime::domains::REGISTRY)
+                    .and_then(|s| s.patients())
             })
             .map_or(true, |r| r.is_err())
         })
@@ -628,7 +631,11 @@ fn a_damaged_store_file_stops_the_service_with_a_message_naming_it_and_the_resto
 fn restore_refuses_an_altered_backup_naming_the_line_and_writes_nothing() {
     let source = tempfile::tempdir().unwrap();
     store_with_patients(&source.path().join("store.redb"), 5);
-    let store = runtime::store::Store::open(&source.path().join("store.redb")).unwrap();
+    let store = runtime::store::Store::open(
+        &source.path().join("store.redb"),
+        &runtime::domains::REGISTRY,
+    )
+    .unwrap();
     let mut backup = Vec::new();
     store.snapshot(&mut backup).unwrap();
     drop(store);
@@ -666,7 +673,8 @@ fn restore_refuses_an_altered_backup_naming_the_line_and_writes_nothing() {
     std::fs::write(&file, &backup).unwrap();
     let (status, text) = run(&["restore", file.to_str().unwrap()], &data);
     assert!(status.success(), "{text}");
-    let restored = runtime::store::Store::open(&data.join("store.redb")).unwrap();
+    let restored =
+        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
     assert_eq!(restored.patients().unwrap().len(), 5);
 }
 

@@ -14,7 +14,7 @@ const OTHER: &str = "5622AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 const MILD: &str = "1498AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 const SEVERE: &str = "1500AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
-async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
+async fn patient(c: &mut Client, st: &runtime::http::AppState, id: &str) -> String {
     register_patient(c, st, "Joseph", "Lukusa", id).await
 }
 
@@ -180,9 +180,13 @@ async fn the_allergies_widget_records_reads_edits_and_deletes_an_allergy() {
     // A backup keeps allergies; a restore rebuilds their index.
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory().unwrap();
+    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let mut c2 = Client::admin(state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored)).await;
+    let mut c2 = Client::admin(state_with(
+        runtime::embedded::EMBEDDED_BUNDLE.to_vec(),
+        restored,
+    ))
+    .await;
     let r = c2
         .get(&format!("{FHIR}/AllergyIntolerance?patient={p}"))
         .await;

@@ -12,7 +12,7 @@ const CPN: &str = "fa826f46-5383-45d4-b118-972476624277";
 const VACCINATION: &str = "4bc0e662-9b18-4d73-ab1b-3435c6742d28";
 const CONSULTATION_ROOM: &str = "9fd33057-db14-4446-828a-90e96c109b6b";
 
-async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
+async fn patient(c: &mut Client, st: &runtime::http::AppState, id: &str) -> String {
     register_patient(c, st, "Solange", "Mujinga", id).await
 }
 
@@ -346,9 +346,9 @@ async fn a_backup_restores_appointments_and_their_numbers() {
     assert_eq!(r.status, StatusCode::OK);
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     let search = json!({"patientUuid": p, "startDate": "2000-01-01"}).to_string();
     let (a, b) = (

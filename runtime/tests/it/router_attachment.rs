@@ -13,7 +13,7 @@ const BOUNDARY: &str = "----dse-rdc-test-boundary";
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc\xf8\xff\xff?\0\x05\xfe\x02\xfe\xa7\x35\x81\x84\0\0\0\0IEND\xaeB`\x82";
 const PDF: &[u8] = b"%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n";
 
-async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
+async fn patient(c: &mut Client, st: &runtime::http::AppState, id: &str) -> String {
     register_patient(c, st, "Agnès", "Kalala", id).await
 }
 
@@ -343,9 +343,9 @@ async fn a_backup_restores_attachments_with_their_bytes() {
     let uuid = r.body["uuid"].as_str().unwrap().to_string();
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     let list = format!("{REST}/attachment?patient={p}");
     assert_eq!(c.get(&list).await.body, c2.get(&list).await.body);

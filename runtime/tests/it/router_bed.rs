@@ -20,7 +20,11 @@ fn ago(minutes: i64) -> String {
 }
 
 /// A patient with an open visit and an encounter in it: (patient, visit, encounter).
-async fn inpatient(c: &mut Client, st: &runtime::AppState, id: &str) -> (String, String, String) {
+async fn inpatient(
+    c: &mut Client,
+    st: &runtime::http::AppState,
+    id: &str,
+) -> (String, String, String) {
     let patient = register_patient(c, st, "Aline", "Kabila", id).await;
     let location = location_uuid(st, "Centre de santé Bondeko");
     let r = c
@@ -230,8 +234,11 @@ async fn an_administrator_makes_bed_types_tags_and_beds_with_the_modules_rules()
 async fn patients_are_put_in_beds_moved_share_them_and_leave_them_with_their_visit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
-    let bundle = runtime::EMBEDDED_BUNDLE.to_vec();
-    let st = state_with(bundle.clone(), runtime::store::Store::open(&path).unwrap());
+    let bundle = runtime::embedded::EMBEDDED_BUNDLE.to_vec();
+    let st = state_with(
+        bundle.clone(),
+        runtime::store::Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+    );
     let mut c = Client::admin(st.clone()).await;
     let ward = location_uuid(&st, OBSERVATION_WARD);
     standard_bed_type(&mut c).await;
@@ -331,7 +338,10 @@ async fn patients_are_put_in_beds_moved_share_them_and_leave_them_with_their_vis
 
     // A restart keeps the beds and their numbering.
     drop((c, st));
-    let reopened = state_with(bundle, runtime::store::Store::open(&path).unwrap());
+    let reopened = state_with(
+        bundle,
+        runtime::store::Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+    );
     let mut again = Client::admin(reopened).await;
     let r = again.get(&format!("{REST}/bed?locationUuid={ward}")).await;
     assert_eq!(r.body["results"].as_array().unwrap().len(), 2);
@@ -368,9 +378,9 @@ async fn a_backup_restores_beds_their_occupants_and_numbering() {
 
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     for path in [
         format!("{REST}/admissionLocation/{ward}?v=full"),

@@ -42,7 +42,7 @@ async fn service(c: &mut Client, name: &str) -> (String, Value) {
     (s["uuid"].as_str().unwrap().to_string(), price)
 }
 
-async fn start_visit(c: &mut Client, st: &runtime::AppState, patient: &str) -> String {
+async fn start_visit(c: &mut Client, st: &runtime::http::AppState, patient: &str) -> String {
     let r = c
         .post(
             &format!("{REST}/visit"),
@@ -634,9 +634,9 @@ async fn a_backup_restores_bills_with_their_indexes_and_numbering() {
     pay(&mut c, uuid, CASH, json!(5000)).await;
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     for path in [
         format!("{REST}/billing/bill?v=full&patientUuid={p}"),

@@ -16,11 +16,11 @@ const CLINICIAN_ROLE: &str = "39394a04-5300-4e13-8008-aefffb53df48";
 const CHIEF_COMPLAINT: &str = "0590cede-ee69-4795-85dd-c0cd699086b0";
 const HIV_DIAGNOSIS_DATE: &str = "40631b56-c082-4f20-9051-e5228e6031f0";
 
-async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
+async fn patient(c: &mut Client, st: &runtime::http::AppState, id: &str) -> String {
     register_patient(c, st, "Aline", "Kabila", id).await
 }
 
-fn concept_uuid(st: &runtime::AppState, reference: &str) -> String {
+fn concept_uuid(st: &runtime::http::AppState, reference: &str) -> String {
     st.catalog.load().concept(reference).unwrap().uuid.clone()
 }
 
@@ -30,7 +30,12 @@ fn ago(minutes: i64) -> String {
         .to_string()
 }
 
-async fn start_visit(c: &mut Client, st: &runtime::AppState, patient: &str, start: &str) -> Value {
+async fn start_visit(
+    c: &mut Client,
+    st: &runtime::http::AppState,
+    patient: &str,
+    start: &str,
+) -> Value {
     let r = c
         .post(
             &format!("{REST}/visit"),
@@ -42,7 +47,7 @@ async fn start_visit(c: &mut Client, st: &runtime::AppState, patient: &str, star
 }
 
 /// Starts a visit for `patient` and records a temperature in it (for tests of the store).
-pub async fn visit_with_vitals(c: &mut Client, st: &runtime::AppState, patient: &str) {
+pub async fn visit_with_vitals(c: &mut Client, st: &runtime::http::AppState, patient: &str) {
     let visit = start_visit(c, st, patient, &ago(60)).await;
     let temperature = concept_uuid(st, "DRC-EMR:5001");
     let r = c
@@ -494,7 +499,7 @@ async fn visits_left_open_too_long_are_ended_by_the_auto_close_job() {
     assert_ne!(o.body["stopDatetime"], Value::Null);
     assert_eq!(
         o.body["auditInfo"]["changedBy"]["uuid"],
-        runtime::domains::DAEMON_USER
+        runtime::store::record::DAEMON_USER
     );
     let r = c
         .get(&format!(
@@ -518,9 +523,10 @@ async fn a_backup_restores_every_visit_encounter_and_observation_with_their_inde
     assert_eq!(r.status, StatusCode::CREATED);
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory().unwrap();
+    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2: Arc<runtime::AppState> = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2: Arc<runtime::http::AppState> =
+        state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     for path in [
         format!("{REST}/visit?patient={p}&v=full"),

@@ -13,7 +13,7 @@ const HANDLER: &str = "org.openmrs.module.cohort.definition.handler.DefaultCohor
 const LIST_REP: &str =
     "custom:(uuid,name,description,display,size,attributes,cohortType,location:(uuid,display))";
 
-async fn patient(c: &mut Client, st: &runtime::AppState, given: &str, id: &str) -> String {
+async fn patient(c: &mut Client, st: &runtime::http::AppState, given: &str, id: &str) -> String {
     let r = c
         .post(
             &format!("{REST}/patient"),
@@ -25,7 +25,7 @@ async fn patient(c: &mut Client, st: &runtime::AppState, given: &str, id: &str) 
 }
 
 /// A list as the O3 form creates it (trailing slash included).
-async fn new_list(c: &mut Client, st: &runtime::AppState, name: &str) -> Value {
+async fn new_list(c: &mut Client, st: &runtime::http::AppState, name: &str) -> Value {
     let body = json!({"name": name, "description": "Suivi des femmes enceintes", "cohortType": MY_LIST,
         "location": location_uuid(st, "Bondeko - Accueil"), "startDate": "2026-11-20T08:00:00.000Z",
         "groupCohort": false, "definitionHandlerClassname": HANDLER});
@@ -370,9 +370,9 @@ async fn a_backup_restores_lists_and_members_with_their_indexes() {
     assert_eq!(add(&mut c, uuid, &p).await.status, StatusCode::CREATED);
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     for path in [
         format!("{REST}/cohortm/cohort?v={LIST_REP}"),

@@ -12,11 +12,11 @@ const CONSULTATION_TYPE: &str = "91edcf31-cf56-43c3-a7d8-b8097fbd0035";
 /// The widget's list call, as the framework sends it.
 const PROBLEMS: &str = "category=http%3A%2F%2Fterminology.hl7.org%2FCodeSystem%2Fcondition-category%7Cproblem-list-item&_count=100&_summary=data";
 
-async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
+async fn patient(c: &mut Client, st: &runtime::http::AppState, id: &str) -> String {
     register_patient(c, st, "Esther", "Kabila", id).await
 }
 
-fn concept(st: &runtime::AppState, reference: &str) -> String {
+fn concept(st: &runtime::http::AppState, reference: &str) -> String {
     st.catalog.load().concept(reference).unwrap().uuid.clone()
 }
 
@@ -421,9 +421,13 @@ async fn a_search_without_a_category_answers_the_visit_notes_diagnoses_too_and_b
 
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory().unwrap();
+    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let mut c2 = Client::admin(state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored)).await;
+    let mut c2 = Client::admin(state_with(
+        runtime::embedded::EMBEDDED_BUNDLE.to_vec(),
+        restored,
+    ))
+    .await;
     let r = c2.get(&format!("{REST}/condition?patientUuid={p}")).await;
     assert_eq!(
         r.body["results"][0]["display"], "Drépanocytose suspectée",

@@ -11,7 +11,7 @@ const CONSULTATION_TYPE: &str = "91edcf31-cf56-43c3-a7d8-b8097fbd0035";
 
 async fn patient_with_encounter(
     c: &mut Client,
-    st: &runtime::AppState,
+    st: &runtime::http::AppState,
     id: &str,
 ) -> (String, String) {
     let r = c
@@ -111,9 +111,13 @@ async fn a_note_records_its_diagnoses_on_the_encounter() {
     // A backup keeps them; a restore rebuilds their indexes.
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory().unwrap();
+    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let mut c2 = Client::admin(state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored)).await;
+    let mut c2 = Client::admin(state_with(
+        runtime::embedded::EMBEDDED_BUNDLE.to_vec(),
+        restored,
+    ))
+    .await;
     let r = c2
         .get(&format!("{REST}/patientdiagnoses?encounter={e}"))
         .await;

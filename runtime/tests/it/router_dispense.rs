@@ -33,7 +33,12 @@ struct Prescribed {
 }
 
 /// A patient with a visit and a signed prescription of 15 paracetamol tablets.
-async fn prescribed(c: &mut Client, st: &runtime::AppState, id: &str, refills: u32) -> Prescribed {
+async fn prescribed(
+    c: &mut Client,
+    st: &runtime::http::AppState,
+    id: &str,
+    refills: u32,
+) -> Prescribed {
     let r = c
         .post(
             &format!("{REST}/patient"),
@@ -451,9 +456,9 @@ async fn dispenses_survive_a_backup_and_restore() {
     assert_eq!(r.status, StatusCode::CREATED);
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2).await;
     let r = c2
         .get(&format!("{FHIR}/MedicationDispense?patient={}", p.patient))

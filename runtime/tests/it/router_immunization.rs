@@ -14,7 +14,11 @@ const OPV: &str = "783AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 /// The app's vaccine list call.
 const VACCINES: &str = "concept?references=CIEL:984&v=custom:(uuid,display,answers:(uuid,display),conceptMappings:(conceptReferenceTerm:(conceptSource:(name),code)))";
 
-async fn patient_in_visit(c: &mut Client, st: &runtime::AppState, id: &str) -> (String, String) {
+async fn patient_in_visit(
+    c: &mut Client,
+    st: &runtime::http::AppState,
+    id: &str,
+) -> (String, String) {
     let r = c
         .post(
             &format!("{REST}/patient"),

@@ -93,7 +93,7 @@ impl Ward {
     }
 }
 
-fn location_of(st: &runtime::AppState, name: &str) -> String {
+fn location_of(st: &runtime::http::AppState, name: &str) -> String {
     location_uuid(st, name)
 }
 

@@ -41,7 +41,7 @@ struct Chart {
     provider: String,
 }
 
-async fn chart(c: &mut Client, st: &runtime::AppState, id: &str) -> Chart {
+async fn chart(c: &mut Client, st: &runtime::http::AppState, id: &str) -> Chart {
     let r = c
         .post(
             &format!("{REST}/patient"),
@@ -89,7 +89,7 @@ async fn sign(c: &mut Client, ch: &Chart, orders: Vec<Value>) -> Response {
     send_json(c, "POST", &format!("{REST}/encounter"), &body).await
 }
 
-fn drug_concept(st: &runtime::AppState, drug: &str) -> String {
+fn drug_concept(st: &runtime::http::AppState, drug: &str) -> String {
     st.catalog.load().drug(drug).unwrap().concept.clone()
 }
 
@@ -866,9 +866,9 @@ async fn voiding_the_encounter_voids_its_orders_and_a_backup_keeps_them() {
 
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     let r = c2
         .get(&format!(

@@ -497,7 +497,7 @@ const REST: &str = "/openmrs/ws/rest/v1";
 
 async fn register(
     c: &mut Client,
-    st: &runtime::AppState,
+    st: &runtime::http::AppState,
     given: &str,
     family: &str,
     id: &str,

@@ -14,7 +14,7 @@ const TB: &str = "8f55ca95-1feb-4acd-be76-6d20c8c8debe";
 const HIV_STATE_A: &str = "d53d6b86-d1fd-4c86-be22-3754c24d2f58";
 const HIV_STATE_B: &str = "ae72e18b-a235-4960-82a1-796881f35f3e";
 
-async fn patient(c: &mut Client, st: &runtime::AppState, id: &str) -> String {
+async fn patient(c: &mut Client, st: &runtime::http::AppState, id: &str) -> String {
     register_patient(c, st, "Ruth", "Mulumba", id).await
 }
 
@@ -188,9 +188,9 @@ async fn an_enrolment_records_states_and_completion_durably() {
     // A backup holds the enrolments; a restore rebuilds their index.
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory().unwrap();
+    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2).await;
     let r = c2
         .get(&format!("{REST}/programenrollment?patient={p}&v=full"))

@@ -33,7 +33,7 @@ fn next_identifier() -> String {
 }
 
 /// An encounter in a new visit of a new patient, recorded by `provider`.
-async fn encounter_by(c: &mut Client, st: &runtime::AppState, provider: &str) -> Response {
+async fn encounter_by(c: &mut Client, st: &runtime::http::AppState, provider: &str) -> Response {
     let r = c
         .post(
             &format!("{REST}/patient"),

@@ -14,7 +14,7 @@ const OUTPATIENT: &str = "f19c6fdb-bd43-41e7-bb4c-cc892e489c25";
 const TRIAGE: &str = "1bdf120a-03b8-4621-8e18-5cd2b68b514c";
 const CONSULTATION: &str = "c7dc5d77-ee65-4831-8277-8ad422eacd93";
 
-fn concept(st: &runtime::AppState, reference: &str) -> String {
+fn concept(st: &runtime::http::AppState, reference: &str) -> String {
     st.catalog.load().concept(reference).unwrap().uuid.clone()
 }
 
@@ -25,7 +25,7 @@ fn ago(minutes: i64) -> String {
 }
 
 /// A patient with an open visit started two hours ago: (patient, visit).
-async fn visiting(c: &mut Client, st: &runtime::AppState, id: &str) -> (String, String) {
+async fn visiting(c: &mut Client, st: &runtime::http::AppState, id: &str) -> (String, String) {
     let r = c
         .post(
             &format!("{REST}/patient"),
@@ -46,7 +46,7 @@ async fn visiting(c: &mut Client, st: &runtime::AppState, id: &str) -> (String, 
 
 /// What the O3 app posts to add a patient to a queue.
 fn add_body(
-    st: &runtime::AppState,
+    st: &runtime::http::AppState,
     patient: &str,
     visit: &str,
     queue: &str,
@@ -562,9 +562,9 @@ async fn a_backup_restores_queue_entries_with_their_indexes() {
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     for (path, count) in [
         (
@@ -704,9 +704,9 @@ async fn queue_rooms_are_made_changed_retired_and_kept() {
     // Kept through a backup.
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory().unwrap();
+    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
-    let st2 = state_with(runtime::EMBEDDED_BUNDLE.to_vec(), restored);
+    let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
     let path = format!("/openmrs/ws/rest/v1/queue-room?v={rep}");
     assert_eq!(c.get(&path).await.body, c2.get(&path).await.body);

@@ -7,7 +7,7 @@ use serde_json::json;
 
 const REST: &str = "/openmrs/ws/rest/v1";
 
-async fn patient(c: &mut Client, st: &runtime::AppState, given: &str, id: &str) -> String {
+async fn patient(c: &mut Client, st: &runtime::http::AppState, given: &str, id: &str) -> String {
     let r = c
         .post(
             &format!("{REST}/patient"),

@@ -510,7 +510,7 @@ async fn head_requests_run_no_side_effects() {
     assert!(!r.headers.contains_key("set-cookie"));
     // HEAD on the backup takes none: with every backup permit held, it still answers.
     let mut held = Vec::new();
-    for _ in 0..runtime::api::backup::CONCURRENT_BACKUPS {
+    for _ in 0..runtime::app::backup::CONCURRENT_BACKUPS {
         held.push(
             admin
                 .raw("GET", "/openmrs/ws/rest/v1/backup", &[], None)

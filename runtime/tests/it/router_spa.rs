@@ -3,8 +3,12 @@
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
+use runtime::app::app;
+use runtime::app::start::start;
+use runtime::embedded::EMBEDDED_BUNDLE;
+use runtime::http::{AppState, Config};
+use runtime::spa_pack;
 use runtime::store::Store;
-use runtime::{AppState, Config, EMBEDDED_BUNDLE, app, spa_pack, start};
 use std::io::Read;
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -29,7 +33,7 @@ fn state_with_front_end(app_path: &str) -> Arc<AppState> {
     start(
         config,
         EMBEDDED_BUNDLE.to_vec(),
-        Store::in_memory().unwrap(),
+        Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
     )
     .expect("starts")
     .0

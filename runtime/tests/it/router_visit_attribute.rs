@@ -58,8 +58,11 @@ async fn the_contents_visit_attribute_types_are_listed_searched_and_read() {
 async fn attributes_are_given_with_a_visit_changed_replaced_voided_and_kept() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
-    let bundle = runtime::EMBEDDED_BUNDLE.to_vec();
-    let st = state_with(bundle.clone(), runtime::store::Store::open(&path).unwrap());
+    let bundle = runtime::embedded::EMBEDDED_BUNDLE.to_vec();
+    let st = state_with(
+        bundle.clone(),
+        runtime::store::Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+    );
     let mut c = Client::admin(st.clone()).await;
     let patient = register_patient(&mut c, &st, "Grâce", "Mbuyi", "310001").await;
     let location = location_uuid(&st, "Centre de santé Bondeko");
@@ -163,7 +166,10 @@ async fn attributes_are_given_with_a_visit_changed_replaced_voided_and_kept() {
 
     // A restart on the same store keeps them.
     drop((c, st));
-    let reopened = state_with(bundle, runtime::store::Store::open(&path).unwrap());
+    let reopened = state_with(
+        bundle,
+        runtime::store::Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+    );
     let mut again = Client::admin(reopened).await;
     let r = again.get(&format!("{REST}/visit/{visit}?v=full")).await;
     assert_eq!(active(&r.body, PAYMENT_MODE)[0]["value"], MOBILE_MONEY);

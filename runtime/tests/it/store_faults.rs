@@ -6,8 +6,10 @@
 use crate::common::{Client, PASSWORD, patient_body, state_with};
 use axum::http::StatusCode;
 use redb::{BackendError, Database, ReadableDatabase, StorageBackend, TableDefinition};
+use runtime::app::start::start;
+use runtime::embedded::EMBEDDED_BUNDLE;
+use runtime::http::Config;
 use runtime::store::{CustomMedium, Store};
-use runtime::{Config, EMBEDDED_BUNDLE, start};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,22 +79,25 @@ impl StorageBackend for FillableDisk {
 fn fillable_store(path: &Path, full: &Arc<AtomicBool>) -> Store {
     let (p, f) = (path.to_path_buf(), full.clone());
     let room = full.clone();
-    Store::on_medium(CustomMedium {
-        open: Box::new(move || {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&p)
-                .map_err(|e| redb::DatabaseError::Storage(redb::StorageError::Io(e)))?;
-            Database::builder().create_with_backend(FillableDisk {
-                inner: redb::backends::FileBackend::new(file)?,
-                full: f.clone(),
-            })
-        }),
-        has_room: Box::new(move || !room.load(Ordering::SeqCst)),
-    })
+    Store::on_medium(
+        CustomMedium {
+            open: Box::new(move || {
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&p)
+                    .map_err(|e| redb::DatabaseError::Storage(redb::StorageError::Io(e)))?;
+                Database::builder().create_with_backend(FillableDisk {
+                    inner: redb::backends::FileBackend::new(file)?,
+                    full: f.clone(),
+                })
+            }),
+            has_room: Box::new(move || !room.load(Ordering::SeqCst)),
+        },
+        &runtime::domains::REGISTRY,
+    )
     .unwrap()
 }
 
@@ -170,7 +175,7 @@ async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_once_space
     drop((admin, st));
 
     // Nothing acknowledged was lost, and nothing refused was stored.
-    let reopened = Store::open(&path).unwrap();
+    let reopened = Store::open(&path, &runtime::domains::REGISTRY).unwrap();
     assert!(reopened.patient(&before).unwrap().is_some());
     assert!(reopened.patient(&after).unwrap().is_some());
     assert_eq!(reopened.patients().unwrap().len(), 2);
@@ -236,7 +241,10 @@ fn file_size(path: &Path) -> u64 {
 async fn growth_during(writes: usize, hold: &str) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
-    let st = state_with(EMBEDDED_BUNDLE.to_vec(), Store::open(&path).unwrap());
+    let st = state_with(
+        EMBEDDED_BUNDLE.to_vec(),
+        Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+    );
     let mut admin = Client::admin(st.clone()).await;
     // Warm up so the three runs start from the same shape.
     for i in 0..50 {
@@ -268,7 +276,7 @@ async fn growth_during(writes: usize, hold: &str) -> u64 {
             .await
             .unwrap()
             .to_bytes();
-        let restored = Store::in_memory().unwrap();
+        let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
         restored
             .restore(std::io::Cursor::new(bytes.to_vec()))
             .unwrap();
@@ -308,7 +316,7 @@ async fn backups_running_at_once_are_bounded() {
     let st = crate::common::state();
     let mut admin = Client::admin(st.clone()).await;
     let mut held = Vec::new();
-    for _ in 0..runtime::api::backup::CONCURRENT_BACKUPS {
+    for _ in 0..runtime::app::backup::CONCURRENT_BACKUPS {
         let r = admin
             .raw("GET", "/openmrs/ws/rest/v1/backup", &[], None)
             .await;
@@ -332,7 +340,10 @@ async fn backups_running_at_once_are_bounded() {
 /// A file store with an administrator, two patients, a visit, an encounter with obs; closed.
 async fn populated_store(dir: &Path) -> PathBuf {
     let path = dir.join("store.redb");
-    let st = state_with(EMBEDDED_BUNDLE.to_vec(), Store::open(&path).unwrap());
+    let st = state_with(
+        EMBEDDED_BUNDLE.to_vec(),
+        Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+    );
     let mut admin = Client::admin(st.clone()).await;
     for (given, id) in [("Dorcas", "700011"), ("Espoir", "700012")] {
         let r = admin
@@ -359,7 +370,7 @@ fn damage(path: &Path, offset: u64, len: usize) {
 /// the binary catches it. Answers the number of patients indexed.
 fn open_and_start(path: &Path) -> Result<usize, String> {
     runtime::store::medium::catch_panic(|| {
-        let store = Store::open(path).map_err(|e| e.to_string())?;
+        let store = Store::open(path, &runtime::domains::REGISTRY).map_err(|e| e.to_string())?;
         let mut config = Config::for_tests(PASSWORD);
         config.admin_password = None;
         let (st, _) = start(config, EMBEDDED_BUNDLE.to_vec(), store).map_err(|e| e.to_string())?;
@@ -377,7 +388,7 @@ async fn an_empty_store_file_is_damage_not_a_fresh_start() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
     std::fs::write(&path, b"").unwrap();
-    let err = match Store::open(&path) {
+    let err = match Store::open(&path, &runtime::domains::REGISTRY) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("a 0-byte store file opened as a new store"),
     };
@@ -392,7 +403,7 @@ async fn an_empty_store_file_is_damage_not_a_fresh_start() {
 async fn a_zeroed_page_anywhere_never_panics_and_check_store_reports_it() {
     let dir = tempfile::tempdir().unwrap();
     let pristine = populated_store(dir.path()).await;
-    let clean = runtime::store::check::check_store(&pristine).unwrap();
+    let clean = runtime::store::check::check_store(&pristine, &runtime::domains::REGISTRY).unwrap();
     assert!(clean.is_clean(), "{:?}", clean.problems);
     assert!(clean.records > 5 && clean.index_entries > 5, "{clean:?}");
     let size = file_size(&pristine);
@@ -414,7 +425,7 @@ async fn a_zeroed_page_anywhere_never_panics_and_check_store_reports_it() {
             let fresh = dir.path().join(format!("check-{page}.redb"));
             std::fs::copy(&pristine, &fresh).unwrap();
             damage(&fresh, page * 4096, 4096);
-            match runtime::store::check::check_store(&fresh) {
+            match runtime::store::check::check_store(&fresh, &runtime::domains::REGISTRY) {
                 Ok(report) => assert!(!report.is_clean(), "page {page}: check found nothing"),
                 Err(e) => assert!(e.to_string().contains("damaged"), "page {page}: {e}"),
             }
@@ -481,7 +492,7 @@ async fn check_store_reports_injected_inconsistencies() {
                 datetime: "2026-01-01T00:00:00.000Z".into(),
                 size: 3,
                 sha256: "00".into(),
-                audit: runtime::domains::Audit::new("someone", chrono::Utc::now()),
+                audit: runtime::store::record::Audit::new("someone", chrono::Utc::now()),
                 voiding: Default::default(),
             };
             txn.open_table(TableDefinition::<&str, &[u8]>::new("attachments"))
@@ -502,7 +513,7 @@ async fn check_store_reports_injected_inconsistencies() {
         }
         txn.commit().unwrap();
     }
-    let report = runtime::store::check::check_store(&path).unwrap();
+    let report = runtime::store::check::check_store(&path, &runtime::domains::REGISTRY).unwrap();
     let all = report.problems.join("\n");
     assert!(
         all.contains("identifiers some-type||GHOST-1: points at patient no-such-patient, which does not exist"),
@@ -535,7 +546,7 @@ async fn check_store_reports_injected_inconsistencies() {
     );
     assert_eq!(report.problems.len(), 8, "{all}");
     // The check wrote nothing: the same problems are found again.
-    let again = runtime::store::check::check_store(&path).unwrap();
+    let again = runtime::store::check::check_store(&path, &runtime::domains::REGISTRY).unwrap();
     assert_eq!(again.problems, report.problems);
 }
 
@@ -544,7 +555,7 @@ fn compact_store_gives_back_the_space_a_long_read_pinned() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
     {
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, &runtime::domains::REGISTRY).unwrap();
         let held = store.begin_read().unwrap();
         for i in 0..1500 {
             store.insert_patient(&patient(i), &[]).unwrap();
@@ -555,9 +566,16 @@ fn compact_store_gives_back_the_space_a_long_read_pinned() {
     assert!(after * 3 < before, "before {before} after {after}");
     assert_eq!(after, file_size(&path));
     // Every record is still there, and the check finds nothing wrong.
-    assert_eq!(Store::open(&path).unwrap().patients().unwrap().len(), 1500);
+    assert_eq!(
+        Store::open(&path, &runtime::domains::REGISTRY)
+            .unwrap()
+            .patients()
+            .unwrap()
+            .len(),
+        1500
+    );
     assert!(
-        runtime::store::check::check_store(&path)
+        runtime::store::check::check_store(&path, &runtime::domains::REGISTRY)
             .unwrap()
             .is_clean()
     );
@@ -568,7 +586,7 @@ fn patient_search_works_on_a_full_disk_when_its_projection_must_be_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
     {
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, &runtime::domains::REGISTRY).unwrap();
         for i in 0..3 {
             store.insert_patient(&patient(i), &[]).unwrap();
         }
@@ -594,7 +612,7 @@ fn patient_search_works_on_a_full_disk_when_its_projection_must_be_rebuilt() {
     let index = runtime::search::SearchIndex::load(&store).unwrap();
     assert_eq!(index.search("given2", false, 2), ["patient-000002"]);
     drop(store);
-    let report = runtime::store::check::check_store(&path).unwrap();
+    let report = runtime::store::check::check_store(&path, &runtime::domains::REGISTRY).unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
     let db = Database::open(&path).unwrap();
     let txn = db.begin_read().unwrap();

@@ -3,15 +3,15 @@
 //! caller's language (the widget matches them against the form's concept lists), the
 //! reaction always present, severity as FHIR's code, criticality from it.
 
-use super::{AllergenType, AllergyConcepts, AllergyRecord, store};
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::fhir::{
+use crate::content::concept::ConceptRes;
+use crate::domains::allergy::{AllergenType, AllergyConcepts, AllergyRecord, store};
+use crate::http::AppState;
+use crate::http::error::ApiResult;
+use crate::http::fhir::{
     base, fhir, invalid, iso, not_found, outcome, patient_param, search_bundle,
 };
-use crate::api::{Caller, QueryPairs, param};
-use crate::error::ApiResult;
-use crate::repr::{Ctx, Resource};
+use crate::http::repr::{Ctx, Resource};
+use crate::http::{Caller, QueryPairs, param};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;

@@ -15,7 +15,7 @@ pub mod fhir;
 pub mod rest;
 pub mod store;
 
-use super::{Audit, Voiding};
+use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,7 +81,7 @@ pub struct AllergyConcepts {
 }
 
 impl AllergyConcepts {
-    pub fn of(state: &crate::AppState) -> AllergyConcepts {
+    pub fn of(state: &crate::http::AppState) -> AllergyConcepts {
         let catalog = state.catalog.load();
         let concept = |setting: &str, ciel: &str| {
             let value = state

@@ -2,18 +2,17 @@
 //! read, create, update, void. Privileges: Get Allergies, Add Allergies, Edit Allergies,
 //! Remove Allergies.
 
-use super::{AllergenType, AllergyConcepts, AllergyRecord, Reaction, store};
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking};
 use crate::catalog::Catalog;
-use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_ref, opt_str, page_answer, rep_of, window,
-};
-use crate::domains::{Audit, Page, Voiding};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource};
+use crate::content::concept::ConceptRes;
+use crate::domains::allergy::{AllergenType, AllergyConcepts, AllergyRecord, Reaction, store};
+use crate::domains::patient::rest::PatientRes;
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
+use crate::http::body::{only_known, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking};
+use crate::store::record::{Audit, Page, Voiding};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -360,7 +359,7 @@ pub async fn create(
         let concepts = AllergyConcepts::of(&st);
         let mut a = AllergyRecord {
             v: 1,
-            uuid: crate::domains::rest::client_uuid(&body)?,
+            uuid: crate::http::body::client_uuid(&body)?,
             patient,
             allergen_type: AllergenType::Other,
             coded_allergen: None,
@@ -466,7 +465,7 @@ pub async fn delete(
 ) -> ApiResult<Response> {
     caller.require(&["Remove Allergies"])?;
     of_patient(&state, &patient, &uuid)?;
-    crate::domains::rest::void_answer(
+    crate::http::answer::void_answer(
         state,
         &caller,
         uuid,

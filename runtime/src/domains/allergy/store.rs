@@ -1,7 +1,7 @@
 //! The allergy table and its index by patient (`patient|created|uuid`).
 
-use super::AllergyRecord;
-use crate::domains::{self, Index, RecordTable, VOIDED, key};
+use crate::domains::allergy::AllergyRecord;
+use crate::store::record::{Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -14,7 +14,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT],
     create,
     reindex,
-    codec: domains::json_codec::<AllergyRecord>(),
+    codec: crate::store::record::json_codec::<AllergyRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -24,7 +24,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let a: AllergyRecord = domains::decode("allergies", bytes)?;
+    let a: AllergyRecord = crate::store::record::decode("allergies", bytes)?;
     write_index(txn, &a)
 }
 
@@ -45,7 +45,7 @@ pub fn put(store: &Store, a: &AllergyRecord) -> StoreResult<()> {
 /// Writes an allergy in the caller's transaction (imports and generated stores).
 pub fn put_in(txn: &WriteTransaction, a: &AllergyRecord) -> StoreResult<()> {
     txn.open_table(TABLE)?
-        .insert(a.uuid.as_str(), domains::encode(a).as_slice())?;
+        .insert(a.uuid.as_str(), crate::store::record::encode(a).as_slice())?;
     write_index(txn, a)
 }
 
@@ -53,7 +53,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<AllergyRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("allergies", v.value()))
+        .map(|v| crate::store::record::decode("allergies", v.value()))
         .transpose()
 }
 
@@ -63,7 +63,7 @@ pub fn of_patient(
     patient: &str,
     include_voided: bool,
 ) -> StoreResult<Vec<AllergyRecord>> {
-    domains::records_under(
+    crate::store::record::records_under(
         store,
         TABLE,
         BY_PATIENT,

@@ -20,7 +20,7 @@
 pub mod rest;
 pub mod store;
 
-use super::{Audit, Voiding};
+use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
 /// The module's statuses with their rank in its sequence.

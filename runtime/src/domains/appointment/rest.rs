@@ -5,11 +5,14 @@
 //! book and change, View Appointment Services for the services, Reset Appointment Status to
 //! set an appointment back to Scheduled.
 
-use super::{AppointmentRecord, KINDS, ProviderResponse, StatusChange, may_change, rank, store};
-use crate::AppState;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::domains::{Audit, Voiding, datetime_key, parse_datetime, parse_key};
-use crate::error::{ApiError, ApiResult};
+use crate::domains::appointment::{
+    AppointmentRecord, KINDS, ProviderResponse, StatusChange, may_change, rank, store,
+};
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, parse_datetime, parse_key};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -147,7 +150,7 @@ pub async fn services(
         .filter(|s| !s.retired)
         .map(|s| service_json(&state, s, full))
         .collect();
-    Ok(crate::api::ok(json!(list)))
+    Ok(crate::http::ok(json!(list)))
 }
 
 /// `GET appointmentService?uuid=…` (full).
@@ -165,7 +168,7 @@ pub async fn service(
         .iter()
         .find(|s| s.uuid == uuid)
         .ok_or(ApiError::NotFound)?;
-    Ok(crate::api::ok(service_json(&state, s, true)))
+    Ok(crate::http::ok(service_json(&state, s, true)))
 }
 
 /// `POST appointmentService`, `DELETE appointmentService`: the services are the content's.
@@ -190,10 +193,10 @@ fn appointment_json(state: &AppState, a: &AppointmentRecord) -> Value {
                 .find(|i| i.preferred)
                 .or(p.identifiers.first());
             let mut out = json!({
-                "name": crate::api::patient::person_display(p),
+                "name": crate::domains::patient::rest::person_display(p),
                 "uuid": p.uuid,
                 "identifier": preferred.map(|i| i.identifier.clone()),
-                "age": p.birthdate.as_deref().and_then(|b| crate::api::patient::age_on(b, chrono::Utc::now().date_naive())),
+                "age": p.birthdate.as_deref().and_then(|b| crate::wire::age_on(b, chrono::Utc::now().date_naive())),
                 "gender": p.gender,
                 "birthDate": p.birthdate.as_deref().and_then(|b| chrono::NaiveDate::parse_from_str(b, "%Y-%m-%d").ok()).and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc().timestamp_millis()),
                 "customAttributes": {},
@@ -322,7 +325,7 @@ pub async fn for_date(
         of_living_patients(&st, found)
     })
     .await?;
-    Ok(crate::api::ok(list_json(&state, &list)))
+    Ok(crate::http::ok(list_json(&state, &list)))
 }
 
 /// `GET appointment?uuid=…`.
@@ -338,7 +341,7 @@ pub async fn read_by_query(
         )
     })?;
     let a = store::get(&state.store, uuid)?.ok_or(ApiError::NotFound)?;
-    Ok(crate::api::ok(appointment_json(&state, &a)))
+    Ok(crate::http::ok(appointment_json(&state, &a)))
 }
 
 /// `GET appointments/{uuid}`.
@@ -349,7 +352,7 @@ pub async fn read(
 ) -> ApiResult<Response> {
     caller.require(&["View Appointments"])?;
     let a = store::get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
-    Ok(crate::api::ok(appointment_json(&state, &a)))
+    Ok(crate::http::ok(appointment_json(&state, &a)))
 }
 
 const SAVE_FIELDS: &[&str] = &[
@@ -526,7 +529,7 @@ fn blank(user: &str) -> AppointmentRecord {
     let now = chrono::Utc::now();
     AppointmentRecord {
         v: 1,
-        uuid: crate::domains::new_uuid(),
+        uuid: crate::store::record::new_uuid(),
         number: String::new(),
         patient: String::new(),
         service: String::new(),
@@ -570,7 +573,7 @@ async fn save_with(
     })
     .await?;
     // The module answers a save with 200 (the O3 form counts only 200 as saved).
-    Ok(crate::api::ok(appointment_json(&state, &saved)))
+    Ok(crate::http::ok(appointment_json(&state, &saved)))
 }
 
 /// `POST appointment`: creates, or edits when `uuid` names a stored appointment.
@@ -635,7 +638,7 @@ pub async fn search(
         of_living_patients(&st, found)
     })
     .await?;
-    Ok(crate::api::ok(list_json(&state, &list)))
+    Ok(crate::http::ok(list_json(&state, &list)))
 }
 
 /// `POST appointment/search`: appointments like the example (`serviceUuid`, `patientUuid`,
@@ -678,7 +681,7 @@ pub async fn search_by_example(
         of_living_patients(&st, found)
     })
     .await?;
-    Ok(crate::api::ok(list_json(&state, &list)))
+    Ok(crate::http::ok(list_json(&state, &list)))
 }
 
 /// `POST appointments/conflicts`: 204 when none; otherwise 200 with the conflicting
@@ -740,7 +743,7 @@ pub async fn conflicts(
     if found.is_empty() {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
-        Ok(crate::api::ok(Value::Object(found)))
+        Ok(crate::http::ok(Value::Object(found)))
     }
 }
 
@@ -793,7 +796,7 @@ pub async fn change_status(
         Ok(a)
     })
     .await?;
-    Ok(crate::api::ok(appointment_json(&state, &saved)))
+    Ok(crate::http::ok(appointment_json(&state, &saved)))
 }
 
 /// `GET appointment/appointmentSummary?startDate=…&endDate=…`: for each service, its
@@ -856,5 +859,5 @@ pub async fn summary(
             json!({"appointmentService": service_json(&state, s, false), "appointmentCountMap": counts})
         })
         .collect();
-    Ok(crate::api::ok(json!(out)))
+    Ok(crate::http::ok(json!(out)))
 }

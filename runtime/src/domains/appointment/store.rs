@@ -1,8 +1,8 @@
 //! The appointment table and its indexes by start (`start|uuid`) and by patient
 //! (`patient|start|uuid`).
 
-use super::AppointmentRecord;
-use crate::domains::{self, Index, RecordTable, VOIDED, key};
+use crate::domains::appointment::AppointmentRecord;
+use crate::store::record::{Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -17,7 +17,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_START, BY_PATIENT],
     create,
     reindex,
-    codec: domains::json_codec::<AppointmentRecord>(),
+    codec: crate::store::record::json_codec::<AppointmentRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -28,7 +28,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let a: AppointmentRecord = domains::decode("appointments", bytes)?;
+    let a: AppointmentRecord = crate::store::record::decode("appointments", bytes)?;
     if let Some(n) = a
         .number
         .rsplit('-')
@@ -78,8 +78,10 @@ pub fn put(
                 crate::store::next_counter_in(txn, NUMBER_COUNTER)? + 1
             );
         }
-        txn.open_table(TABLE)?
-            .insert(new.uuid.as_str(), domains::encode(&*new).as_slice())?;
+        txn.open_table(TABLE)?.insert(
+            new.uuid.as_str(),
+            crate::store::record::encode(&*new).as_slice(),
+        )?;
         write_index(txn, old, new)
     })
 }
@@ -88,7 +90,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<AppointmentRecord>> 
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("appointments", v.value()))
+        .map(|v| crate::store::record::decode("appointments", v.value()))
         .transpose()
 }
 
@@ -130,8 +132,8 @@ fn read_range(
         if flags.value() & VOIDED != 0 {
             continue;
         }
-        if let Some(v) = records.get(domains::uuid_of(k.value()))? {
-            out.push(domains::decode("appointments", v.value())?);
+        if let Some(v) = records.get(crate::store::record::uuid_of(k.value()))? {
+            out.push(crate::store::record::decode("appointments", v.value())?);
         }
     }
     Ok(out)
@@ -140,7 +142,7 @@ fn read_range(
 pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     let txn = store.begin_read()?;
     let mut found = false;
-    domains::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
+    crate::store::record::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
         found = true;
         false
     })?;

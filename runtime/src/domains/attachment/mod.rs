@@ -16,7 +16,7 @@
 pub mod rest;
 pub mod store;
 
-use super::{Audit, Voiding};
+use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,13 +5,14 @@
 //! OpenMRS), Add Observations to upload, Delete Observations to void, Purge Observations to
 //! purge.
 
-use super::{AttachmentRecord, extension, sniff, store};
-use crate::AppState;
-use crate::api::{Caller, QueryPairs, blocking, param};
-use crate::domains::rest::{answer, audit_info, flag, rep_of};
-use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
-use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, render};
+use crate::domains::attachment::{AttachmentRecord, extension, sniff, store};
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, rep_of};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, render};
+use crate::http::{Caller, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, wire_datetime};
 use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -264,7 +265,7 @@ pub async fn create(
     let now = chrono::Utc::now();
     let record = AttachmentRecord {
         v: 1,
-        uuid: crate::domains::new_uuid(),
+        uuid: crate::store::record::new_uuid(),
         patient,
         visit: up.visit.clone(),
         encounter: up.encounter.clone(),
@@ -285,7 +286,7 @@ pub async fn create(
         Ok(record)
     })
     .await?;
-    Ok(crate::api::json(
+    Ok(crate::http::json(
         StatusCode::CREATED,
         json!({"uuid": record.uuid, "comment": record.caption.clone().unwrap_or_default(),
                "obsDatetime": wire_datetime(&record.datetime)}),
@@ -387,7 +388,7 @@ pub async fn search(
         .take(paging.limit)
         .map(|a| render(a, &rep, &ctx))
         .collect::<ApiResult<Vec<_>>>()?;
-    Ok(crate::api::ok(paging.answer(
+    Ok(crate::http::ok(paging.answer(
         results,
         paging.start.saturating_add(paging.limit) < total,
         paging.total_count.then_some(total),

@@ -1,8 +1,8 @@
 //! The attachment table, its index by patient (`patient|datetime|uuid`), and the bytes
 //! table (uuid → the file as uploaded), which backups carry as base64 (`BLOB_TABLES`).
 
-use super::AttachmentRecord;
-use crate::domains::{self, BlobTable, Index, RecordTable, VOIDED, key};
+use crate::domains::attachment::AttachmentRecord;
+use crate::store::record::{BlobTable, Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -16,12 +16,13 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT],
     create,
     reindex,
-    codec: domains::json_codec::<AttachmentRecord>(),
+    codec: crate::store::record::json_codec::<AttachmentRecord>(),
 };
 
 pub const CONTENTS: BlobTable = BlobTable {
     name: "attachment_bytes",
     table: BYTES,
+    check: check_bytes,
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -32,7 +33,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let a: AttachmentRecord = domains::decode("attachments", bytes)?;
+    let a: AttachmentRecord = crate::store::record::decode("attachments", bytes)?;
     write_index(txn, &a)
 }
 
@@ -51,7 +52,7 @@ fn write_index(txn: &WriteTransaction, a: &AttachmentRecord) -> StoreResult<()> 
 pub fn create_with_bytes(store: &Store, a: &AttachmentRecord, content: &[u8]) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(TABLE)?
-            .insert(a.uuid.as_str(), domains::encode(a).as_slice())?;
+            .insert(a.uuid.as_str(), crate::store::record::encode(a).as_slice())?;
         txn.open_table(BYTES)?.insert(a.uuid.as_str(), content)?;
         write_index(txn, a)
     })
@@ -61,7 +62,7 @@ pub fn create_with_bytes(store: &Store, a: &AttachmentRecord, content: &[u8]) ->
 pub fn put(store: &Store, a: &AttachmentRecord) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(TABLE)?
-            .insert(a.uuid.as_str(), domains::encode(a).as_slice())?;
+            .insert(a.uuid.as_str(), crate::store::record::encode(a).as_slice())?;
         write_index(txn, a)
     })
 }
@@ -70,7 +71,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<AttachmentRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("attachments", v.value()))
+        .map(|v| crate::store::record::decode("attachments", v.value()))
         .transpose()
 }
 
@@ -87,7 +88,7 @@ pub fn of_patient(
     patient: &str,
     include_voided: bool,
 ) -> StoreResult<Vec<AttachmentRecord>> {
-    domains::records_under(
+    crate::store::record::records_under(
         store,
         TABLE,
         BY_PATIENT,
@@ -100,7 +101,7 @@ pub fn of_patient(
 pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     let txn = store.begin_read()?;
     let mut found = false;
-    domains::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
+    crate::store::record::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
         found = true;
         false
     })?;

@@ -19,7 +19,7 @@
 
 pub mod rest;
 
-use crate::domains::{self, Audit, RecordTable, Voiding};
+use crate::store::record::{Audit, RecordTable, Voiding};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
@@ -49,13 +49,13 @@ macro_rules! small_table {
                 Ok(())
             },
             reindex: |txn, bytes| {
-                let r: $record = domains::decode($label, bytes)?;
+                let r: $record = crate::store::record::decode($label, bytes)?;
                 match $counter(&r) {
                     Some((counter, used)) => crate::store::raise_counter_in(txn, counter, used),
                     None => Ok(()),
                 }
             },
-            codec: domains::json_codec::<$record>(),
+            codec: crate::store::record::json_codec::<$record>(),
         };
     };
 }
@@ -168,20 +168,22 @@ pub struct AssignmentRecord {
 }
 
 pub fn bed_types(store: &Store) -> StoreResult<Vec<BedTypeRecord>> {
-    let mut all: Vec<BedTypeRecord> = domains::all_records(store, BED_TYPES, "bed_types")?;
+    let mut all: Vec<BedTypeRecord> =
+        crate::store::record::all_records(store, BED_TYPES, "bed_types")?;
     all.sort_by(|a, b| (&a.name, &a.uuid).cmp(&(&b.name, &b.uuid)));
     Ok(all)
 }
 
 pub fn bed_tags(store: &Store) -> StoreResult<Vec<BedTagRecord>> {
-    let mut all: Vec<BedTagRecord> = domains::all_records(store, BED_TAGS, "bed_tags")?;
+    let mut all: Vec<BedTagRecord> =
+        crate::store::record::all_records(store, BED_TAGS, "bed_tags")?;
     all.sort_by_key(|t| t.id);
     Ok(all)
 }
 
 /// Every bed, removed ones too, in the order they were made.
 pub fn beds(store: &Store) -> StoreResult<Vec<BedRecord>> {
-    let mut all: Vec<BedRecord> = domains::all_records(store, BEDS, "beds")?;
+    let mut all: Vec<BedRecord> = crate::store::record::all_records(store, BEDS, "beds")?;
     all.sort_by_key(|b| b.id);
     Ok(all)
 }
@@ -209,7 +211,7 @@ fn put<T: Serialize>(
     r: &T,
 ) -> StoreResult<()> {
     txn.open_table(table)?
-        .insert(uuid, domains::encode(r).as_slice())?;
+        .insert(uuid, crate::store::record::encode(r).as_slice())?;
     Ok(())
 }
 
@@ -271,7 +273,7 @@ fn stay(store: &Store, uuid: &str) -> StoreResult<Option<AssignmentRecord>> {
     let txn = store.begin_read()?;
     txn.open_table(ASSIGNMENTS)?
         .get(uuid)?
-        .map(|v| domains::decode("bed_assignments", v.value()))
+        .map(|v| crate::store::record::decode("bed_assignments", v.value()))
         .transpose()
 }
 
@@ -289,7 +291,7 @@ pub fn vacate(
         let mut b = bed.clone();
         for o in b.occupants.iter().filter(|o| leaving(o)) {
             if let Some(mut s) = stay(store, &o.assignment)? {
-                s.ended = Some(domains::datetime_key(now));
+                s.ended = Some(crate::wire::datetime_key(now));
                 s.audit.changed(user, now);
                 moves.stays.push(s);
             }
@@ -328,6 +330,7 @@ pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     {
         return Ok(true);
     }
-    let stays: Vec<AssignmentRecord> = domains::all_records(store, ASSIGNMENTS, "bed_assignments")?;
+    let stays: Vec<AssignmentRecord> =
+        crate::store::record::all_records(store, ASSIGNMENTS, "bed_assignments")?;
     Ok(stays.iter().any(|s| s.patient == patient))
 }

@@ -6,14 +6,15 @@
 //! Admission Locations (or Get Beds) for wards, and Assign Beds with Edit Admission
 //! Locations to move patients.
 
-use super::*;
-use crate::AppState;
-use crate::api::location::LocationRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::domains::rest::{answer, client_uuid, list_answer, nest, only_known, opt_str, rep_of};
-use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_list};
+use crate::content::location::LocationRes;
+use crate::domains::bed::*;
+use crate::domains::patient::rest::PatientRes;
+use crate::http::AppState;
+use crate::http::answer::{answer, list_answer, nest, rep_of};
+use crate::http::body::{client_uuid, only_known, opt_str};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_list};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::store::PatientRecord;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -34,7 +35,7 @@ fn bad(message: impl Into<String>) -> ApiError {
 /// Why a record is removed (`reason`), refusing `purge` as the module does: beds and tags
 /// are kept with who removed them, when and why.
 fn removal_reason(query: &[(String, String)], resource: &str) -> ApiResult<String> {
-    if crate::domains::rest::flag(query, "purge").unwrap_or(false) {
+    if crate::http::answer::flag(query, "purge").unwrap_or(false) {
         return Err(bad(format!("purge not allowed on {resource} resource")));
     }
     Ok(param(query, "reason")
@@ -102,7 +103,7 @@ pub async fn bed_types(
 ) -> ApiResult<Response> {
     caller.require(&["Get Bed Type"])?;
     let name = param(&query, "name");
-    let types: Vec<BedTypeRecord> = super::bed_types(&state.store)?
+    let types: Vec<BedTypeRecord> = crate::domains::bed::bed_types(&state.store)?
         .into_iter()
         .filter(|t| name.is_none_or(|n| t.name == n))
         .collect();
@@ -118,7 +119,7 @@ pub async fn bed_types(
 }
 
 fn find_type(store: &crate::store::Store, uuid: &str) -> ApiResult<BedTypeRecord> {
-    super::bed_types(store)?
+    crate::domains::bed::bed_types(store)?
         .into_iter()
         .find(|t| t.uuid == uuid)
         .ok_or(ApiError::NotFound)
@@ -183,7 +184,7 @@ pub async fn create_bed_type(
     let st = state.clone();
     let t = blocking(move || {
         let _one_writer = st.store.write_lock();
-        if super::bed_types(&st.store)?
+        if crate::domains::bed::bed_types(&st.store)?
             .iter()
             .any(|x| x.uuid == t.uuid)
         {
@@ -385,7 +386,10 @@ pub async fn create_bed_tag(
     let t = blocking(move || {
         let _one_writer = st.store.write_lock();
         let uuid = client_uuid(&body)?;
-        if super::bed_tags(&st.store)?.iter().any(|t| t.uuid == uuid) {
+        if crate::domains::bed::bed_tags(&st.store)?
+            .iter()
+            .any(|t| t.uuid == uuid)
+        {
             return Err(bad(format!("A bed tag with uuid {uuid} already exists")));
         }
         let mut t = BedTagRecord {
@@ -480,8 +484,8 @@ struct Lookups {
 impl Lookups {
     fn read(store: &crate::store::Store) -> ApiResult<Lookups> {
         Ok(Lookups {
-            types: super::bed_types(store)?,
-            tags: super::bed_tags(store)?,
+            types: crate::domains::bed::bed_types(store)?,
+            tags: crate::domains::bed::bed_tags(store)?,
         })
     }
 
@@ -743,7 +747,7 @@ pub async fn create_bed(
     let st = state.clone();
     let bed = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let all = super::beds(&st.store)?;
+        let all = crate::domains::bed::beds(&st.store)?;
         let uuid = client_uuid(&body)?;
         if all.iter().any(|b| b.uuid == uuid) {
             return Err(bad(format!("A bed with uuid {uuid} already exists")));
@@ -763,7 +767,13 @@ pub async fn create_bed(
             audit: Audit::new(&user, Utc::now()),
             voiding: Voiding::default(),
         };
-        apply_bed(&st, &mut bed, &body, &all, &super::bed_types(&st.store)?)?;
+        apply_bed(
+            &st,
+            &mut bed,
+            &body,
+            &all,
+            &crate::domains::bed::bed_types(&st.store)?,
+        )?;
         put_bed(&st.store, &mut bed)?;
         Ok(bed)
     })
@@ -785,13 +795,19 @@ pub async fn update_bed(
     let st = state.clone();
     let bed = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let all = super::beds(&st.store)?;
+        let all = crate::domains::bed::beds(&st.store)?;
         let mut bed = all
             .iter()
             .find(|b| b.uuid == uuid && !b.voiding.voided)
             .cloned()
             .ok_or_else(|| bad("Bed not exist"))?;
-        apply_bed(&st, &mut bed, &body, &all, &super::bed_types(&st.store)?)?;
+        apply_bed(
+            &st,
+            &mut bed,
+            &body,
+            &all,
+            &crate::domains::bed::bed_types(&st.store)?,
+        )?;
         bed.audit.changed(&user, Utc::now());
         put_bed(&st.store, &mut bed)?;
         Ok(bed)
@@ -876,9 +892,9 @@ pub async fn create_tag_map(
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Tags", "Get Bed Tags", "Get Beds"])?;
     only_known(&body, "bedTagMap", &["uuid", "bed", "bedTag"])?;
-    let bed_uuid = crate::domains::rest::opt_ref(&body, "bed")?
+    let bed_uuid = crate::http::body::opt_ref(&body, "bed")?
         .ok_or_else(|| ApiError::invalid_field("bed", "error.null", "bed is required"))?;
-    let tag_uuid = crate::domains::rest::opt_ref(&body, "bedTag")?
+    let tag_uuid = crate::http::body::opt_ref(&body, "bedTag")?
         .ok_or_else(|| ApiError::invalid_field("bedTag", "error.null", "bedTag is required"))?;
     let user = caller.user_uuid();
     let uuid = client_uuid(&body)?;
@@ -1348,12 +1364,12 @@ pub async fn assign(
             .expect("the target bed was found above");
         let stay = AssignmentRecord {
             v: 1,
-            uuid: crate::domains::new_uuid(),
+            uuid: crate::store::record::new_uuid(),
             bed: bed.uuid.clone(),
             patient: patient.clone(),
             encounter: encounter.clone(),
             visit: visit.clone(),
-            started: crate::domains::datetime_key(now),
+            started: crate::wire::datetime_key(now),
             ended: None,
             audit: Audit::new(&user, now),
         };

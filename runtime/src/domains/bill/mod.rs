@@ -25,7 +25,7 @@ pub mod receipt;
 pub mod rest;
 pub mod store;
 
-use super::{Audit, Voiding};
+use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -6,8 +6,8 @@
 //! The PDF is written here, not by a library: one page of text in the standard Helvetica
 //! font (every PDF reader has it) with the Windows-1252 encoding, which covers French.
 
-use super::{BillRecord, Money};
 use crate::catalog::Catalog;
+use crate::domains::bill::{BillRecord, Money};
 use crate::store::PatientRecord;
 use std::fmt::Write;
 
@@ -67,7 +67,7 @@ pub fn pdf(catalog: &Catalog, bill: &BillRecord, patient: Option<&PatientRecord>
         line(
             format!(
                 "Date : {}",
-                crate::domains::parse_key(&bill.audit.date_created)
+                crate::wire::parse_key(&bill.audit.date_created)
                     .map(|t| t.format("%d/%m/%Y %H:%M").to_string())
                     .unwrap_or_default()
             ),
@@ -83,7 +83,10 @@ pub fn pdf(catalog: &Catalog, bill: &BillRecord, patient: Option<&PatientRecord>
             .map(|i| i.identifier.clone())
             .unwrap_or_default();
         lines.push(line(
-            format!("Patient : {}", crate::api::patient::person_display(p)),
+            format!(
+                "Patient : {}",
+                crate::domains::patient::rest::person_display(p)
+            ),
             None,
         ));
         lines.push(line(format!("Identifiant : {id}"), None));
@@ -136,9 +139,9 @@ pub fn pdf(catalog: &Catalog, bill: &BillRecord, patient: Option<&PatientRecord>
 
 fn status_fr(status: &str) -> &str {
     match status {
-        super::PENDING => "en attente",
-        super::POSTED => "à payer",
-        super::PAID => "payé",
+        crate::domains::bill::PENDING => "en attente",
+        crate::domains::bill::POSTED => "à payer",
+        crate::domains::bill::PAID => "payé",
         other => other,
     }
 }

@@ -8,21 +8,21 @@
 //! View Cashier Bills to read bills and receipts, Manage Cashier Bills to create, change
 //! and pay them, Delete Cashier Bills to void them.
 
-use super::{
+use crate::content::location::LocationRes;
+use crate::domains::bill::{
     BillRecord, LineItem, Money, PAID, PENDING, POSTED, Payment, PaymentAttribute, receipt, store,
 };
-use crate::AppState;
-use crate::api::location::LocationRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::domains::patient::rest::PatientRes;
 use crate::domains::provider::rest::ProviderRes;
-use crate::domains::rest::{
-    answer, audit_info, list_answer, nest, only_known, page_answer, rep_of, window,
-};
 use crate::domains::visit::rest::VisitRes;
-use crate::domains::{Audit, Voiding, new_uuid, parse_key};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, list_answer, nest, page_answer, rep_of, window};
+use crate::http::body::only_known;
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding, new_uuid};
+use crate::wire::parse_key;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -42,7 +42,7 @@ const MAX_QUANTITY: i64 = 100_000;
 fn concept_ref(uuid: Option<&str>, rep: &Rep, ctx: &Ctx) -> Value {
     nest(
         uuid.and_then(|c| ctx.catalog.concept(c))
-            .map(crate::api::concept::ConceptRes),
+            .map(crate::content::concept::ConceptRes),
         rep,
         ctx,
     )
@@ -294,7 +294,7 @@ fn payment_mode<'c>(ctx: &'c Ctx, uuid: &str) -> Option<&'c PaymentMode> {
 }
 
 fn include_all(query: &[(String, String)]) -> bool {
-    crate::domains::rest::flag(query, "includeAll").unwrap_or(false)
+    crate::http::answer::flag(query, "includeAll").unwrap_or(false)
 }
 
 /// `GET billing/paymentMode`: the content's payment modes.
@@ -423,7 +423,7 @@ pub async fn metadata_read(
             .map(|s| render(&BillableServiceRes(s), &rep, &ctx)),
         _ => return Err(ApiError::UnknownResource(format!("billing/{kind}"))),
     };
-    Ok(crate::api::ok(value.ok_or(ApiError::NotFound)??))
+    Ok(crate::http::ok(value.ok_or(ApiError::NotFound)??))
 }
 
 /// Writes to the content's billing metadata (payment modes, cash points, billable
@@ -538,7 +538,7 @@ impl Resource for BillRes {
                 ctx,
             ),
             "cashier" => nest(ProviderRes::find(ctx, &b.cashier), rep, ctx),
-            "dateCreated" => crate::domains::wire_datetime(&b.audit.date_created),
+            "dateCreated" => crate::wire::wire_datetime(&b.audit.date_created),
             "lineItems" => {
                 let items: Vec<LineItemRes> = b
                     .live_items()
@@ -750,7 +750,7 @@ fn reference(body: &Map<String, Value>, field: &str) -> ApiResult<Option<String>
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(v) => crate::domains::rest::ref_uuid(v)
+        Some(v) => crate::http::body::ref_uuid(v)
             .map(Some)
             .ok_or_else(|| ApiError::invalid_field(field, "error.invalid", "Not a reference")),
     }
@@ -801,7 +801,7 @@ fn line_items(
         };
         let uuid = match item.get("uuid") {
             None | Some(Value::Null) => None,
-            Some(_) => match crate::domains::rest::client_uuid(item) {
+            Some(_) => match crate::http::body::client_uuid(item) {
                 Ok(u) => Some(u),
                 Err(_) => {
                     invalid.field(
@@ -849,9 +849,7 @@ fn line_items(
         }
         let service_ref = item
             .get("billableService")
-            .and_then(|v| {
-                crate::domains::rest::ref_uuid(v).or_else(|| v.as_str().map(str::to_string))
-            })
+            .and_then(|v| crate::http::body::ref_uuid(v).or_else(|| v.as_str().map(str::to_string)))
             .filter(|s| !s.is_empty());
         let service = match (&service_ref, existing) {
             (Some(s), _) => billable_service(content, s),
@@ -1102,7 +1100,7 @@ pub async fn create(
         let now = chrono::Utc::now();
         let mut record = BillRecord {
             v: 1,
-            uuid: crate::domains::rest::client_uuid(&body)?,
+            uuid: crate::http::body::client_uuid(&body)?,
             number: String::new(),
             patient: patient.unwrap_or_default(),
             visit,
@@ -1148,7 +1146,7 @@ fn active_visit(state: &AppState, patient: &str) -> ApiResult<Option<String>> {
         patient: Some(patient.to_string()),
         ..Default::default()
     };
-    let w = crate::domains::Window {
+    let w = crate::store::record::Window {
         start: 0,
         limit: 2,
         count_all: false,
@@ -1369,7 +1367,7 @@ pub async fn pay(
         }
         let now = chrono::Utc::now();
         let payment = Payment {
-            uuid: crate::domains::rest::client_uuid(&body)?,
+            uuid: crate::http::body::client_uuid(&body)?,
             mode: mode.map(|m| m.uuid.clone()).unwrap_or_default(),
             amount: amount.unwrap_or_default(),
             tendered: tendered.unwrap_or_default(),
@@ -1612,7 +1610,8 @@ pub async fn search(
             all.sort_by(|a, b| {
                 (&b.audit.date_created, &b.uuid).cmp(&(&a.audit.date_created, &a.uuid))
             });
-            let page = crate::domains::Page::cut(all.iter().map(|b| b.uuid.clone()).collect(), w);
+            let page =
+                crate::store::record::Page::cut(all.iter().map(|b| b.uuid.clone()).collect(), w);
             let bills = all.into_iter().skip(w.start).take(w.limit).collect();
             return Ok((page, bills));
         }
@@ -1637,8 +1636,8 @@ pub async fn search(
     )
 }
 
-fn everything() -> crate::domains::Window {
-    crate::domains::Window {
+fn everything() -> crate::store::record::Window {
+    crate::store::record::Window {
         start: 0,
         limit: usize::MAX,
         count_all: false,
@@ -1653,12 +1652,12 @@ pub async fn void(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[DELETE])?;
-    if crate::domains::rest::flag(&query, "purge").unwrap_or(false) {
+    if crate::http::answer::flag(&query, "purge").unwrap_or(false) {
         return Err(ApiError::BadRequest(
             "Bills are never purged: a voided bill stays in the cash desk's records".into(),
         ));
     }
-    crate::domains::rest::void_answer(
+    crate::http::answer::void_answer(
         state,
         &caller,
         uuid,
@@ -1733,7 +1732,7 @@ pub async fn patient_payment_status(
         Ok(store::has_unpaid(&st.store, &patient)?)
     })
     .await?;
-    Ok(crate::api::ok(if unpaid {
+    Ok(crate::http::ok(if unpaid {
         json!({"status": "UNPAID", "reason": "Outstanding bill(s) present"})
     } else {
         json!({"status": "PAID", "reason": "No outstanding bills"})

@@ -3,8 +3,8 @@
 //! status (`status|created|uuid`, the list's filter; moved when the status changes), and
 //! each line item's bill (`item|bill`).
 
-use super::BillRecord;
-use crate::domains::{self, Index, Page, RecordTable, VOIDED, Window, key, scan, uuid_of};
+use crate::domains::bill::BillRecord;
+use crate::store::record::{Index, Page, RecordTable, VOIDED, Window, key, scan, uuid_of};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -22,7 +22,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_VISIT, BY_CREATED, BY_STATUS, LINE_ITEMS],
     create,
     reindex,
-    codec: domains::json_codec::<BillRecord>(),
+    codec: crate::store::record::json_codec::<BillRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -34,7 +34,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let b: BillRecord = domains::decode("bills", bytes)?;
+    let b: BillRecord = crate::store::record::decode("bills", bytes)?;
     if let Some(n) = sequence_of(&b.number) {
         crate::store::raise_counter_in(txn, RECEIPT_COUNTER, n)?;
     }
@@ -94,8 +94,10 @@ pub fn put(store: &Store, old: Option<&BillRecord>, new: &mut BillRecord) -> Sto
         if new.number.is_empty() {
             new.number = receipt_number(crate::store::next_counter_in(txn, RECEIPT_COUNTER)? + 1);
         }
-        txn.open_table(TABLE)?
-            .insert(new.uuid.as_str(), domains::encode(&*new).as_slice())?;
+        txn.open_table(TABLE)?.insert(
+            new.uuid.as_str(),
+            crate::store::record::encode(&*new).as_slice(),
+        )?;
         write_index(txn, old, new)
     })
 }
@@ -104,7 +106,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<BillRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("bills", v.value()))
+        .map(|v| crate::store::record::decode("bills", v.value()))
         .transpose()
 }
 
@@ -112,7 +114,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<BillRecord>> {
 pub fn bill_of_item(store: &Store, item: &str) -> StoreResult<Option<BillRecord>> {
     let txn = store.begin_read()?;
     let mut bill = None;
-    domains::walk(&txn.open_table(LINE_ITEMS)?, item, 0, false, |k| {
+    crate::store::record::walk(&txn.open_table(LINE_ITEMS)?, item, 0, false, |k| {
         bill = Some(uuid_of(k).to_string());
         false
     })?;
@@ -147,7 +149,7 @@ pub fn list(
     let read = |uuid: &str| -> StoreResult<Option<BillRecord>> {
         records
             .get(uuid)?
-            .map(|v| domains::decode("bills", v.value()))
+            .map(|v| crate::store::record::decode("bills", v.value()))
             .transpose()
     };
     let prefixes: Vec<(Index, &str)> = match source {
@@ -169,7 +171,7 @@ pub fn list(
             // Several statuses merge their ranges newest first by `created|uuid`.
             let mut keyed: Vec<(String, String)> = Vec::new();
             for (index, prefix) in &prefixes {
-                domains::walk(&txn.open_table(*index)?, prefix, VOIDED, true, |k| {
+                crate::store::record::walk(&txn.open_table(*index)?, prefix, VOIDED, true, |k| {
                     let rest = k.get(prefix.len() + 1..).unwrap_or_default();
                     keyed.push((rest.to_string(), uuid_of(k).to_string()));
                     true
@@ -208,7 +210,9 @@ pub fn has_unpaid(store: &Store, patient: &str) -> StoreResult<bool> {
             limit: 1,
             count_all: false,
         },
-        Some(&|b: &BillRecord| b.status == super::PENDING || b.status == super::POSTED),
+        Some(&|b: &BillRecord| {
+            b.status == crate::domains::bill::PENDING || b.status == crate::domains::bill::POSTED
+        }),
     )?;
     Ok(!bills.is_empty())
 }

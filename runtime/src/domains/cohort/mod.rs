@@ -18,7 +18,7 @@
 pub mod rest;
 pub mod store;
 
-use super::{Audit, Voiding};
+use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
 /// The list types: those the O3 patient-lists app names in its configuration

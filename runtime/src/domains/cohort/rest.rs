@@ -3,17 +3,19 @@
 //! Cohorts to create a list, Edit Cohorts to change one or its members, Delete Cohorts to
 //! void or purge.
 
-use super::{COHORT_TYPES, CohortRecord, DEFAULT_HANDLER, MemberRecord, cohort_type, store};
-use crate::AppState;
-use crate::api::location::LocationRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::domains::rest::{
-    answer, audit_info, client_uuid, flag, nest, only_known, opt_datetime, opt_ref, opt_str, rep_of,
+use crate::content::location::LocationRes;
+use crate::domains::cohort::{
+    COHORT_TYPES, CohortRecord, DEFAULT_HANDLER, MemberRecord, cohort_type, store,
 };
-use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, render};
+use crate::domains::patient::rest::PatientRes;
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, rep_of};
+use crate::http::body::{client_uuid, only_known, opt_datetime, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, render};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, wire_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -196,7 +198,7 @@ impl Resource for MemberRes {
                     .or(p.identifiers.first())
                     .map(|i| i.identifier.as_str())
                     .unwrap_or_default();
-                format!("{id}-{}", crate::api::patient::person_display(&p))
+                format!("{id}-{}", crate::domains::patient::rest::person_display(&p))
             }
             None => String::new(),
         }
@@ -275,7 +277,7 @@ fn page_of<R: Resource>(
         .map(|r| render(r, &rep, &ctx))
         .collect::<ApiResult<Vec<_>>>()?;
     let more = paging.start.saturating_add(paging.limit) < total;
-    Ok(crate::api::ok(paging.answer(
+    Ok(crate::http::ok(paging.answer(
         results,
         more,
         paging.total_count.then_some(total),
@@ -739,7 +741,7 @@ pub async fn member_search(
                 let Some(p) = st.store.patient(&m.patient)? else {
                     continue;
                 };
-                let name = crate::search::fold(&crate::api::patient::person_display(&p));
+                let name = crate::search::fold(&crate::domains::patient::rest::person_display(&p));
                 if !name.contains(q.as_str())
                     && !p
                         .identifiers

@@ -1,8 +1,8 @@
 //! The list and membership tables, and the membership indexes by list
 //! (`cohort|created|uuid`) and by patient (`patient|cohort|uuid`).
 
-use super::{CohortRecord, MemberRecord};
-use crate::domains::{self, Index, RecordTable, VOIDED, key};
+use crate::domains::cohort::{CohortRecord, MemberRecord};
+use crate::store::record::{Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -16,8 +16,8 @@ pub const COHORT_RECORDS: RecordTable = RecordTable {
     table: COHORTS,
     indexes: &[],
     create: create_cohorts,
-    reindex: |_, bytes| domains::decode::<CohortRecord>("cohorts", bytes).map(|_| ()),
-    codec: domains::json_codec::<CohortRecord>(),
+    reindex: |_, bytes| crate::store::record::decode::<CohortRecord>("cohorts", bytes).map(|_| ()),
+    codec: crate::store::record::json_codec::<CohortRecord>(),
 };
 
 pub const MEMBER_RECORDS: RecordTable = RecordTable {
@@ -26,7 +26,7 @@ pub const MEMBER_RECORDS: RecordTable = RecordTable {
     indexes: &[MEMBERS_BY_COHORT, MEMBERS_BY_PATIENT],
     create: create_members,
     reindex: reindex_member,
-    codec: domains::json_codec::<MemberRecord>(),
+    codec: crate::store::record::json_codec::<MemberRecord>(),
 };
 
 fn create_cohorts(txn: &WriteTransaction) -> StoreResult<()> {
@@ -42,7 +42,7 @@ fn create_members(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex_member(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let m: MemberRecord = domains::decode("cohort_members", bytes)?;
+    let m: MemberRecord = crate::store::record::decode("cohort_members", bytes)?;
     write_member_index(txn, &m)
 }
 
@@ -67,7 +67,7 @@ fn write_member_index(txn: &WriteTransaction, m: &MemberRecord) -> StoreResult<(
 pub fn put_cohort(store: &Store, c: &CohortRecord) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(COHORTS)?
-            .insert(c.uuid.as_str(), domains::encode(c).as_slice())?;
+            .insert(c.uuid.as_str(), crate::store::record::encode(c).as_slice())?;
         Ok(())
     })
 }
@@ -76,13 +76,13 @@ pub fn cohort(store: &Store, uuid: &str) -> StoreResult<Option<CohortRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(COHORTS)?;
     t.get(uuid)?
-        .map(|v| domains::decode("cohorts", v.value()))
+        .map(|v| crate::store::record::decode("cohorts", v.value()))
         .transpose()
 }
 
 /// Every list, voided ones included, by name.
 pub fn cohorts(store: &Store) -> StoreResult<Vec<CohortRecord>> {
-    let mut all: Vec<CohortRecord> = domains::all_records(store, COHORTS, "cohorts")?;
+    let mut all: Vec<CohortRecord> = crate::store::record::all_records(store, COHORTS, "cohorts")?;
     all.sort_by_cached_key(|c| (c.name.to_lowercase(), c.uuid.clone()));
     Ok(all)
 }
@@ -103,7 +103,7 @@ pub fn purge_cohort(store: &Store, c: &CohortRecord) -> StoreResult<()> {
 pub fn put_member(store: &Store, m: &MemberRecord) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(MEMBERS)?
-            .insert(m.uuid.as_str(), domains::encode(m).as_slice())?;
+            .insert(m.uuid.as_str(), crate::store::record::encode(m).as_slice())?;
         write_member_index(txn, m)
     })
 }
@@ -112,7 +112,7 @@ pub fn member(store: &Store, uuid: &str) -> StoreResult<Option<MemberRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(MEMBERS)?;
     t.get(uuid)?
-        .map(|v| domains::decode("cohort_members", v.value()))
+        .map(|v| crate::store::record::decode("cohort_members", v.value()))
         .transpose()
 }
 
@@ -122,7 +122,7 @@ pub fn members_of(
     cohort: &str,
     include_voided: bool,
 ) -> StoreResult<Vec<MemberRecord>> {
-    domains::records_under(
+    crate::store::record::records_under(
         store,
         MEMBERS,
         MEMBERS_BY_COHORT,
@@ -143,7 +143,7 @@ pub fn memberships_of(
         Some(c) => key(&[patient, c]),
         None => patient.to_string(),
     };
-    domains::records_under(
+    crate::store::record::records_under(
         store,
         MEMBERS,
         MEMBERS_BY_PATIENT,
@@ -156,7 +156,7 @@ pub fn memberships_of(
 pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     let txn = store.begin_read()?;
     let mut found = false;
-    domains::walk(
+    crate::store::record::walk(
         &txn.open_table(MEMBERS_BY_PATIENT)?,
         patient,
         0,

@@ -4,17 +4,18 @@
 //! records); `encounter-diagnosis` is the visit notes' diagnoses, read-only here; without a
 //! category a search answers both, conditions first, as fhir2 does.
 
-use super::{ClinicalStatus, ConditionRecord, Verification, store};
-use crate::AppState;
-use crate::api::fhir::{
+use crate::catalog::Catalog;
+use crate::domains::condition::{ClinicalStatus, ConditionRecord, Verification, store};
+use crate::domains::diagnosis::DiagnosisRecord;
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::fhir::{
     Written, base, concept_codeable, fhir, invalid, iso, outcome, patient_param, reference_id,
     search_bundle, source_of_system, unprocessable, window,
 };
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::catalog::Catalog;
-use crate::domains::diagnosis::DiagnosisRecord;
-use crate::domains::{Audit, Window, datetime_key, parse_datetime};
-use crate::error::{ApiError, ApiResult, Invalid};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Window};
+use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -83,7 +84,12 @@ pub fn condition_json(c: &ConditionRecord, catalog: &Catalog, locale: &str) -> V
 
 /// A visit note's diagnosis as an encounter-diagnosis Condition.
 fn diagnosis_json(d: &DiagnosisRecord, catalog: &Catalog, locale: &str) -> Value {
-    let text = super::coded_or_text(catalog, d.coded.as_deref(), d.non_coded.as_deref(), locale);
+    let text = crate::domains::condition::coded_or_text(
+        catalog,
+        d.coded.as_deref(),
+        d.non_coded.as_deref(),
+        locale,
+    );
     let certainty = Verification::parse(&d.certainty).unwrap_or(Verification::Provisional);
     let mut r = json!({
         "resourceType": "Condition",
@@ -229,7 +235,7 @@ pub async fn read(
     {
         (d.voiding.voided, diagnosis_json(&d, &catalog, &locale))
     } else {
-        return Ok(crate::api::fhir::not_found("Condition", &id));
+        return Ok(crate::http::fhir::not_found("Condition", &id));
     };
     if voided {
         return Ok(outcome(
@@ -378,7 +384,7 @@ pub async fn create(
         .get("id")
         .and_then(Value::as_str)
         .filter(|id| uuid::Uuid::parse_str(id).is_ok())
-        .map_or_else(crate::domains::new_uuid, str::to_string);
+        .map_or_else(crate::store::record::new_uuid, str::to_string);
     let mut c = ConditionRecord::new(uuid, patient, Audit::new(&caller.user_uuid(), Utc::now()));
     if let Err(e) = apply(&body, &mut c, &catalog) {
         return Ok(invalid(&e));
@@ -396,7 +402,7 @@ pub async fn create(
         }
         let mut inv = Invalid::default();
         let patient = st.store.patient(&c.patient)?;
-        super::check(
+        crate::domains::condition::check(
             &mut c,
             None,
             &cat,
@@ -447,7 +453,7 @@ pub async fn update(
     let written = blocking(move || {
         let _one_writer = st.store.write_lock();
         let Some(mut c) = store::get(&st.store, &id)? else {
-            return Ok(Written::Refused(crate::api::fhir::not_found(
+            return Ok(Written::Refused(crate::http::fhir::not_found(
                 "Condition",
                 &id,
             )));
@@ -469,7 +475,7 @@ pub async fn update(
             return Ok(Written::Refused(invalid(&e)));
         }
         let mut inv = Invalid::default();
-        super::check(&mut c, was_coded.as_deref(), &cat, true, &mut inv);
+        crate::domains::condition::check(&mut c, was_coded.as_deref(), &cat, true, &mut inv);
         if !inv.is_empty() {
             return Ok(Written::Refused(unprocessable(&inv)));
         }
@@ -515,6 +521,6 @@ pub async fn delete(
             "informational",
             "This resource has been deleted",
         ),
-        Err(id) => crate::api::fhir::not_found("Condition", &id),
+        Err(id) => crate::http::fhir::not_found("Condition", &id),
     })
 }

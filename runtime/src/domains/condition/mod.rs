@@ -14,9 +14,10 @@ pub mod fhir;
 pub mod rest;
 pub mod store;
 
-use super::{Audit, CLOCK_SKEW, Voiding};
 use crate::catalog::Catalog;
-use crate::error::Invalid;
+use crate::http::error::Invalid;
+use crate::store::record::{Audit, Voiding};
+use crate::wire::CLOCK_SKEW;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,7 +97,7 @@ pub struct ConditionRecord {
     pub non_coded: Option<String>,
     pub clinical_status: Option<ClinicalStatus>,
     pub verification: Option<Verification>,
-    /// Key form (`domains::datetime_key`).
+    /// Key form (`crate::wire::datetime_key`).
     pub onset: Option<String>,
     pub end: Option<String>,
     pub additional_detail: Option<String>,
@@ -205,7 +206,7 @@ pub fn check(
             "The clinical status is required",
         );
     }
-    let now = super::datetime_key(chrono::Utc::now() + CLOCK_SKEW);
+    let now = crate::wire::datetime_key(chrono::Utc::now() + CLOCK_SKEW);
     if c.onset.as_deref().is_some_and(|o| o > now.as_str()) {
         inv.field(
             "onsetDate",

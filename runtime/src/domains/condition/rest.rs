@@ -2,18 +2,17 @@
 //! `patientUuid` (active only unless `includeInactive=true`), read, create, update, void.
 //! Privileges: Get Conditions, Edit Conditions, Delete Conditions.
 
-use super::{ClinicalStatus, ConditionRecord, Verification, store};
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_answer,
-    rep_of, window,
-};
-use crate::domains::{Audit, wire_datetime};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested};
+use crate::content::concept::ConceptRes;
+use crate::domains::condition::{ClinicalStatus, ConditionRecord, Verification, store};
+use crate::domains::patient::rest::PatientRes;
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
+use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::Audit;
+use crate::wire::wire_datetime;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -211,7 +210,7 @@ pub async fn create(
             "Patient is required",
         ));
     };
-    let uuid = crate::domains::rest::client_uuid(&body)?;
+    let uuid = crate::http::body::client_uuid(&body)?;
     let mut c = ConditionRecord::new(uuid, patient, Audit::new(&caller.user_uuid(), Utc::now()));
     apply(&mut c, &body)?;
     let rep = rep_of(&query)?;
@@ -227,7 +226,7 @@ pub async fn create(
         }
         let mut inv = Invalid::default();
         let patient = st.store.patient(&c.patient)?;
-        super::check(
+        crate::domains::condition::check(
             &mut c,
             None,
             &st.catalog.load(),
@@ -281,7 +280,7 @@ pub async fn update(
         let was_coded = c.coded.clone();
         apply(&mut c, &body)?;
         let mut inv = Invalid::default();
-        super::check(
+        crate::domains::condition::check(
             &mut c,
             was_coded.as_deref(),
             &st.catalog.load(),
@@ -325,7 +324,7 @@ pub async fn delete(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Delete Conditions"])?;
-    crate::domains::rest::void_answer(
+    crate::http::answer::void_answer(
         state,
         &caller,
         uuid,

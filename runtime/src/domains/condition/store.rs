@@ -2,8 +2,8 @@
 //! whose flags mark voided and no-longer-active conditions so that a problem list of
 //! active conditions is read from keys alone.
 
-use super::ConditionRecord;
-use crate::domains::{self, ENDED, Index, Page, RecordTable, VOIDED, Window, key};
+use crate::domains::condition::ConditionRecord;
+use crate::store::record::{ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -19,7 +19,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT],
     create,
     reindex,
-    codec: domains::json_codec::<ConditionRecord>(),
+    codec: crate::store::record::json_codec::<ConditionRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -29,7 +29,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let c: ConditionRecord = domains::decode("conditions", bytes)?;
+    let c: ConditionRecord = crate::store::record::decode("conditions", bytes)?;
     write_index(txn, &c)
 }
 
@@ -53,7 +53,7 @@ pub fn put(store: &Store, c: &ConditionRecord) -> StoreResult<()> {
 /// Writes an condition in the caller's transaction (imports and generated stores).
 pub fn put_in(txn: &WriteTransaction, c: &ConditionRecord) -> StoreResult<()> {
     txn.open_table(TABLE)?
-        .insert(c.uuid.as_str(), domains::encode(c).as_slice())?;
+        .insert(c.uuid.as_str(), crate::store::record::encode(c).as_slice())?;
     write_index(txn, c)
 }
 
@@ -61,7 +61,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<ConditionRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("conditions", v.value()))
+        .map(|v| crate::store::record::decode("conditions", v.value()))
         .transpose()
 }
 
@@ -96,7 +96,7 @@ pub fn of_patient(
 ) -> StoreResult<(Vec<ConditionRecord>, Page)> {
     let txn = store.begin_read()?;
     let records = txn.open_table(TABLE)?;
-    let page = domains::scan_where(
+    let page = crate::store::record::scan_where(
         &txn.open_table(BY_PATIENT)?,
         patient,
         true,
@@ -106,7 +106,7 @@ pub fn of_patient(
     let mut out = Vec::with_capacity(page.uuids.len());
     for uuid in &page.uuids {
         if let Some(bytes) = records.get(uuid.as_str())? {
-            out.push(domains::decode("conditions", bytes.value())?);
+            out.push(crate::store::record::decode("conditions", bytes.value())?);
         }
     }
     Ok((out, page))

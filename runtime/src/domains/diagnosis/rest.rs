@@ -3,18 +3,17 @@
 //! the encounter privileges govern them: Get Encounters to read, Edit Encounters to write,
 //! Delete Encounters to void.
 
-use super::DiagnosisRecord;
-use super::store;
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_ref, opt_str, page_answer, rep_of, window,
-};
-use crate::domains::{Audit, Voiding};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested};
+use crate::content::concept::ConceptRes;
+use crate::domains::diagnosis::DiagnosisRecord;
+use crate::domains::diagnosis::store;
+use crate::domains::patient::rest::PatientRes;
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
+use crate::http::body::{only_known, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -261,7 +260,7 @@ pub async fn create(
     }
     let mut d = DiagnosisRecord {
         v: 1,
-        uuid: crate::domains::rest::client_uuid(&body)?,
+        uuid: crate::http::body::client_uuid(&body)?,
         patient: patient.unwrap_or_default(),
         encounter: encounter.unwrap_or_default(),
         coded: None,
@@ -362,7 +361,7 @@ pub async fn delete(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Delete Encounters"])?;
-    crate::domains::rest::void_answer(
+    crate::http::answer::void_answer(
         state,
         &caller,
         uuid,
@@ -387,7 +386,7 @@ pub async fn search(
     let (list, page) = if let Some(e) = param(&query, "encounter") {
         let all = store::of_encounter(&state.store, e)?;
         let uuids: Vec<String> = all.iter().map(|d| d.uuid.clone()).collect();
-        let page = crate::domains::Page::cut(uuids, window(&paging));
+        let page = crate::store::record::Page::cut(uuids, window(&paging));
         let list = all
             .into_iter()
             .filter(|d| page.uuids.contains(&d.uuid))

@@ -1,8 +1,8 @@
 //! The diagnosis table and its indexes: by encounter (`encounter|uuid`, for the encounter's
 //! `diagnoses`) and by patient (`patient|created|uuid`, newest first).
 
-use super::DiagnosisRecord;
-use crate::domains::{self, Index, Page, RecordTable, VOIDED, Window, key};
+use crate::domains::diagnosis::DiagnosisRecord;
+use crate::store::record::{Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -16,7 +16,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_ENCOUNTER, BY_PATIENT],
     create,
     reindex,
-    codec: domains::json_codec::<DiagnosisRecord>(),
+    codec: crate::store::record::json_codec::<DiagnosisRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -27,7 +27,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let d: DiagnosisRecord = domains::decode("diagnoses", bytes)?;
+    let d: DiagnosisRecord = crate::store::record::decode("diagnoses", bytes)?;
     write_index(txn, &d)
 }
 
@@ -46,7 +46,7 @@ fn write_index(txn: &WriteTransaction, d: &DiagnosisRecord) -> StoreResult<()> {
 pub fn put(store: &Store, d: &DiagnosisRecord) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(TABLE)?
-            .insert(d.uuid.as_str(), domains::encode(d).as_slice())?;
+            .insert(d.uuid.as_str(), crate::store::record::encode(d).as_slice())?;
         write_index(txn, d)
     })
 }
@@ -55,7 +55,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<DiagnosisRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("diagnoses", v.value()))
+        .map(|v| crate::store::record::decode("diagnoses", v.value()))
         .transpose()
 }
 
@@ -70,7 +70,7 @@ fn read_page(
     let txn = store.begin_read()?;
     let records = txn.open_table(TABLE)?;
     let exclude = if include_voided { 0 } else { VOIDED };
-    let page = domains::scan(
+    let page = crate::store::record::scan(
         &txn.open_table(index)?,
         prefix,
         exclude,
@@ -81,7 +81,7 @@ fn read_page(
     let mut out = Vec::with_capacity(page.uuids.len());
     for uuid in &page.uuids {
         if let Some(bytes) = records.get(uuid.as_str())? {
-            out.push(domains::decode("diagnoses", bytes.value())?);
+            out.push(crate::store::record::decode("diagnoses", bytes.value())?);
         }
     }
     Ok((out, page))

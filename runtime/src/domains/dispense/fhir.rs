@@ -8,21 +8,22 @@
 //! or a frequency concept), the performer and location (possibly empty references), and
 //! codings whose code may be null (read as absent).
 
-use super::{DispenseRecord, STATUSES, store};
-use crate::AppState;
-use crate::api::fhir::{
-    Written, base, fhir, invalid, iso, not_found, outcome, patient_param, reference_id,
-    unprocessable,
-};
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::catalog::Catalog;
+use crate::domains::dispense::{DispenseRecord, STATUSES, store};
 use crate::domains::order::fhir::{
     Dosing, Listing, codeable, dosage_json, medication_fields, mixed_bundle, patient_reference,
     practitioner, unit_quantity,
 };
 use crate::domains::order::{Action, OrderClass, OrderRecord};
-use crate::domains::{Audit, Voiding, datetime_key, parse_datetime};
-use crate::error::{ApiError, ApiResult, Invalid};
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::fhir::{
+    Written, base, fhir, invalid, iso, not_found, outcome, patient_param, reference_id,
+    unprocessable,
+};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -561,7 +562,7 @@ pub async fn create(
         .get("id")
         .and_then(Value::as_str)
         .filter(|id| uuid::Uuid::parse_str(id).is_ok())
-        .map_or_else(crate::domains::new_uuid, str::to_string);
+        .map_or_else(crate::store::record::new_uuid, str::to_string);
     write(state, caller, Target::New(uuid), body).await
 }
 
@@ -702,7 +703,7 @@ pub async fn search(
     };
     let catalog = state.catalog.load();
     let locale = caller.locale(&catalog);
-    let w = crate::api::fhir::window(&query);
+    let w = crate::http::fhir::window(&query);
     let page: Vec<Value> = list
         .iter()
         .skip(w.start)

@@ -19,7 +19,7 @@
 pub mod fhir;
 pub mod store;
 
-use super::{Audit, Voiding};
+use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
 /// FHIR's `MedicationDispense.status` codes.

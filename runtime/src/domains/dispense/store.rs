@@ -2,8 +2,8 @@
 //! fills (`order|uuid`) and by encounter (`encounter|uuid`). A replaced dispense's old keys
 //! are removed before its new ones are written (a correction may name another order).
 
-use super::DispenseRecord;
-use crate::domains::{self, Index, RecordTable, VOIDED, key, uuid_of};
+use crate::domains::dispense::DispenseRecord;
+use crate::store::record::{Index, RecordTable, VOIDED, key, uuid_of};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -18,7 +18,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_ORDER, BY_ENCOUNTER],
     create,
     reindex,
-    codec: domains::json_codec::<DispenseRecord>(),
+    codec: crate::store::record::json_codec::<DispenseRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -30,7 +30,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let d: DispenseRecord = domains::decode("medication_dispenses", bytes)?;
+    let d: DispenseRecord = crate::store::record::decode("medication_dispenses", bytes)?;
     write_index(txn, &d)
 }
 
@@ -65,7 +65,7 @@ pub fn put(store: &Store, old: Option<&DispenseRecord>, d: &DispenseRecord) -> S
             }
         }
         txn.open_table(TABLE)?
-            .insert(d.uuid.as_str(), domains::encode(d).as_slice())?;
+            .insert(d.uuid.as_str(), crate::store::record::encode(d).as_slice())?;
         write_index(txn, d)
     })
 }
@@ -74,7 +74,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<DispenseRecord>> {
     let txn = store.begin_read()?;
     txn.open_table(TABLE)?
         .get(uuid)?
-        .map(|v| domains::decode("medication_dispenses", v.value()))
+        .map(|v| crate::store::record::decode("medication_dispenses", v.value()))
         .transpose()
 }
 
@@ -82,14 +82,17 @@ fn under(store: &Store, index: Index, prefix: &str) -> StoreResult<Vec<DispenseR
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     let mut uuids = Vec::new();
-    domains::walk(&txn.open_table(index)?, prefix, VOIDED, true, |k| {
+    crate::store::record::walk(&txn.open_table(index)?, prefix, VOIDED, true, |k| {
         uuids.push(uuid_of(k).to_string());
         true
     })?;
     let mut out = Vec::with_capacity(uuids.len());
     for u in uuids {
         if let Some(v) = t.get(u.as_str())? {
-            out.push(domains::decode("medication_dispenses", v.value())?);
+            out.push(crate::store::record::decode(
+                "medication_dispenses",
+                v.value(),
+            )?);
         }
     }
     Ok(out)
@@ -114,7 +117,7 @@ pub fn of_encounter(store: &Store, encounter: &str) -> StoreResult<Vec<DispenseR
 pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     let txn = store.begin_read()?;
     let mut found = false;
-    domains::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
+    crate::store::record::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
         found = true;
         false
     })?;

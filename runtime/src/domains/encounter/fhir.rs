@@ -3,15 +3,15 @@
 //! as quantities with their units, reference ranges from the concept, and an
 //! interpretation computed from those ranges when the observation has none of its own.
 
-use super::store::{self, EncounterQuery, ObsQuery};
-use super::{EncounterRecord, ObsRecord, ObsValue};
-use crate::AppState;
-use crate::api::fhir::{
+use crate::domains::encounter::store::{self, EncounterQuery, ObsQuery};
+use crate::domains::encounter::{EncounterRecord, ObsRecord, ObsValue};
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fhir::{
     Codeable, Coding, base, concept_codeable, fhir, fhir_of, iso, not_found, patient_param,
     search_bundle, search_bundle_of, window,
 };
-use crate::api::{Caller, QueryPairs, param};
-use crate::error::{ApiError, ApiResult};
+use crate::http::{Caller, QueryPairs, param};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -127,7 +127,7 @@ struct ReferenceRange<'a> {
 }
 
 fn iso_opt(key: &str) -> Option<String> {
-    crate::domains::fhir_datetime(key)
+    crate::wire::fhir_datetime(key)
 }
 
 fn one_coding<'a>(
@@ -402,7 +402,7 @@ pub async fn observations(
             "Observation searches need a patient (subject:Patient)".into(),
         ));
     };
-    let concepts = super::concepts_param(&catalog, &query, &["code"]);
+    let concepts = crate::domains::encounter::concepts_param(&catalog, &query, &["code"]);
     let w = window(&query);
     // A category no concept of the content falls in matches nothing (an empty concept
     // list would mean "any concept").
@@ -430,7 +430,7 @@ pub async fn observations(
         concepts,
         encounter: None,
         encounter_type: param(&query, "encounter.type")
-            .map(|t| super::encounter_type_uuid(&catalog, t)),
+            .map(|t| crate::domains::encounter::encounter_type_uuid(&catalog, t)),
         include_voided: false,
     };
     let (list, page) = store::list_obs(&state.store, &q, w)?;
@@ -516,7 +516,8 @@ pub async fn encounters(
     // encounter of the form's type).
     let q = EncounterQuery {
         patient: Some(patient),
-        encounter_type: param(&query, "type").map(|t| super::encounter_type_uuid(&catalog, t)),
+        encounter_type: param(&query, "type")
+            .map(|t| crate::domains::encounter::encounter_type_uuid(&catalog, t)),
         ..EncounterQuery::default()
     };
     let (list, page) = store::list(&state.store, &q, w)?;

@@ -15,11 +15,12 @@ pub mod obstree;
 pub mod rest;
 pub mod store;
 
-use super::visit::VisitRecord;
-use super::{Audit, CLOCK_SKEW, Voiding, datetime_key, parse_datetime};
-use crate::AppState;
-use crate::error::{ApiError, ApiResult, Invalid};
+use crate::domains::visit::VisitRecord;
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult, Invalid};
 use crate::store::StoreResult;
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{CLOCK_SKEW, datetime_key, parse_datetime};
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -145,7 +146,7 @@ pub fn parse_obs(
     inv: &mut Invalid,
     out: &mut Vec<ObsRecord>,
 ) -> ApiResult<()> {
-    use crate::domains::rest::{only_known, opt_datetime, opt_ref, opt_str};
+    use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
     only_known(body, "obs", OBS_FIELDS)?;
     let catalog = state.catalog.load();
     let field = |f: &str| {
@@ -157,7 +158,7 @@ pub fn parse_obs(
     };
     let concept_ref = opt_ref(body, "concept")?;
     let concept = concept_ref.as_deref().and_then(|c| catalog.concept(c));
-    let uuid = opt_str(body, "uuid")?.unwrap_or_else(crate::domains::new_uuid);
+    let uuid = opt_str(body, "uuid")?.unwrap_or_else(crate::store::record::new_uuid);
     let datetime = opt_datetime(body, "obsDatetime")?
         .or_else(|| encounter.map(|e| e.datetime.clone()))
         .unwrap_or_else(|| audit.date_created.clone());
@@ -284,7 +285,7 @@ fn value_of(state: &AppState, concept: &model::Concept, v: &Value) -> Result<Obs
         Value::String(s) => Some(s.trim().to_string()),
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
-        Value::Object(_) => crate::domains::rest::ref_uuid(v),
+        Value::Object(_) => crate::http::body::ref_uuid(v),
         _ => None,
     };
     match concept.datatype.as_str() {
@@ -469,12 +470,12 @@ pub fn void_visit_encounters(
     }
     let obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
         changed_obs.iter().map(|(o, n)| (Some(o), n)).collect();
-    let entries = super::queue::voided_with_visit(&state.store, &old.uuid, user, reason)?;
-    let beds = super::bed::freed_with_visit(&state.store, &old.uuid, user)?;
+    let entries = crate::domains::queue::voided_with_visit(&state.store, &old.uuid, user, reason)?;
+    let beds = crate::domains::bed::freed_with_visit(&state.store, &old.uuid, user)?;
     state.store.write(|txn| {
-        super::visit::store::put_in(txn, Some(old), voided)?;
+        crate::domains::visit::store::put_in(txn, Some(old), voided)?;
         beds.write_in(txn)?;
-        super::queue::store::put_in(txn, &super::queue::changes(&entries))?;
+        crate::domains::queue::store::put_in(txn, &crate::domains::queue::changes(&entries))?;
         for (o, n) in &changed_enc {
             store::write_in(
                 txn,

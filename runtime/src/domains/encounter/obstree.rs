@@ -10,14 +10,15 @@
 //! the recorded `interpretation` when there is one (the client derives it otherwise).
 //! Privileges: Get Observations and Get Concepts.
 
-use super::rest::value_display;
-use super::store::{ObsQuery, list_obs};
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::{Caller, QueryPairs, blocking, ok, param};
-use crate::domains::{Window, wire_datetime};
-use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Resource};
+use crate::content::concept::ConceptRes;
+use crate::domains::encounter::rest::value_display;
+use crate::domains::encounter::store::{ObsQuery, list_obs};
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::repr::{Ctx, Resource};
+use crate::http::{Caller, QueryPairs, blocking, ok, param};
+use crate::store::record::Window;
+use crate::wire::wire_datetime;
 use axum::extract::State;
 use axum::response::Response;
 use model::Concept;

@@ -2,29 +2,28 @@
 //! representations. An encounter's `obs` are its top-level observations, each group with
 //! its `groupMembers` nested.
 
-use super::store::{self, Change, EncounterQuery, ObsQuery};
-use super::{
+use crate::content::concept::ConceptRes;
+use crate::content::location::LocationRes;
+use crate::content::metadata::{EncounterTypeRes, NamedRes};
+use crate::domains::encounter::store::{self, Change, EncounterQuery, ObsQuery};
+use crate::domains::encounter::{
     EncounterProviderRecord, EncounterRecord, ObsRecord, ObsValue, UNKNOWN_ENCOUNTER_ROLE,
 };
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::location::LocationRes;
-use crate::api::metadata::{EncounterTypeRes, NamedRes};
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
 use crate::domains::order::OrderRecord;
 use crate::domains::order::rest as order_rest;
+use crate::domains::patient::rest::PatientRes;
 use crate::domains::provider::rest::ProviderRes;
-use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, page_answer, ref_uuid,
-    rep_of, window,
-};
 use crate::domains::visit::rest::VisitRes;
-use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
+use crate::http::body::{only_known, opt_datetime, opt_ref, ref_uuid};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{
     Ctx, Paging, Props, Rep, Resource, nested_list, nested_list_to, nested_to, render, write_json,
 };
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, wire_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -67,7 +66,7 @@ impl Resource for EncounterRes<'_> {
         let t = encounter_type(ctx, &self.0.encounter_type)
             .map(|t| EncounterTypeRes(t).display(ctx))
             .unwrap_or_default();
-        let day = crate::domains::parse_key(&self.0.datetime)
+        let day = crate::wire::parse_key(&self.0.datetime)
             .map(|d| d.format("%d/%m/%Y").to_string())
             .unwrap_or_default();
         format!("{t} {day}")
@@ -130,7 +129,7 @@ impl Resource for EncounterRes<'_> {
                 e.form
                     .as_deref()
                     .and_then(|f| form(ctx, f))
-                    .map(crate::api::form::FormRes),
+                    .map(crate::content::form::FormRes),
                 rep,
                 ctx,
             ),
@@ -383,7 +382,11 @@ impl Resource for ObsRes<'_> {
             "concept" => nest(ctx.catalog.concept(&o.concept).map(ConceptRes), rep, ctx),
             "person" => {
                 let p = ctx.store.patient(&o.person).ok().flatten();
-                nest(p.as_ref().map(crate::api::patient::PersonRes), rep, ctx)
+                nest(
+                    p.as_ref().map(crate::domains::patient::rest::PersonRes),
+                    rep,
+                    ctx,
+                )
             }
             "obsDatetime" => wire_datetime(&o.datetime),
             "accessionNumber" | "valueCodedName" | "valueModifier" => Value::Null,
@@ -437,7 +440,7 @@ impl Resource for ObsRes<'_> {
                 ObsValue::Text(t) => json!(t),
                 ObsValue::Boolean(b) => json!(b),
                 ObsValue::Datetime(t) => wire_datetime(t),
-                ObsValue::Date(d) => crate::api::patient::format_date(d),
+                ObsValue::Date(d) => crate::wire::format_date(d),
                 ObsValue::Time(t) => json!(t),
                 ObsValue::Group => Value::Null,
             },
@@ -537,7 +540,7 @@ pub(crate) fn providers(
                     )
                 })?;
             Ok(EncounterProviderRecord {
-                uuid: crate::domains::new_uuid(),
+                uuid: crate::store::record::new_uuid(),
                 user: found.user.map(|u| u.uuid.clone()),
                 provider,
                 encounter_role: role,
@@ -659,12 +662,12 @@ pub async fn create(
         }
         let catalog = st.catalog.load();
         let encounter_type = opt_ref(&body, "encounterType")?
-            .map(|t| super::encounter_type_uuid(&catalog, &t))
+            .map(|t| crate::domains::encounter::encounter_type_uuid(&catalog, &t))
             .unwrap_or_default();
         let e = EncounterRecord {
             v: 1,
-            uuid: crate::domains::rest::opt_str(&body, "uuid")?
-                .unwrap_or_else(crate::domains::new_uuid),
+            uuid: crate::http::body::opt_str(&body, "uuid")?
+                .unwrap_or_else(crate::store::record::new_uuid),
             patient: patient.clone(),
             encounter_type,
             datetime: opt_datetime(&body, "encounterDatetime")?
@@ -688,10 +691,10 @@ pub async fn create(
         }
         let mut inv = Invalid::default();
         let visit = load_visit(&st, &e)?;
-        super::validate(&st, &e, visit.as_ref(), &mut inv);
+        crate::domains::encounter::validate(&st, &e, visit.as_ref(), &mut inv);
         let mut obs = Vec::new();
         for (i, o) in obs_bodies(&body)?.into_iter().enumerate() {
-            super::parse_obs(
+            crate::domains::encounter::parse_obs(
                 &st,
                 o,
                 &format!("obs[{i}]"),
@@ -806,7 +809,7 @@ pub async fn update(
         e.audit.changed(&user, now);
         let mut inv = Invalid::default();
         let visit = load_visit(&st, &e)?;
-        super::validate(&st, &e, visit.as_ref(), &mut inv);
+        crate::domains::encounter::validate(&st, &e, visit.as_ref(), &mut inv);
         let saved = store::obs_of_encounter(&st.store, &e.uuid, false)?;
         let audit = Audit::new(&user, now);
         let mut replaced: Vec<(ObsRecord, ObsRecord)> = Vec::new();
@@ -845,7 +848,7 @@ pub async fn update(
                         fresh.insert("order".into(), json!(order));
                     }
                     let mut parsed = Vec::new();
-                    super::parse_obs(
+                    crate::domains::encounter::parse_obs(
                         &st,
                         &fresh,
                         &format!("obs[{i}]"),
@@ -871,7 +874,7 @@ pub async fn update(
                 None => {
                     let mut fresh = o.clone();
                     fresh.remove("uuid");
-                    super::parse_obs(
+                    crate::domains::encounter::parse_obs(
                         &st,
                         &fresh,
                         &format!("obs[{i}]"),
@@ -1009,7 +1012,7 @@ pub async fn search(
     let date = |name: &str| -> ApiResult<Option<String>> {
         match param(&query, name) {
             None => Ok(None),
-            Some(s) => crate::domains::parse_datetime(s)
+            Some(s) => crate::wire::parse_datetime(s)
                 .map(|t| Some(datetime_key(t)))
                 .ok_or_else(|| ApiError::BadRequest(format!("{name}: '{s}' is not a date"))),
         }
@@ -1019,7 +1022,7 @@ pub async fn search(
         patient: param(&query, "patient").map(str::to_string),
         visit: param(&query, "visit").map(str::to_string),
         encounter_type: param(&query, "encounterType")
-            .map(|t| super::encounter_type_uuid(&catalog, t)),
+            .map(|t| crate::domains::encounter::encounter_type_uuid(&catalog, t)),
         form: param(&query, "form").map(str::to_string),
         from: date("fromdate")?,
         to: date("todate")?.map(|t| {
@@ -1095,7 +1098,7 @@ pub async fn obs_create(
         };
         let mut inv = Invalid::default();
         let mut obs = Vec::new();
-        super::parse_obs(
+        crate::domains::encounter::parse_obs(
             &st,
             &body,
             "",
@@ -1166,7 +1169,7 @@ pub async fn obs_update(
             ));
         }
         for (field, same) in [("concept", &old.concept), ("person", &old.person)] {
-            if crate::domains::rest::opt_ref(&body, field)?.is_some_and(|v| {
+            if crate::http::body::opt_ref(&body, field)?.is_some_and(|v| {
                 st.catalog
                     .load()
                     .concept(&v)
@@ -1210,7 +1213,7 @@ pub async fn obs_update(
         );
         let mut inv = Invalid::default();
         let mut parsed = Vec::new();
-        super::parse_obs(
+        crate::domains::encounter::parse_obs(
             &st,
             &fresh,
             "",
@@ -1301,7 +1304,11 @@ pub async fn obs_search(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
-    let concepts = super::concepts_param(&state.catalog.load(), &query, &["concept", "concepts"]);
+    let concepts = crate::domains::encounter::concepts_param(
+        &state.catalog.load(),
+        &query,
+        &["concept", "concepts"],
+    );
     let q = ObsQuery {
         patient: param(&query, "patient")
             .or(param(&query, "person"))
@@ -1345,7 +1352,7 @@ pub async fn encounter_roles(
         .filter(|r| !r.retired)
         .map(|r| NamedRes("encounterrole", r))
         .collect();
-    crate::api::render_list(
+    crate::http::render_list(
         &state,
         &caller,
         &query,

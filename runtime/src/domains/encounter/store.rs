@@ -6,8 +6,8 @@
 //! observations are written in one transaction. Encounters are stored as JSON,
 //! observations in binary (`encode_obs`; JSON ones of earlier stores are still read).
 
-use super::{EncounterRecord, ObsRecord};
-use crate::domains::{self, Index, Page, RecordTable, VOIDED, Window, key};
+use crate::domains::encounter::{EncounterRecord, ObsRecord};
+use crate::store::record::{Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
@@ -26,10 +26,10 @@ pub const ENCOUNTER_RECORDS: RecordTable = RecordTable {
     indexes: &[ENC_BY_PATIENT, ENC_BY_VISIT],
     create: create_encounter_tables,
     reindex: |txn, bytes| {
-        let e: EncounterRecord = domains::decode("encounters", bytes)?;
+        let e: EncounterRecord = crate::store::record::decode("encounters", bytes)?;
         index_encounter(txn, None, &e)
     },
-    codec: domains::json_codec::<EncounterRecord>(),
+    codec: crate::store::record::json_codec::<EncounterRecord>(),
 };
 
 pub const OBS_RECORDS: RecordTable = RecordTable {
@@ -43,7 +43,7 @@ pub const OBS_RECORDS: RecordTable = RecordTable {
     ],
     create: create_obs_tables,
     reindex: |txn, bytes| index_obs(txn, None, &decode_obs(bytes)?),
-    codec: domains::RecordCodec {
+    codec: crate::store::record::RecordCodec {
         decodes: |bytes| decode_obs(bytes).map(drop).map_err(|e| e.to_string()),
         to_json: |bytes| {
             let o = decode_obs(bytes).map_err(|e| e.to_string())?;
@@ -96,7 +96,7 @@ pub fn decode_obs(bytes: &[u8]) -> StoreResult<ObsRecord> {
             }
             Ok(o)
         }
-        Some((b'{', _)) => domains::decode("obs", bytes),
+        Some((b'{', _)) => crate::store::record::decode("obs", bytes),
         _ => Err(corrupt("neither a binary nor a JSON observation".into())),
     }
 }
@@ -195,7 +195,7 @@ pub struct Change<'a> {
 pub fn write_in(txn: &WriteTransaction, change: &Change) -> StoreResult<()> {
     if let Some((old, e)) = change.encounter {
         txn.open_table(ENCOUNTERS)?
-            .insert(e.uuid.as_str(), domains::encode(e).as_slice())?;
+            .insert(e.uuid.as_str(), crate::store::record::encode(e).as_slice())?;
         index_encounter(txn, old, e)?;
     }
     {
@@ -218,7 +218,7 @@ pub fn encounter(store: &Store, uuid: &str) -> StoreResult<Option<EncounterRecor
     let txn = store.begin_read()?;
     let t = txn.open_table(ENCOUNTERS)?;
     t.get(uuid)?
-        .map(|v| domains::decode("encounters", v.value()))
+        .map(|v| crate::store::record::decode("encounters", v.value()))
         .transpose()
 }
 
@@ -243,7 +243,7 @@ fn read_all<T>(
 }
 
 fn decode_encounter(bytes: &[u8]) -> StoreResult<EncounterRecord> {
-    domains::decode("encounters", bytes)
+    crate::store::record::decode("encounters", bytes)
 }
 
 const EVERYTHING: Window = Window {
@@ -255,7 +255,7 @@ const EVERYTHING: Window = Window {
 /// The encounters of a visit, oldest first, voided ones left out.
 pub fn of_visit(store: &Store, visit: &str) -> StoreResult<Vec<EncounterRecord>> {
     let txn = store.begin_read()?;
-    let page = domains::scan(
+    let page = crate::store::record::scan(
         &txn.open_table(ENC_BY_VISIT)?,
         visit,
         VOIDED,
@@ -270,7 +270,7 @@ pub fn of_visit(store: &Store, visit: &str) -> StoreResult<Vec<EncounterRecord>>
 pub fn times_in_visit(store: &Store, visit: &str) -> StoreResult<Vec<String>> {
     let txn = store.begin_read()?;
     let mut times = Vec::new();
-    domains::walk(&txn.open_table(ENC_BY_VISIT)?, visit, VOIDED, false, |k| {
+    crate::store::record::walk(&txn.open_table(ENC_BY_VISIT)?, visit, VOIDED, false, |k| {
         times.push(k.split('|').nth(1).unwrap_or_default().to_string());
         true
     })?;
@@ -316,7 +316,8 @@ pub fn list(
         let Ok(Some(bytes)) = records.get(uuid) else {
             return false;
         };
-        let Ok(e) = domains::decode::<EncounterRecord>("encounters", bytes.value()) else {
+        let Ok(e) = crate::store::record::decode::<EncounterRecord>("encounters", bytes.value())
+        else {
             return false;
         };
         q.encounter_type
@@ -325,7 +326,7 @@ pub fn list(
             && q.form.as_ref().is_none_or(|f| e.form.as_ref() == Some(f))
     };
     let page = match (&q.visit, &q.patient) {
-        (Some(v), _) => domains::scan(
+        (Some(v), _) => crate::store::record::scan(
             &txn.open_table(ENC_BY_VISIT)?,
             v,
             exclude,
@@ -333,7 +334,7 @@ pub fn list(
             window,
             keep,
         )?,
-        (None, Some(p)) => domains::scan(
+        (None, Some(p)) => crate::store::record::scan(
             &txn.open_table(ENC_BY_PATIENT)?,
             p,
             exclude,
@@ -355,7 +356,7 @@ pub fn obs_of_encounter(
 ) -> StoreResult<Vec<ObsRecord>> {
     let txn = store.begin_read()?;
     let exclude = if include_voided { 0 } else { VOIDED };
-    let page = domains::scan(
+    let page = crate::store::record::scan(
         &txn.open_table(OBS_BY_ENCOUNTER)?,
         encounter,
         exclude,
@@ -369,7 +370,7 @@ pub fn obs_of_encounter(
 /// The members of an obs group.
 pub fn group_members(store: &Store, group: &str) -> StoreResult<Vec<ObsRecord>> {
     let txn = store.begin_read()?;
-    let page = domains::scan(
+    let page = crate::store::record::scan(
         &txn.open_table(OBS_BY_GROUP)?,
         group,
         VOIDED,
@@ -416,12 +417,14 @@ pub fn list_obs(
             .and_then(|o| o.encounter);
         encounter
             .and_then(|e| encounters.get(e.as_str()).ok().flatten())
-            .and_then(|b| domains::decode::<EncounterRecord>("encounters", b.value()).ok())
+            .and_then(|b| {
+                crate::store::record::decode::<EncounterRecord>("encounters", b.value()).ok()
+            })
             .is_some_and(|e| &e.encounter_type == wanted)
     };
     let keep = |k: &str| of_type(k.rsplit('|').next().unwrap_or_default());
     let page = match (&q.encounter, &q.patient) {
-        (Some(e), _) => domains::scan(
+        (Some(e), _) => crate::store::record::scan(
             &txn.open_table(OBS_BY_ENCOUNTER)?,
             e,
             exclude,
@@ -431,7 +434,7 @@ pub fn list_obs(
         )?,
         (None, Some(p)) if q.concepts.len() == 1 => {
             let prefix = key(&[p, &q.concepts[0]]);
-            domains::scan(
+            crate::store::record::scan(
                 &txn.open_table(OBS_BY_CONCEPT)?,
                 &prefix,
                 exclude,
@@ -445,7 +448,7 @@ pub fn list_obs(
             let index = txn.open_table(OBS_BY_CONCEPT)?;
             let mut keys: Vec<(String, String)> = Vec::new();
             for c in &q.concepts {
-                domains::walk(&index, &key(&[p, c]), exclude, false, |k| {
+                crate::store::record::walk(&index, &key(&[p, c]), exclude, false, |k| {
                     let mut parts = k.rsplit('|');
                     let uuid = parts.next().unwrap_or_default().to_string();
                     let at = parts.next().unwrap_or_default().to_string();
@@ -458,7 +461,7 @@ pub fn list_obs(
             keys.sort_by(|a, b| b.cmp(a));
             Page::cut(keys.into_iter().map(|(_, uuid)| uuid).collect(), window)
         }
-        (None, Some(p)) => domains::scan(
+        (None, Some(p)) => crate::store::record::scan(
             &txn.open_table(OBS_BY_PATIENT)?,
             p,
             exclude,
@@ -476,7 +479,7 @@ pub fn list_obs(
 mod tests {
     use super::*;
     use crate::domains::encounter::ObsValue;
-    use crate::domains::{Audit, Voiding};
+    use crate::store::record::{Audit, Voiding};
 
     fn record(uuid: &str, value: ObsValue, full: bool) -> ObsRecord {
         let some = |s: &str| full.then(|| s.to_string());
@@ -669,7 +672,7 @@ mod tests {
 
     #[test]
     fn observations_stored_as_json_by_an_earlier_version_are_listed_with_new_ones() {
-        let store = Store::in_memory().unwrap();
+        let store = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let (mut old, mut new) = (
             record("0-old", ObsValue::Numeric(38.5), false),
             record("1-new", ObsValue::Numeric(37.0), false),

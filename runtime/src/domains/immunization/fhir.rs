@@ -2,18 +2,19 @@
 //! fhir2 translates them to and from an obs group and as the O3 immunizations app sends
 //! them (its `encounter` reference names the visit).
 
-use super::*;
-use crate::AppState;
-use crate::api::fhir::{
-    Written, base, concept_codeable, fhir, invalid, iso, not_found, outcome, patient_param,
-    reference_id, search_bundle, source_of_system, unprocessable, window,
-};
-use crate::api::{Caller, JsonBody, QueryPairs, blocking};
 use crate::catalog::Catalog;
 use crate::domains::encounter::store::{self as encounters, Change, ObsQuery};
 use crate::domains::encounter::{EncounterRecord, ObsRecord, ObsValue, parse_obs};
-use crate::domains::{Audit, Voiding, datetime_key, parse_datetime};
-use crate::error::{ApiError, ApiResult, Invalid};
+use crate::domains::immunization::*;
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::fhir::{
+    Written, base, concept_codeable, fhir, invalid, iso, not_found, outcome, patient_param,
+    reference_id, search_bundle, source_of_system, unprocessable, window,
+};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -564,7 +565,7 @@ pub async fn create(
                 }
                 let e = EncounterRecord {
                     v: 1,
-                    uuid: crate::domains::new_uuid(),
+                    uuid: crate::store::record::new_uuid(),
                     patient: parsed.patient.clone(),
                     encounter_type: encounter_type.clone(),
                     datetime: visit.stop.clone().unwrap_or_else(|| datetime_key(now)),

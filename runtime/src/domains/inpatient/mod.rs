@@ -19,10 +19,10 @@
 
 pub mod rest;
 
-use crate::AppState;
 use crate::domains::encounter::{EncounterRecord, ObsRecord, ObsValue, store as encounters};
 use crate::domains::visit::{VisitRecord, store as visits};
-use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult};
 
 /// The EMR API module's concept source, whose mappings name the disposition concepts.
 pub const EMRAPI_SOURCE: &str = "org.openmrs.module.emrapi";
@@ -201,7 +201,7 @@ fn request_of(
         concepts,
         ..Default::default()
     };
-    let everything = crate::domains::Window {
+    let everything = crate::store::record::Window {
         start: 0,
         limit: usize::MAX,
         count_all: false,

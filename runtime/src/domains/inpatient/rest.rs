@@ -3,16 +3,16 @@
 //! domain's.
 //! Privileges: Get Visits and Get Encounters (Get Observations too for requests).
 
-use super::{Admission, Adt, Filter, Request, admissions, requests};
-use crate::AppState;
-use crate::api::location::LocationRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, QueryPairs};
+use crate::content::location::LocationRes;
 use crate::domains::encounter::rest::{EncounterRes, ObsRes};
-use crate::domains::rest::{flag, list_answer, nest};
+use crate::domains::inpatient::{Admission, Adt, Filter, Request, admissions, requests};
+use crate::domains::patient::rest::PatientRes;
 use crate::domains::visit::rest::VisitRes;
-use crate::error::ApiResult;
-use crate::repr::{Ctx, Paging, Props, Rep, Resource};
+use crate::http::AppState;
+use crate::http::answer::{flag, list_answer, nest};
+use crate::http::error::ApiResult;
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource};
+use crate::http::{Caller, QueryPairs};
 use axum::extract::State;
 use axum::response::Response;
 use serde_json::{Value, json};
@@ -111,7 +111,7 @@ impl Resource for RequestRes {
             "disposition" => nest(
                 ctx.catalog
                     .concept(&r.disposition)
-                    .map(crate::api::concept::ConceptRes),
+                    .map(crate::content::concept::ConceptRes),
                 rep,
                 ctx,
             ),
@@ -213,7 +213,7 @@ pub async fn search_requests(
     let wards = list_param(&query, "dispositionLocation");
     let st = state.clone();
     let q = query.clone();
-    let found = crate::api::blocking(move || {
+    let found = crate::http::blocking(move || {
         let adt = Adt::of(&st)?;
         let mut found = requests(&st, &adt, &filter_of(&q), &kinds)?;
         if !wards.is_empty() {
@@ -245,7 +245,7 @@ pub async fn search_admissions(
     let include_discharged = flag(&query, "includeDischarged").unwrap_or(false);
     let st = state.clone();
     let q = query.clone();
-    let found = crate::api::blocking(move || {
+    let found = crate::http::blocking(move || {
         let adt = Adt::of(&st)?;
         admissions(&st, &adt, &filter_of(&q), &wards, include_discharged)
     })

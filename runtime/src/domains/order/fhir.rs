@@ -9,14 +9,14 @@
 //! revision or a discontinuation) or voided, `stopped` once expired. Discontinuations are
 //! not MedicationRequests.
 
-use super::{Action, FulfillerStatus, OrderClass, OrderRecord, store};
-use crate::AppState;
-use crate::api::fhir::{base, concept_codeable, fhir, iso, not_found, outcome, patient_param};
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::catalog::Catalog;
-use crate::domains::{datetime_key, parse_datetime};
-use crate::error::{ApiError, ApiResult};
+use crate::domains::order::{Action, FulfillerStatus, OrderClass, OrderRecord, store};
+use crate::http::AppState;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fhir::{base, concept_codeable, fhir, iso, not_found, outcome, patient_param};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::store::Store;
+use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -63,7 +63,7 @@ pub fn unit_quantity(
 
 /// The FHIR unit of time of a duration unit, from its SNOMED CT code.
 fn unit_of_time(snomed: &str) -> Option<&'static str> {
-    use super::rules::*;
+    use crate::domains::order::rules::*;
     Some(match snomed {
         SNOMED_SECONDS => "s",
         SNOMED_MINUTES => "min",
@@ -168,7 +168,7 @@ pub fn patient_reference(store: &Store, patient: &str) -> Value {
         .patient(patient)
         .ok()
         .flatten()
-        .map(|p| crate::api::patient::person_display(&p));
+        .map(|p| crate::domains::patient::rest::person_display(&p));
     json!({"reference": format!("Patient/{patient}"), "type": "Patient", "display": display})
 }
 
@@ -216,7 +216,7 @@ pub fn medication_request_json(
     r.insert("intent".into(), json!("order"));
     r.insert(
         "priority".into(),
-        json!(if o.urgency == super::Urgency::Stat {
+        json!(if o.urgency == crate::domains::order::Urgency::Stat {
             "stat"
         } else {
             "routine"
@@ -331,7 +331,7 @@ pub fn mixed_bundle(
     base: &str,
     kind: &str,
     query: &[(String, String)],
-    w: &crate::domains::Window,
+    w: &crate::store::record::Window,
     listing: Listing,
 ) -> Value {
     let Listing {
@@ -343,7 +343,13 @@ pub fn mixed_bundle(
     let q: String = query
         .iter()
         .filter(|(k, _)| k != "_getpagesoffset")
-        .map(|(k, v)| format!("{}={}", crate::repr::encode(k), crate::repr::encode(v)))
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                crate::http::repr::encode(k),
+                crate::http::repr::encode(v)
+            )
+        })
         .collect::<Vec<_>>()
         .join("&");
     let mut link = vec![json!({"relation": "self", "url": format!("{base}/{kind}?{q}")})];
@@ -419,7 +425,7 @@ pub async fn search(
         caller.require(&["Get Medication Dispense"])?;
     }
     let catalog = state.catalog.load();
-    let snomed = super::rules::OrderEntry::of(&state).snomed;
+    let snomed = crate::domains::order::rules::OrderEntry::of(&state).snomed;
     let locale = caller.locale(&catalog);
     let now = datetime_key(Utc::now());
     let orders: Vec<OrderRecord> = if let Some(e) = param(&query, "encounter") {
@@ -427,7 +433,7 @@ pub async fn search(
     } else if let Some(p) = patient_param(&query) {
         store::of_patient(&state.store, &p, false)?
     } else {
-        return Ok(crate::api::fhir::invalid(
+        return Ok(crate::http::fhir::invalid(
             "MedicationRequest searches name a patient or an encounter",
         ));
     };
@@ -437,7 +443,7 @@ pub async fn search(
         Some(f) => match FulfillerStatus::parse(f) {
             Some(s) => Some(s),
             None => {
-                return Ok(crate::api::fhir::invalid(&format!(
+                return Ok(crate::http::fhir::invalid(&format!(
                     "fulfillerStatus: '{f}' is not a fulfiller status"
                 )));
             }
@@ -453,7 +459,7 @@ pub async fn search(
         })
         .filter(|o| fulfiller.is_none_or(|f| o.fulfiller_status == Some(f)))
         .collect();
-    let w = crate::api::fhir::window(&query);
+    let w = crate::http::fhir::window(&query);
     let page: Vec<&OrderRecord> = matching
         .iter()
         .skip(w.start)
@@ -505,7 +511,7 @@ pub async fn read(
 ) -> ApiResult<Response> {
     caller.require(&["Get Orders"])?;
     let catalog = state.catalog.load();
-    let snomed = super::rules::OrderEntry::of(&state).snomed;
+    let snomed = crate::domains::order::rules::OrderEntry::of(&state).snomed;
     match store::get(&state.store, &id)? {
         Some(o) if is_request(&o) && !o.voiding.voided => Ok(fhir(
             StatusCode::OK,
@@ -550,15 +556,15 @@ pub async fn patch(
                 Some(Value::String(code)) => match FulfillerStatus::parse(code) {
                     Some(s) => Some(s),
                     None => {
-                        return Ok(crate::api::fhir::invalid(&format!(
+                        return Ok(crate::http::fhir::invalid(&format!(
                             "'{code}' is not a fulfiller status"
                         )));
                     }
                 },
-                Some(_) => return Ok(crate::api::fhir::invalid("The fulfiller status is a code")),
+                Some(_) => return Ok(crate::http::fhir::invalid("The fulfiller status is a code")),
             }
         }
-        Some(_) => return Ok(crate::api::fhir::invalid("extension must be a list")),
+        Some(_) => return Ok(crate::http::fhir::invalid("extension must be a list")),
     };
     let user = caller.user_uuid();
     let st = state.clone();
@@ -577,7 +583,7 @@ pub async fn patch(
     })
     .await?;
     let catalog = state.catalog.load();
-    let snomed = super::rules::OrderEntry::of(&state).snomed;
+    let snomed = crate::domains::order::rules::OrderEntry::of(&state).snomed;
     Ok(match updated {
         Some(o) => fhir(
             StatusCode::OK,
@@ -590,7 +596,7 @@ pub async fn patch(
 /// The MedicationRequest a patch that changes nothing answers with.
 fn read_after_patch(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Response> {
     let catalog = state.catalog.load();
-    let snomed = super::rules::OrderEntry::of(state).snomed;
+    let snomed = crate::domains::order::rules::OrderEntry::of(state).snomed;
     Ok(match store::get(&state.store, id)? {
         Some(o) if is_request(&o) && !o.voiding.voided => fhir(
             StatusCode::OK,
@@ -641,7 +647,7 @@ pub async fn medications(
         .filter(|d| !d.retired && concept.as_ref().is_none_or(|c| &d.concept == c))
         .map(|d| medication_json(&catalog, d, &locale))
         .collect();
-    let w = crate::api::fhir::window(&query);
+    let w = crate::http::fhir::window(&query);
     let total = all.len();
     let page: Vec<Value> = all.into_iter().skip(w.start).take(w.limit).collect();
     Ok(fhir(
@@ -674,7 +680,7 @@ pub async fn encounters_with_requests(
     // Dispenses are shown to those who may read them.
     let with_dispenses = caller.require(&["Get Medication Dispense"]).is_ok();
     let catalog = state.catalog.load();
-    let snomed = super::rules::OrderEntry::of(&state).snomed;
+    let snomed = crate::domains::order::rules::OrderEntry::of(&state).snomed;
     let locale = caller.locale(&catalog);
     let now = datetime_key(Utc::now());
     let from = match query
@@ -688,7 +694,7 @@ pub async fn encounters_with_requests(
             match parse_datetime(v) {
                 Some(t) => Some(datetime_key(t)),
                 None => {
-                    return Ok(crate::api::fhir::invalid(&format!(
+                    return Ok(crate::http::fhir::invalid(&format!(
                         "date: '{v}' is not a date (ge… or gt…)"
                     )));
                 }
@@ -769,7 +775,7 @@ pub async fn encounters_with_requests(
             let Some(p) = state.store.patient(&e.patient)? else {
                 continue;
             };
-            let name = crate::search::fold(&crate::api::patient::person_display(&p));
+            let name = crate::search::fold(&crate::domains::patient::rest::person_display(&p));
             let ids = p
                 .identifiers
                 .iter()
@@ -781,7 +787,7 @@ pub async fn encounters_with_requests(
         rows.push((e, orders));
     }
     rows.sort_by(|a, b| b.0.datetime.cmp(&a.0.datetime));
-    let w = crate::api::fhir::window(&query);
+    let w = crate::http::fhir::window(&query);
     let total = rows.len();
     let mut matches = Vec::new();
     let mut included = Vec::new();

@@ -2,13 +2,13 @@
 //! `ordertype`, `caresetting`, and `orderentryconfig` (the routes, units and frequencies
 //! the prescription form offers), as webservices.rest shows them.
 
-use super::rules::OrderEntry;
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::{Caller, QueryPairs, ok, param, render_list};
-use crate::domains::rest::{nest, rep_of};
-use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Props, Rep, Resource, render};
+use crate::content::concept::ConceptRes;
+use crate::domains::order::rules::OrderEntry;
+use crate::http::AppState;
+use crate::http::answer::{nest, rep_of};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::repr::{Ctx, Props, Rep, Resource, render};
+use crate::http::{Caller, QueryPairs, ok, param, render_list};
 use axum::extract::{Path, State};
 use axum::response::Response;
 use model::{CareSetting, Drug, OrderFrequency, OrderType};
@@ -91,7 +91,7 @@ impl Resource for DrugRes<'_> {
                     .collect(),
             ),
             "ingredients" => json!([]),
-            "auditInfo" => crate::api::concept::audit_info(),
+            "auditInfo" => crate::content::concept::audit_info(),
             _ => return None,
         })
     }
@@ -150,7 +150,7 @@ impl Resource for OrderFrequencyRes<'_> {
                 rep,
                 ctx,
             ),
-            "auditInfo" => crate::api::concept::audit_info(),
+            "auditInfo" => crate::content::concept::audit_info(),
             _ => return None,
         })
     }
@@ -244,7 +244,7 @@ impl Resource for OrderTypeRes<'_> {
                 rep,
                 ctx,
             ),
-            "auditInfo" => crate::api::concept::audit_info(),
+            "auditInfo" => crate::content::concept::audit_info(),
             _ => return None,
         })
     }
@@ -296,7 +296,7 @@ impl Resource for CareSettingRes<'_> {
             "description" => json!(c.description),
             "retired" => json!(c.retired),
             "careSettingType" => json!(c.care_setting_type),
-            "auditInfo" => crate::api::concept::audit_info(),
+            "auditInfo" => crate::content::concept::audit_info(),
             _ => return None,
         })
     }
@@ -317,7 +317,7 @@ pub async fn drugs(
 ) -> ApiResult<Response> {
     caller.require(&["Get Concepts"])?;
     let catalog = state.catalog.load();
-    let include_all = crate::domains::rest::flag(&query, "includeAll").unwrap_or(false);
+    let include_all = crate::http::answer::flag(&query, "includeAll").unwrap_or(false);
     let q = param(&query, "q").map(folded);
     let concepts: Option<Vec<String>> = param(&query, "concepts").map(|list| {
         list.split(',')

@@ -19,7 +19,7 @@ pub mod rest;
 pub mod rules;
 pub mod store;
 
-use super::{Audit, Voiding};
+use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
 /// `action`.

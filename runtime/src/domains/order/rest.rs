@@ -3,28 +3,28 @@
 //! an encounter carries (`POST encounter` with `orders`). Privileges: Get Orders, Add
 //! Orders, Edit Orders (the fulfiller's details), Delete Orders.
 
-use super::formulary::{CareSettingRes, DrugRes, OrderFrequencyRes, OrderTypeRes};
-use super::rules::{OrderEntry, Placing, place};
-use super::store::{self, Source};
-use super::{
-    Action, DosingType, DrugDetails, FulfillerStatus, OrderClass, OrderRecord, TestDetails, Urgency,
-};
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::content::concept::ConceptRes;
 use crate::domains::encounter::EncounterRecord;
 use crate::domains::encounter::rest::EncounterRes;
-use crate::domains::provider::rest::ProviderRes;
-use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_ref, opt_str, page_answer, rep_of, window,
+use crate::domains::order::formulary::{CareSettingRes, DrugRes, OrderFrequencyRes, OrderTypeRes};
+use crate::domains::order::rules::{OrderEntry, Placing, place};
+use crate::domains::order::store::{self, Source};
+use crate::domains::order::{
+    Action, DosingType, DrugDetails, FulfillerStatus, OrderClass, OrderRecord, TestDetails, Urgency,
 };
-use crate::domains::{Audit, Page, Voiding, datetime_key, parse_datetime, wire_datetime};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{
+use crate::domains::patient::rest::PatientRes;
+use crate::domains::provider::rest::ProviderRes;
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
+use crate::http::body::{only_known, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{
     Ctx, Paging, Props, Rep, Resource, nested_content_to, nested_once_to, nested_to, write_json,
     written_once_to,
 };
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Page, Voiding};
+use crate::wire::{datetime_key, parse_datetime, wire_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -820,7 +820,7 @@ pub fn from_body(
     }
     let o = OrderRecord {
         v: 1,
-        uuid: crate::domains::rest::client_uuid(body)?,
+        uuid: crate::http::body::client_uuid(body)?,
         order_number: String::new(),
         class,
         order_type,
@@ -1076,7 +1076,7 @@ pub async fn delete(
     blocking(move || {
         let _one_writer = st.store.write_lock();
         let o = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
-        let changes = super::voiding(&st.store, &[o], &user, Utc::now(), &reason)?;
+        let changes = crate::domains::order::voiding(&st.store, &[o], &user, Utc::now(), &reason)?;
         let refs: Vec<(Option<&OrderRecord>, &OrderRecord)> =
             changes.iter().map(|(old, new)| (Some(old), new)).collect();
         st.store.write(|txn| store::put_in(txn, &refs))?;

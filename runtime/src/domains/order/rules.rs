@@ -4,11 +4,11 @@
 //! second active order for the same drug, and the prescription's end from its duration.
 //! A failed rule is a 400 naming the field, with core's message key as its code.
 
-use super::{Action, DosingType, OrderClass, OrderRecord, Urgency};
 use crate::catalog::Catalog;
 use crate::domains::encounter::EncounterRecord;
-use crate::domains::{CLOCK_SKEW, datetime_key, parse_key};
-use crate::error::{ApiError, ApiResult, Invalid};
+use crate::domains::order::{Action, DosingType, OrderClass, OrderRecord, Urgency};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::wire::{CLOCK_SKEW, datetime_key, parse_key};
 use chrono::{DateTime, Duration, Months, Utc};
 use std::collections::{HashMap, HashSet};
 
@@ -50,7 +50,7 @@ const SNOMED_DURATIONS: &[&str] = &[
 ];
 
 impl OrderEntry {
-    pub fn of(state: &crate::AppState) -> OrderEntry {
+    pub fn of(state: &crate::http::AppState) -> OrderEntry {
         let catalog = state.catalog.load();
         let members = |setting: &str| -> Vec<String> {
             state
@@ -493,7 +493,12 @@ pub fn place(
     Ok((o, stopped))
 }
 
-fn check_drug(p: &Placing, o: &OrderRecord, d: &super::DrugDetails, inv: &mut Invalid) {
+fn check_drug(
+    p: &Placing,
+    o: &OrderRecord,
+    d: &crate::domains::order::DrugDetails,
+    inv: &mut Invalid,
+) {
     let e = p.entry;
     match d.drug.as_deref().map(|u| (u, p.catalog.drug(u))) {
         Some((_, None)) => inv.field("drug", "error.invalid", "Drug does not exist"),
@@ -698,7 +703,7 @@ fn check_drug(p: &Placing, o: &OrderRecord, d: &super::DrugDetails, inv: &mut In
     }
 }
 
-fn check_test(p: &Placing, t: &super::TestDetails, inv: &mut Invalid) {
+fn check_test(p: &Placing, t: &crate::domains::order::TestDetails, inv: &mut Invalid) {
     if let Some(s) = &t.specimen_source
         && !p.entry.specimen_sources.contains(s)
     {

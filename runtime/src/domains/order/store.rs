@@ -4,8 +4,8 @@
 //! read from a date onwards) and by order number. Order numbers come from a counter in the
 //! same transaction as the order, so two orders never share one.
 
-use super::OrderRecord;
-use crate::domains::{self, ENDED, Index, RecordTable, VOIDED, key, uuid_of};
+use crate::domains::order::OrderRecord;
+use crate::store::record::{ENDED, Index, RecordTable, VOIDED, key, uuid_of};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -24,7 +24,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_ENCOUNTER, BY_TYPE, BY_NUMBER],
     create,
     reindex,
-    codec: domains::json_codec::<OrderRecord>(),
+    codec: crate::store::record::json_codec::<OrderRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -36,7 +36,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let o: OrderRecord = domains::decode("orders", bytes)?;
+    let o: OrderRecord = crate::store::record::decode("orders", bytes)?;
     write_index(txn, None, &o)?;
     // A restored store must not hand out a number it already holds.
     let n = number_of(&o.order_number);
@@ -104,7 +104,10 @@ pub fn put_in(
 ) -> StoreResult<()> {
     let mut t = txn.open_table(TABLE)?;
     for (old, new) in changes {
-        t.insert(new.uuid.as_str(), domains::encode(*new).as_slice())?;
+        t.insert(
+            new.uuid.as_str(),
+            crate::store::record::encode(*new).as_slice(),
+        )?;
         write_index(txn, *old, new)?;
     }
     Ok(())
@@ -118,7 +121,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<OrderRecord>> {
     let txn = store.begin_read()?;
     txn.open_table(TABLE)?
         .get(uuid)?
-        .map(|v| domains::decode("orders", v.value()))
+        .map(|v| crate::store::record::decode("orders", v.value()))
         .transpose()
 }
 
@@ -126,7 +129,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<OrderRecord>> {
 pub fn by_number(store: &Store, number: &str) -> StoreResult<Option<OrderRecord>> {
     let txn = store.begin_read()?;
     let mut found = None;
-    domains::walk(&txn.open_table(BY_NUMBER)?, number, 0, false, |k| {
+    crate::store::record::walk(&txn.open_table(BY_NUMBER)?, number, 0, false, |k| {
         found = Some(uuid_of(k).to_string());
         false
     })?;
@@ -163,19 +166,27 @@ pub fn candidates(
         true
     };
     match source {
-        Source::Patient(p) => {
-            domains::walk(&txn.open_table(BY_PATIENT)?, p, exclude, true, &mut collect)?
-        }
-        Source::Encounter(e) => domains::walk(
+        Source::Patient(p) => crate::store::record::walk(
+            &txn.open_table(BY_PATIENT)?,
+            p,
+            exclude,
+            true,
+            &mut collect,
+        )?,
+        Source::Encounter(e) => crate::store::record::walk(
             &txn.open_table(BY_ENCOUNTER)?,
             e,
             exclude,
             false,
             &mut collect,
         )?,
-        Source::Number(n) => {
-            domains::walk(&txn.open_table(BY_NUMBER)?, n, exclude, false, &mut collect)?
-        }
+        Source::Number(n) => crate::store::record::walk(
+            &txn.open_table(BY_NUMBER)?,
+            n,
+            exclude,
+            false,
+            &mut collect,
+        )?,
         Source::Types { types, from, to } => {
             let index = txn.open_table(BY_TYPE)?;
             // Each type's range, then newest first across them.
@@ -210,7 +221,7 @@ pub fn records(store: &Store, uuids: &[String]) -> StoreResult<Vec<OrderRecord>>
     let mut out = Vec::with_capacity(uuids.len());
     for u in uuids {
         if let Some(v) = t.get(u.as_str())? {
-            out.push(domains::decode("orders", v.value())?);
+            out.push(crate::store::record::decode("orders", v.value())?);
         }
     }
     Ok(out)
@@ -241,7 +252,7 @@ pub fn of_encounter(
 pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     let txn = store.begin_read()?;
     let mut found = false;
-    domains::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
+    crate::store::record::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
         found = true;
         false
     })?;

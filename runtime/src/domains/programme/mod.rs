@@ -11,9 +11,10 @@
 pub mod rest;
 pub mod store;
 
-use super::{Audit, CLOCK_SKEW, Voiding, parse_key};
-use crate::AppState;
-use crate::error::Invalid;
+use crate::http::AppState;
+use crate::http::error::Invalid;
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{CLOCK_SKEW, parse_key};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +25,7 @@ pub struct EnrolmentRecord {
     pub patient: String,
     pub program: String,
     pub location: Option<String>,
-    /// Key form (`domains::datetime_key`).
+    /// Key form (`crate::wire::datetime_key`).
     pub enrolled: String,
     pub completed: Option<String>,
     /// A concept uuid: an answer of the programme's outcomes concept.

@@ -2,20 +2,19 @@
 //! `programenrollment` (create, read, update, void, search by patient) over REST, in
 //! OpenMRS's representations.
 
-use super::store;
-use super::{EnrolmentRecord, StateRecord};
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::location::LocationRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
-use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_answer,
-    rep_of, window,
-};
-use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
-use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use crate::content::concept::ConceptRes;
+use crate::content::location::LocationRes;
+use crate::domains::patient::rest::PatientRes;
+use crate::domains::programme::store;
+use crate::domains::programme::{EnrolmentRecord, StateRecord};
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
+use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, wire_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -106,7 +105,7 @@ impl Resource for ProgramRes<'_> {
                     .collect();
                 nested_list(ws.iter().map(|w| w as &dyn Resource), rep, ctx)
             }
-            "auditInfo" => crate::api::concept::audit_info(),
+            "auditInfo" => crate::content::concept::audit_info(),
             _ => return None,
         })
     }
@@ -398,7 +397,7 @@ pub async fn programs(
         })
         .map(ProgramRes)
         .collect();
-    crate::api::render_list(
+    crate::http::render_list(
         &state,
         &caller,
         &query,
@@ -523,22 +522,23 @@ fn apply(
                     })?;
                     let start = opt_datetime(s, "startDate")?.unwrap_or_else(|| datetime_key(now));
                     // A terminal state completes the enrolment, as in OpenMRS.
-                    if super::content_state(state, &target).is_some_and(|c| c.terminal)
+                    if crate::domains::programme::content_state(state, &target)
+                        .is_some_and(|c| c.terminal)
                         && e.completed.is_none()
                     {
                         e.completed = Some(start.clone());
                     }
-                    let workflow = super::workflow_of(state, &target);
+                    let workflow = crate::domains::programme::workflow_of(state, &target);
                     for open in e.states.iter_mut().filter(|x| {
                         !x.voided
                             && x.end.is_none()
-                            && super::workflow_of(state, &x.state) == workflow
+                            && crate::domains::programme::workflow_of(state, &x.state) == workflow
                     }) {
                         open.end = Some(start.clone());
                         open.audit.changed(user, now);
                     }
                     e.states.push(StateRecord {
-                        uuid: opt_str(s, "uuid")?.unwrap_or_else(crate::domains::new_uuid),
+                        uuid: opt_str(s, "uuid")?.unwrap_or_else(crate::store::record::new_uuid),
                         state: target,
                         start,
                         end: opt_datetime(s, "endDate")?,
@@ -554,7 +554,7 @@ fn apply(
 
 fn check(state: &AppState, e: &EnrolmentRecord, is_new: bool) -> ApiResult<()> {
     let others = store::all_of_patient(&state.store, &e.patient)?;
-    let inv = super::validate(state, e, &others, is_new, Utc::now());
+    let inv = crate::domains::programme::validate(state, e, &others, is_new, Utc::now());
     if inv.is_empty() {
         Ok(())
     } else {
@@ -601,7 +601,7 @@ pub async fn create(
     }
     let mut e = EnrolmentRecord {
         v: 1,
-        uuid: opt_str(&body, "uuid")?.unwrap_or_else(crate::domains::new_uuid),
+        uuid: opt_str(&body, "uuid")?.unwrap_or_else(crate::store::record::new_uuid),
         patient,
         program: String::new(),
         location: None,
@@ -698,7 +698,7 @@ pub async fn delete(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Delete Patient Programs"])?;
-    crate::domains::rest::void_answer(
+    crate::http::answer::void_answer(
         state,
         &caller,
         uuid,

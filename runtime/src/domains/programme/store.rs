@@ -1,8 +1,8 @@
 //! The enrolment table and its index by patient (`patient|enrolled|uuid`, flagged voided and
 //! completed), which the chart's programme list and the overlap rule read.
 
-use super::EnrolmentRecord;
-use crate::domains::{self, ENDED, Index, Page, RecordTable, VOIDED, Window, key};
+use crate::domains::programme::EnrolmentRecord;
+use crate::store::record::{ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -15,7 +15,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT],
     create,
     reindex,
-    codec: domains::json_codec::<EnrolmentRecord>(),
+    codec: crate::store::record::json_codec::<EnrolmentRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -25,7 +25,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let e: EnrolmentRecord = domains::decode("programenrollments", bytes)?;
+    let e: EnrolmentRecord = crate::store::record::decode("programenrollments", bytes)?;
     write_index(txn, None, &e)
 }
 
@@ -59,8 +59,10 @@ fn write_index(
 /// Writes an enrolment durably.
 pub fn put(store: &Store, old: Option<&EnrolmentRecord>, new: &EnrolmentRecord) -> StoreResult<()> {
     store.write(|txn| {
-        txn.open_table(TABLE)?
-            .insert(new.uuid.as_str(), domains::encode(new).as_slice())?;
+        txn.open_table(TABLE)?.insert(
+            new.uuid.as_str(),
+            crate::store::record::encode(new).as_slice(),
+        )?;
         write_index(txn, old, new)
     })
 }
@@ -69,7 +71,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<EnrolmentRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("programenrollments", v.value()))
+        .map(|v| crate::store::record::decode("programenrollments", v.value()))
         .transpose()
 }
 
@@ -91,7 +93,7 @@ pub fn of_patient(
     if active_only {
         exclude |= ENDED;
     }
-    let page = domains::scan(
+    let page = crate::store::record::scan(
         &txn.open_table(BY_PATIENT)?,
         patient,
         exclude,
@@ -102,7 +104,10 @@ pub fn of_patient(
     let mut out = Vec::with_capacity(page.uuids.len());
     for uuid in &page.uuids {
         if let Some(bytes) = records.get(uuid.as_str())? {
-            out.push(domains::decode("programenrollments", bytes.value())?);
+            out.push(crate::store::record::decode(
+                "programenrollments",
+                bytes.value(),
+            )?);
         }
     }
     Ok((out, page))

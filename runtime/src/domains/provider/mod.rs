@@ -19,7 +19,7 @@
 pub mod rest;
 pub mod store;
 
-use super::{Audit, Voiding};
+use crate::store::record::{Audit, Voiding};
 use crate::store::{Store, StoreResult, UserRecord};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -104,7 +104,7 @@ impl Provider {
 /// The name of a patient's person, as the patient's representation shows it.
 pub fn patient_name(store: &Store, uuid: &str) -> Option<String> {
     let p = store.patient(uuid).ok()??;
-    Some(crate::api::patient::person_display(&p))
+    Some(crate::domains::patient::rest::person_display(&p))
 }
 
 /// Every provider: the managed ones, then the accounts' own providers for accounts whose

@@ -3,13 +3,15 @@
 //! person or has a name, has an identifier no other provider has, and a retirement has a
 //! reason. Providers are retired, never purged: encounters keep naming them.
 
-use super::{Provider, ProviderRecord, all, find, store};
-use crate::AppState;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::domains::rest::{answer, audit_info, flag, only_known, opt_ref, opt_str, rep_of};
-use crate::domains::{Audit, Voiding, datetime_key};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Props, Rep, Resource, render};
+use crate::domains::provider::{Provider, ProviderRecord, all, find, store};
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, rep_of};
+use crate::http::body::{only_known, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Props, Rep, Resource, render};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::datetime_key;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -125,7 +127,7 @@ pub async fn search(
         })
         .map(ProviderRes)
         .collect();
-    crate::api::render_list(
+    crate::http::render_list(
         &state,
         &caller,
         &query,
@@ -144,7 +146,7 @@ pub async fn read(
     let p = find(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(&state, &catalog);
-    Ok(crate::api::ok(render(
+    Ok(crate::http::ok(render(
         &ProviderRes(p),
         &rep_of(&query)?,
         &ctx,
@@ -345,7 +347,7 @@ pub async fn create(
     caller.require(&["Manage Providers"])?;
     let mut inv = Invalid::default();
     let change = read_change(&body, &mut inv)?;
-    let uuid = crate::domains::rest::client_uuid(&body)?;
+    let uuid = crate::http::body::client_uuid(&body)?;
     let user = caller.user_uuid();
     let st = state.clone();
     let record = blocking(move || {

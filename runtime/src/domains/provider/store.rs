@@ -1,8 +1,8 @@
 //! Managed providers: one small table keyed by uuid, read whole (a facility has tens of
 //! providers), no index.
 
-use super::ProviderRecord;
-use crate::domains::{self, RecordTable};
+use crate::domains::provider::ProviderRecord;
+use crate::store::record::RecordTable;
 use crate::store::{Store, StoreResult};
 use redb::TableDefinition;
 
@@ -16,26 +16,28 @@ pub const RECORDS: RecordTable = RecordTable {
         txn.open_table(PROVIDERS)?;
         Ok(())
     },
-    reindex: |_, bytes| domains::decode::<ProviderRecord>("providers", bytes).map(drop),
-    codec: domains::json_codec::<ProviderRecord>(),
+    reindex: |_, bytes| {
+        crate::store::record::decode::<ProviderRecord>("providers", bytes).map(drop)
+    },
+    codec: crate::store::record::json_codec::<ProviderRecord>(),
 };
 
 pub fn providers(store: &Store) -> StoreResult<Vec<ProviderRecord>> {
-    domains::all_records(store, PROVIDERS, "providers")
+    crate::store::record::all_records(store, PROVIDERS, "providers")
 }
 
 pub fn provider(store: &Store, uuid: &str) -> StoreResult<Option<ProviderRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(PROVIDERS)?;
     t.get(uuid)?
-        .map(|v| domains::decode("providers", v.value()))
+        .map(|v| crate::store::record::decode("providers", v.value()))
         .transpose()
 }
 
 pub fn put(store: &Store, p: &ProviderRecord) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(PROVIDERS)?
-            .insert(p.uuid.as_str(), domains::encode(p).as_slice())?;
+            .insert(p.uuid.as_str(), crate::store::record::encode(p).as_slice())?;
         Ok(())
     })
 }

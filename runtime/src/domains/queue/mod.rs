@@ -14,9 +14,9 @@ pub mod rest;
 pub mod room;
 pub mod store;
 
-use super::{Audit, Voiding};
-use crate::AppState;
-use crate::error::Invalid;
+use crate::http::AppState;
+use crate::http::error::Invalid;
+use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,7 +35,7 @@ pub struct QueueEntryRecord {
     pub priority_comment: Option<String>,
     /// Higher first in a queue's list (the O3 app sends 1 for an emergency).
     pub sort_weight: f64,
-    /// Key form (`domains::datetime_key`).
+    /// Key form (`crate::wire::datetime_key`).
     pub started: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<String>,
@@ -101,7 +101,10 @@ pub fn validate(state: &AppState, e: &QueueEntryRecord) -> Invalid {
         );
     }
     if let Some(visit) = &e.visit {
-        match super::visit::store::get(&state.store, visit).ok().flatten() {
+        match crate::domains::visit::store::get(&state.store, visit)
+            .ok()
+            .flatten()
+        {
             None => inv.field("visit", "error.invalid", "Visit does not exist"),
             Some(v) => {
                 if v.voiding.voided {
@@ -181,7 +184,7 @@ pub fn ended_with_visit(
 /// validator): none starts before it, and, when it ends, none starts at or after its end.
 pub fn visit_holds_entries(
     store: &crate::store::Store,
-    visit: &super::visit::VisitRecord,
+    visit: &crate::domains::visit::VisitRecord,
 ) -> crate::store::StoreResult<Option<&'static str>> {
     for e in store::read(store, store::Source::Visit(&visit.uuid), false)? {
         if e.started < visit.start {

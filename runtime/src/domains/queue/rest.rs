@@ -4,23 +4,23 @@
 //! `queue-entry-number`, `queue-entry-metrics`, `queue-metrics`, and `queueutil`'s tickets
 //! for the waiting-room screen.
 
-use super::store::{self, Source};
-use super::{DUPLICATE, QueueEntryRecord};
-use crate::AppState;
-use crate::answer_cache;
-use crate::api::concept::ConceptRes;
-use crate::api::location::LocationRes;
-use crate::api::metadata::QueueRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, ok_bytes, param};
+use crate::content::concept::ConceptRes;
+use crate::content::location::LocationRes;
+use crate::content::metadata::QueueRes;
+use crate::domains::patient::rest::PatientRes;
 use crate::domains::provider::rest::ProviderRes;
-use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_body, rep_of,
-};
+use crate::domains::queue::store::{self, Source};
+use crate::domains::queue::{DUPLICATE, QueueEntryRecord};
 use crate::domains::visit::rest::VisitRes;
-use crate::domains::{Audit, Page, Voiding, datetime_key, parse_datetime, wire_datetime};
-use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_content_to, render, write_json};
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, page_body, rep_of};
+use crate::http::answer_cache;
+use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_content_to, render, write_json};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, ok_bytes, param};
+use crate::store::record::{Audit, Page, Voiding};
+use crate::wire::{datetime_key, parse_datetime, wire_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -589,7 +589,7 @@ fn new_entry(
                 ));
             }
             Some(u) => u,
-            None => crate::domains::new_uuid(),
+            None => crate::store::record::new_uuid(),
         },
         queue,
         patient,
@@ -627,7 +627,7 @@ fn save(
             e.uuid
         )));
     }
-    let inv = super::validate(state, e);
+    let inv = crate::domains::queue::validate(state, e);
     if !inv.is_empty() {
         return Err(ApiError::Invalid(inv));
     }
@@ -638,7 +638,7 @@ fn save(
             *o = (*changed).clone();
         }
     }
-    if !e.voiding.voided && super::duplicate(e, &others) {
+    if !e.voiding.voided && crate::domains::queue::duplicate(e, &others) {
         return Err(ApiError::BadRequest(DUPLICATE.into()));
     }
     let mut changes: Vec<(Option<&QueueEntryRecord>, &QueueEntryRecord)> =
@@ -698,7 +698,7 @@ pub async fn create_for_visit(
     let catalog = state.catalog.load();
     let ctx = caller.ctx(&state, &catalog);
     let entry = render(&QueueEntryRes(&e), &Rep::Default, &ctx)?;
-    Ok(crate::api::json(
+    Ok(crate::http::json(
         StatusCode::CREATED,
         json!({
             "uuid": e.uuid,
@@ -798,7 +798,7 @@ pub async fn delete(
             "Queue entries are kept: void the entry instead of purging it".into(),
         ));
     }
-    crate::domains::rest::void_answer(
+    crate::http::answer::void_answer(
         state,
         &caller,
         uuid,
@@ -897,7 +897,7 @@ pub async fn transition(
         };
         let next = QueueEntryRecord {
             v: 1,
-            uuid: crate::domains::new_uuid(),
+            uuid: crate::store::record::new_uuid(),
             queue: new_queue.unwrap_or_else(|| old.queue.clone()),
             patient: old.patient.clone(),
             visit: old.visit.clone(),
@@ -1024,7 +1024,7 @@ pub async fn number(
         let old = crate::domains::visit::store::get(&st.store, &visit)?
             .filter(|v| !v.voiding.voided)
             .ok_or_else(insufficient)?;
-        let today = crate::api::patient::today();
+        let today = crate::wire::today();
         let (from, to) = (
             datetime_key(today.and_hms_opt(0, 0, 0).expect("midnight").and_utc()),
             datetime_key(
@@ -1066,8 +1066,8 @@ fn average_wait(entries: &[QueueEntryRecord]) -> f64 {
     let waits: Vec<i64> = entries
         .iter()
         .filter_map(|e| {
-            let start = crate::domains::parse_key(&e.started)?;
-            let end = crate::domains::parse_key(e.ended.as_deref()?)?;
+            let start = crate::wire::parse_key(&e.started)?;
+            let end = crate::wire::parse_key(e.ended.as_deref()?)?;
             Some((end - start).num_minutes())
         })
         .collect();
@@ -1179,7 +1179,7 @@ fn queue_metrics_criteria(
         [one] => one.name.clone(),
         _ => String::new(),
     };
-    let today = crate::api::patient::today();
+    let today = crate::wire::today();
     let day = |h, m, s, ms| {
         datetime_key(
             today

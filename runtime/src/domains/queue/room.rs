@@ -8,15 +8,14 @@
 //! why); `?purge=true` removes it. Privileges: Get Queue Rooms to read, Manage Queue Rooms
 //! to create, change and retire, Purge Queue Rooms to purge.
 
-use crate::AppState;
-use crate::api::metadata::QueueRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::domains::rest::{
-    answer, audit_info, client_uuid, flag, list_answer, nest, only_known, opt_ref, opt_str, rep_of,
-};
-use crate::domains::{self, Audit, RecordTable, Voiding};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource};
+use crate::content::metadata::QueueRes;
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, list_answer, nest, rep_of};
+use crate::http::body::{client_uuid, only_known, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, RecordTable, Voiding};
 use crate::store::{Store, StoreResult};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -38,8 +37,10 @@ pub const RECORDS: RecordTable = RecordTable {
         txn.open_table(TABLE)?;
         Ok(())
     },
-    reindex: |_, bytes| domains::decode::<QueueRoomRecord>("queue_rooms", bytes).map(drop),
-    codec: domains::json_codec::<QueueRoomRecord>(),
+    reindex: |_, bytes| {
+        crate::store::record::decode::<QueueRoomRecord>("queue_rooms", bytes).map(drop)
+    },
+    codec: crate::store::record::json_codec::<QueueRoomRecord>(),
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,7 +57,8 @@ pub struct QueueRoomRecord {
 }
 
 fn all(store: &Store) -> StoreResult<Vec<QueueRoomRecord>> {
-    let mut rooms: Vec<QueueRoomRecord> = domains::all_records(store, TABLE, "queue_rooms")?;
+    let mut rooms: Vec<QueueRoomRecord> =
+        crate::store::record::all_records(store, TABLE, "queue_rooms")?;
     rooms.sort_by(|a, b| (&a.name, &a.uuid).cmp(&(&b.name, &b.uuid)));
     Ok(rooms)
 }
@@ -65,14 +67,14 @@ fn get(store: &Store, uuid: &str) -> StoreResult<Option<QueueRoomRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("queue_rooms", v.value()))
+        .map(|v| crate::store::record::decode("queue_rooms", v.value()))
         .transpose()
 }
 
 fn put(store: &Store, r: &QueueRoomRecord) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(TABLE)?
-            .insert(r.uuid.as_str(), domains::encode(r).as_slice())?;
+            .insert(r.uuid.as_str(), crate::store::record::encode(r).as_slice())?;
         Ok(())
     })
 }
@@ -417,7 +419,7 @@ pub async fn delete(
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     caller.require(&["Manage Queue Rooms"])?;
-    crate::domains::rest::void_answer(
+    crate::http::answer::void_answer(
         state,
         &caller,
         uuid,

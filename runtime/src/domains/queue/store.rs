@@ -4,8 +4,8 @@
 //! or is voided), so the queue screens read only today's few open entries however long
 //! the history grows.
 
-use super::QueueEntryRecord;
-use crate::domains::{self, ENDED, Index, RecordTable, VOIDED, key};
+use crate::domains::queue::QueueEntryRecord;
+use crate::store::record::{ENDED, Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -21,7 +21,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_VISIT, BY_START, OPEN],
     create,
     reindex,
-    codec: domains::json_codec::<QueueEntryRecord>(),
+    codec: crate::store::record::json_codec::<QueueEntryRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -33,7 +33,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let e: QueueEntryRecord = domains::decode("queue_entries", bytes)?;
+    let e: QueueEntryRecord = crate::store::record::decode("queue_entries", bytes)?;
     write_index(txn, None, &e)
 }
 
@@ -86,8 +86,10 @@ pub fn put_in(
     changes: &[(Option<&QueueEntryRecord>, &QueueEntryRecord)],
 ) -> StoreResult<()> {
     for (old, new) in changes {
-        txn.open_table(TABLE)?
-            .insert(new.uuid.as_str(), domains::encode(*new).as_slice())?;
+        txn.open_table(TABLE)?.insert(
+            new.uuid.as_str(),
+            crate::store::record::encode(*new).as_slice(),
+        )?;
         write_index(txn, *old, new)?;
     }
     Ok(())
@@ -109,7 +111,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<QueueEntryRecord>> {
     let txn = store.begin_read()?;
     txn.open_table(TABLE)?
         .get(uuid)?
-        .map(|v| domains::decode("queue_entries", v.value()))
+        .map(|v| crate::store::record::decode("queue_entries", v.value()))
         .transpose()
 }
 
@@ -141,7 +143,7 @@ pub fn read(
         true
     };
     match source {
-        Source::Patient(p) => domains::walk(
+        Source::Patient(p) => crate::store::record::walk(
             &txn.open_table(BY_PATIENT)?,
             p,
             exclude,
@@ -149,9 +151,11 @@ pub fn read(
             &mut collect,
         )?,
         Source::Visit(v) => {
-            domains::walk(&txn.open_table(BY_VISIT)?, v, exclude, false, &mut collect)?
+            crate::store::record::walk(&txn.open_table(BY_VISIT)?, v, exclude, false, &mut collect)?
         }
-        Source::Open => domains::walk(&txn.open_table(OPEN)?, "all", 0, false, &mut collect)?,
+        Source::Open => {
+            crate::store::record::walk(&txn.open_table(OPEN)?, "all", 0, false, &mut collect)?
+        }
         Source::StartedBetween(from, to) => {
             let lower = format!("all|{from}");
             // Every key of an entry started at `to` sorts below `all|{to}}` ('}' after '|').
@@ -166,7 +170,7 @@ pub fn read(
                 }
             }
         }
-        Source::All => domains::walk(
+        Source::All => crate::store::record::walk(
             &txn.open_table(BY_START)?,
             "all",
             exclude,
@@ -177,7 +181,10 @@ pub fn read(
     let mut out = Vec::with_capacity(uuids.len());
     for u in &uuids {
         if let Some(bytes) = records.get(u.as_str())? {
-            out.push(domains::decode("queue_entries", bytes.value())?);
+            out.push(crate::store::record::decode(
+                "queue_entries",
+                bytes.value(),
+            )?);
         }
     }
     Ok(out)
@@ -195,7 +202,7 @@ pub fn open_of_visit(store: &Store, visit: &str) -> StoreResult<Vec<QueueEntryRe
 pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     let txn = store.begin_read()?;
     let mut found = false;
-    domains::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
+    crate::store::record::walk(&txn.open_table(BY_PATIENT)?, patient, 0, false, |_| {
         found = true;
         false
     })?;

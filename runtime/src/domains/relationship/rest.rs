@@ -1,16 +1,16 @@
 //! `relationship` over REST, in OpenMRS's wire shapes: search by person (either side),
 //! `personA` or `personB`, read, create, update (type and dates), void and purge.
 
-use super::{RelationshipRecord, store};
-use crate::AppState;
-use crate::api::metadata::RelationshipTypeRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::domains::rest::{
-    answer, audit_info, client_uuid, flag, nest, only_known, opt_datetime, opt_ref, rep_of,
-};
-use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Props, Rep, Resource, render};
+use crate::content::metadata::RelationshipTypeRes;
+use crate::domains::relationship::{RelationshipRecord, store};
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, rep_of};
+use crate::http::body::{client_uuid, only_known, opt_datetime, opt_ref};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Props, Rep, Resource, render};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, wire_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -143,7 +143,7 @@ pub async fn search(
         .filter(|r| b.is_none_or(|p| r.person_b == p))
         .map(RelationshipRes)
         .collect();
-    crate::api::render_list(
+    crate::http::render_list(
         &state,
         &caller,
         &query,
@@ -162,7 +162,7 @@ pub async fn read(
     let r = store::get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(&state, &catalog);
-    Ok(crate::api::ok(render(
+    Ok(crate::http::ok(render(
         &RelationshipRes(r),
         &rep_of(&query)?,
         &ctx,

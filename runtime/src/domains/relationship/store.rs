@@ -1,8 +1,8 @@
 //! The relationship table and its index by person (`person|created|uuid`, one key for each
 //! of the two persons).
 
-use super::RelationshipRecord;
-use crate::domains::{self, Index, RecordTable, VOIDED, key};
+use crate::domains::relationship::RelationshipRecord;
+use crate::store::record::{Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -15,7 +15,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PERSON],
     create,
     reindex,
-    codec: domains::json_codec::<RelationshipRecord>(),
+    codec: crate::store::record::json_codec::<RelationshipRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -25,7 +25,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let r: RelationshipRecord = domains::decode("relationships", bytes)?;
+    let r: RelationshipRecord = crate::store::record::decode("relationships", bytes)?;
     write_index(txn, &r)
 }
 
@@ -46,7 +46,7 @@ fn write_index(txn: &WriteTransaction, r: &RelationshipRecord) -> StoreResult<()
 pub fn put(store: &Store, r: &RelationshipRecord) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(TABLE)?
-            .insert(r.uuid.as_str(), domains::encode(r).as_slice())?;
+            .insert(r.uuid.as_str(), crate::store::record::encode(r).as_slice())?;
         write_index(txn, r)
     })
 }
@@ -55,7 +55,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<RelationshipRecord>>
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("relationships", v.value()))
+        .map(|v| crate::store::record::decode("relationships", v.value()))
         .transpose()
 }
 
@@ -65,7 +65,7 @@ pub fn of_person(
     person: &str,
     include_voided: bool,
 ) -> StoreResult<Vec<RelationshipRecord>> {
-    domains::records_under(
+    crate::store::record::records_under(
         store,
         TABLE,
         BY_PERSON,

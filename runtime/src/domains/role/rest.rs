@@ -1,17 +1,18 @@
 //! `role` and `privilege`: the content's (read-only) and the API's (create, update,
 //! retire, purge). Privileges: Get Roles / Manage Roles, Get Privileges / Manage Privileges.
 
-use super::store;
-use super::{
+use crate::access::{
     Access, PrivilegeRecord, RoleRecord, privilege_exists, privilege_named, role_exists, role_named,
 };
-use crate::AppState;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::catalog::Catalog;
-use crate::domains::rest::{answer, audit_info, only_known, opt_str, rep_of};
-use crate::domains::{Audit, Voiding};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Props, Rep, Resource};
+use crate::domains::role::store;
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, rep_of};
+use crate::http::body::{only_known, opt_str};
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Props, Rep, Resource};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::store::record::{Audit, Voiding};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -287,7 +288,7 @@ pub async fn list_roles(
         let f = r.role.fields();
         matches_query(f.name, &query) && (include_all || !f.retired)
     });
-    crate::api::render_list(
+    crate::http::render_list(
         &state,
         &caller,
         &query,
@@ -490,7 +491,7 @@ pub async fn save_role(
             role.audit.changed(&user, now);
         }
         store::put_role(&st.store, &role)?;
-        super::reload_access(&st)?;
+        crate::domains::role::reload_access(&st)?;
         Ok(role)
     })
     .await?;
@@ -572,7 +573,7 @@ pub async fn delete_role(
             role.retiring.void(&user, chrono::Utc::now(), &reason);
             store::put_role(&st.store, &role)?;
         }
-        super::reload_access(&st)?;
+        crate::domains::role::reload_access(&st)?;
         Ok(())
     })
     .await?;
@@ -590,7 +591,7 @@ pub async fn list_privileges(
     let access = state.access.load();
     let views = privilege_views(&catalog, &access);
     let items = views.iter().filter(|p| matches_query(p.name, &query));
-    crate::api::render_list(
+    crate::http::render_list(
         &state,
         &caller,
         &query,
@@ -664,7 +665,7 @@ pub async fn create_privilege(
             audit: Audit::new(&user, chrono::Utc::now()),
         };
         store::put_privilege(&st.store, &p)?;
-        super::reload_access(&st)?;
+        crate::domains::role::reload_access(&st)?;
         Ok(p)
     })
     .await?;

@@ -1,8 +1,8 @@
 //! The API's roles and privileges: two small tables keyed by uuid, read whole (a facility
 //! has tens of roles), no index.
 
-use super::{PrivilegeRecord, RoleRecord};
-use crate::domains::{self, RecordTable};
+use crate::access::{PrivilegeRecord, RoleRecord};
+use crate::store::record::RecordTable;
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -17,8 +17,8 @@ pub const ROLE_RECORDS: RecordTable = RecordTable {
         txn.open_table(ROLES)?;
         Ok(())
     },
-    reindex: |_, bytes| domains::decode::<RoleRecord>("roles", bytes).map(drop),
-    codec: domains::json_codec::<RoleRecord>(),
+    reindex: |_, bytes| crate::store::record::decode::<RoleRecord>("roles", bytes).map(drop),
+    codec: crate::store::record::json_codec::<RoleRecord>(),
 };
 
 pub const PRIVILEGE_RECORDS: RecordTable = RecordTable {
@@ -29,22 +29,24 @@ pub const PRIVILEGE_RECORDS: RecordTable = RecordTable {
         txn.open_table(PRIVILEGES)?;
         Ok(())
     },
-    reindex: |_, bytes| domains::decode::<PrivilegeRecord>("privileges", bytes).map(drop),
-    codec: domains::json_codec::<PrivilegeRecord>(),
+    reindex: |_, bytes| {
+        crate::store::record::decode::<PrivilegeRecord>("privileges", bytes).map(drop)
+    },
+    codec: crate::store::record::json_codec::<PrivilegeRecord>(),
 };
 
 pub fn roles(store: &Store) -> StoreResult<Vec<RoleRecord>> {
-    domains::all_records(store, ROLES, "roles")
+    crate::store::record::all_records(store, ROLES, "roles")
 }
 
 pub fn privileges(store: &Store) -> StoreResult<Vec<PrivilegeRecord>> {
-    domains::all_records(store, PRIVILEGES, "privileges")
+    crate::store::record::all_records(store, PRIVILEGES, "privileges")
 }
 
 pub fn put_role(store: &Store, r: &RoleRecord) -> StoreResult<()> {
     store.write(|txn: &WriteTransaction| {
         txn.open_table(ROLES)?
-            .insert(r.uuid.as_str(), domains::encode(r).as_slice())?;
+            .insert(r.uuid.as_str(), crate::store::record::encode(r).as_slice())?;
         Ok(())
     })
 }
@@ -62,7 +64,7 @@ pub fn remove_roles(store: &Store, uuids: &[String]) -> StoreResult<()> {
 pub fn put_privilege(store: &Store, p: &PrivilegeRecord) -> StoreResult<()> {
     store.write(|txn| {
         txn.open_table(PRIVILEGES)?
-            .insert(p.uuid.as_str(), domains::encode(p).as_slice())?;
+            .insert(p.uuid.as_str(), crate::store::record::encode(p).as_slice())?;
         Ok(())
     })
 }

@@ -10,14 +10,15 @@
 //! the REST module's `addAttribute` and the visit's validation refuse it; the value is
 //! changed instead.
 
-use super::VisitRecord;
-use crate::api::concept::ConceptRes;
-use crate::api::location::LocationRes;
 use crate::catalog::Catalog;
-use crate::domains::rest::{audit_info, nest, ref_uuid};
-use crate::domains::{Audit, Voiding};
-use crate::error::{ApiError, ApiResult, Invalid};
-use crate::repr::{Ctx, Props, Rep, Resource};
+use crate::content::concept::ConceptRes;
+use crate::content::location::LocationRes;
+use crate::domains::visit::VisitRecord;
+use crate::http::answer::{audit_info, nest};
+use crate::http::body::ref_uuid;
+use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::repr::{Ctx, Props, Rep, Resource};
+use crate::store::record::{Audit, Voiding};
 use chrono::{DateTime, Utc};
 use model::{AttributeType, datatypes};
 use serde::{Deserialize, Serialize};
@@ -75,7 +76,7 @@ pub fn stored_value(t: &AttributeType, value: &Value, catalog: &Catalog) -> ApiR
         },
         datatypes::DATE => chrono::NaiveDate::parse_from_str(&text, "%Y-%m-%d")
             .ok()
-            .or_else(|| crate::domains::parse_datetime(&text).map(|t| t.date_naive()))
+            .or_else(|| crate::wire::parse_datetime(&text).map(|t| t.date_naive()))
             .map(|d| d.format("%Y-%m-%d").to_string())
             .ok_or_else(|| invalid(format!("{}: '{text}' is not a date", t.name))),
         datatypes::CONCEPT => catalog
@@ -155,7 +156,7 @@ pub fn set(
             )));
         }
         Some(u) => u.to_string(),
-        None => crate::domains::new_uuid(),
+        None => crate::store::record::new_uuid(),
     };
     v.attributes.push(VisitAttribute {
         uuid: uuid.clone(),

@@ -11,10 +11,11 @@ pub mod store;
 
 pub use attribute::VisitAttribute;
 
-use super::{Audit, CLOCK_SKEW, DAEMON_USER, Voiding, datetime_key, parse_key};
-use crate::AppState;
-use crate::error::Invalid;
+use crate::http::AppState;
+use crate::http::error::Invalid;
 use crate::store::StoreResult;
+use crate::store::record::{Audit, DAEMON_USER, Voiding};
+use crate::wire::{CLOCK_SKEW, datetime_key, parse_key};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +27,7 @@ pub struct VisitRecord {
     pub visit_type: String,
     pub location: Option<String>,
     pub indication: Option<String>,
-    /// Key form (`domains::datetime_key`).
+    /// Key form (`crate::wire::datetime_key`).
     pub start: String,
     pub stop: Option<String>,
     pub audit: Audit,
@@ -161,12 +162,13 @@ pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<u
         let stop = datetime_key(now);
         v.stop = Some(stop.clone());
         v.audit.changed(DAEMON_USER, now);
-        let entries = super::queue::ended_with_visit(&state.store, &old.uuid, &stop, DAEMON_USER)?;
-        let beds = super::bed::freed_with_visit(&state.store, &old.uuid, DAEMON_USER)?;
+        let entries =
+            crate::domains::queue::ended_with_visit(&state.store, &old.uuid, &stop, DAEMON_USER)?;
+        let beds = crate::domains::bed::freed_with_visit(&state.store, &old.uuid, DAEMON_USER)?;
         state.store.write(|txn| {
             store::put_in(txn, Some(&old), &v)?;
             beds.write_in(txn)?;
-            super::queue::store::put_in(txn, &super::queue::changes(&entries))
+            crate::domains::queue::store::put_in(txn, &crate::domains::queue::changes(&entries))
         })?;
         closed += 1;
     }

@@ -1,23 +1,22 @@
 //! `visit` (create, read, update, void, search), `visittype/{uuid}` and
 //! `visitattributetype` over REST, in OpenMRS's representations.
 
-use super::VisitRecord;
-use super::attribute::{self, VisitAttributeRes, VisitAttributeTypeRes};
-use super::store::{self, VisitQuery};
-use crate::AppState;
-use crate::api::concept::ConceptRes;
-use crate::api::location::LocationRes;
-use crate::api::metadata::NamedRes;
-use crate::api::patient::PatientRes;
-use crate::api::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::content::concept::ConceptRes;
+use crate::content::location::LocationRes;
+use crate::content::metadata::NamedRes;
 use crate::domains::encounter::rest::EncounterRes;
-use crate::domains::rest::{
-    answer, audit_info, flag, nest, only_known, opt_datetime, opt_ref, opt_str, page_answer,
-    rep_of, window,
-};
-use crate::domains::{Audit, Voiding, datetime_key, wire_datetime};
-use crate::error::{ApiError, ApiResult};
-use crate::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use crate::domains::patient::rest::PatientRes;
+use crate::domains::visit::VisitRecord;
+use crate::domains::visit::attribute::{self, VisitAttributeRes, VisitAttributeTypeRes};
+use crate::domains::visit::store::{self, VisitQuery};
+use crate::http::AppState;
+use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
+use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
+use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::store::record::{Audit, Voiding};
+use crate::wire::{datetime_key, wire_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -52,7 +51,7 @@ impl Resource for VisitRes<'_> {
             .as_deref()
             .and_then(|l| ctx.catalog.location(l))
             .map(|l| LocationRes(l).display(ctx));
-        let start = crate::domains::parse_key(&v.start)
+        let start = crate::wire::parse_key(&v.start)
             .map(|t| t.format("%d/%m/%Y %H:%M").to_string())
             .unwrap_or_default();
         match location {
@@ -223,7 +222,7 @@ fn apply_attributes(
 
 fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
     let times = crate::domains::encounter::store::times_in_visit(&state.store, &v.uuid)?;
-    let inv = super::validate(state, v, &times, Utc::now())?;
+    let inv = crate::domains::visit::validate(state, v, &times, Utc::now())?;
     if inv.is_empty() {
         Ok(())
     } else {
@@ -260,7 +259,7 @@ pub async fn create(
             "Visit type is required",
         ));
     }
-    let uuid = opt_str(&body, "uuid")?.unwrap_or_else(crate::domains::new_uuid);
+    let uuid = opt_str(&body, "uuid")?.unwrap_or_else(crate::store::record::new_uuid);
     let mut v = VisitRecord {
         v: 1,
         uuid,
@@ -420,7 +419,7 @@ pub async fn search(
         include_voided: flag(&query, "includeAll").unwrap_or(false),
         from_start: match param(&query, "fromStartDate") {
             Some(s) => Some(
-                crate::domains::parse_datetime(s)
+                crate::wire::parse_datetime(s)
                     .map(datetime_key)
                     .ok_or_else(|| {
                         ApiError::BadRequest(format!("fromStartDate: '{s}' is not a date"))
@@ -485,7 +484,7 @@ pub async fn attribute_types(
         .collect();
     found.sort_by(|a, b| a.name.cmp(&b.name));
     let paging = Paging::from_query(&query)?;
-    crate::domains::rest::list_answer(
+    crate::http::answer::list_answer(
         &state,
         &caller,
         &query,
@@ -535,7 +534,7 @@ pub async fn attributes(
             attribute,
         })
         .collect();
-    crate::domains::rest::list_answer(
+    crate::http::answer::list_answer(
         &state,
         &caller,
         &query,
@@ -657,7 +656,7 @@ pub async fn attribute_update(
     let (v, uuid) = change_attributes(&state, &caller, visit, move |v, catalog, user| {
         if let Some(t) = body
             .get("attributeType")
-            .and_then(crate::domains::rest::ref_uuid)
+            .and_then(crate::http::body::ref_uuid)
         {
             let current = v.attributes.iter().find(|a| a.uuid == uuid);
             if current.is_some_and(|a| a.attribute_type != t) {

@@ -3,8 +3,8 @@
 //! (`all|start|uuid`, an entry removed when the visit ends or is voided, so the active
 //! visits of a whole facility are read without scanning its history).
 
-use super::VisitRecord;
-use crate::domains::{self, ENDED, Index, Page, RecordTable, VOIDED, Window, key};
+use crate::domains::visit::VisitRecord;
+use crate::store::record::{ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
 use redb::{TableDefinition, WriteTransaction};
 
@@ -19,7 +19,7 @@ pub const RECORDS: RecordTable = RecordTable {
     indexes: &[BY_PATIENT, BY_START, ACTIVE],
     create,
     reindex,
-    codec: domains::json_codec::<VisitRecord>(),
+    codec: crate::store::record::json_codec::<VisitRecord>(),
 };
 
 fn create(txn: &WriteTransaction) -> StoreResult<()> {
@@ -31,7 +31,7 @@ fn create(txn: &WriteTransaction) -> StoreResult<()> {
 }
 
 fn reindex(txn: &WriteTransaction, bytes: &[u8]) -> StoreResult<()> {
-    let v: VisitRecord = domains::decode("visits", bytes)?;
+    let v: VisitRecord = crate::store::record::decode("visits", bytes)?;
     write_index(txn, None, &v)
 }
 
@@ -76,8 +76,10 @@ pub fn put_in(
     old: Option<&VisitRecord>,
     new: &VisitRecord,
 ) -> StoreResult<()> {
-    txn.open_table(TABLE)?
-        .insert(new.uuid.as_str(), domains::encode(new).as_slice())?;
+    txn.open_table(TABLE)?.insert(
+        new.uuid.as_str(),
+        crate::store::record::encode(new).as_slice(),
+    )?;
     write_index(txn, old, new)
 }
 
@@ -90,7 +92,7 @@ pub fn get(store: &Store, uuid: &str) -> StoreResult<Option<VisitRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
     t.get(uuid)?
-        .map(|v| domains::decode("visits", v.value()))
+        .map(|v| crate::store::record::decode("visits", v.value()))
         .transpose()
 }
 
@@ -139,7 +141,7 @@ pub fn list(
         let Ok(Some(bytes)) = records.get(uuid) else {
             return false;
         };
-        let Ok(v) = domains::decode::<VisitRecord>("visits", bytes.value()) else {
+        let Ok(v) = crate::store::record::decode::<VisitRecord>("visits", bytes.value()) else {
             return false;
         };
         q.location
@@ -148,11 +150,18 @@ pub fn list(
             && q.visit_type.as_ref().is_none_or(|t| &v.visit_type == t)
     };
     let page = match &q.patient {
-        Some(p) => domains::scan(&txn.open_table(BY_PATIENT)?, p, exclude, true, window, keep)?,
+        Some(p) => crate::store::record::scan(
+            &txn.open_table(BY_PATIENT)?,
+            p,
+            exclude,
+            true,
+            window,
+            keep,
+        )?,
         None if !q.include_inactive && !q.include_voided => {
-            domains::scan(&txn.open_table(ACTIVE)?, "all", 0, true, window, keep)?
+            crate::store::record::scan(&txn.open_table(ACTIVE)?, "all", 0, true, window, keep)?
         }
-        None => domains::scan(
+        None => crate::store::record::scan(
             &txn.open_table(BY_START)?,
             "all",
             exclude,
@@ -164,7 +173,7 @@ pub fn list(
     let mut out = Vec::with_capacity(page.uuids.len());
     for uuid in &page.uuids {
         if let Some(bytes) = records.get(uuid.as_str())? {
-            out.push(domains::decode("visits", bytes.value())?);
+            out.push(crate::store::record::decode("visits", bytes.value())?);
         }
     }
     Ok((out, page))

@@ -1,0 +1,2 @@
+pub mod fhir;
+pub mod rest;

@@ -1,0 +1,332 @@
+//! The FHIR R4 calls the O3 front end makes (`/ws/fhir2/R4`): `Location` search (by tag,
+//! name, id, with paging) and `Patient` read here; and what the clinical domains' FHIR
+//! handlers share: searchset Bundles with their paging links, OperationOutcome answers,
+//! concepts as CodeableConcepts, stored datetimes in FHIR's form, the `_count` window and
+//! the patient a search names. Other searches answer an empty searchset Bundle and other
+//! reads 404, so unimplemented widgets render empty rather than fail.
+
+use crate::http::AppState;
+use crate::http::error::ApiResult;
+use crate::http::{Caller, QueryPairs, param};
+use crate::store::record::Window;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+pub fn fhir(status: StatusCode, body: Value) -> Response {
+    let mut res = (status, body.to_string()).into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/fhir+json;charset=UTF-8"),
+    );
+    res
+}
+
+pub fn not_found(kind: &str, id: &str) -> Response {
+    fhir(
+        StatusCode::NOT_FOUND,
+        json!({"resourceType": "OperationOutcome", "issue": [{"severity": "error", "code": "not-found", "diagnostics": format!("Resource of type {kind} with ID {id} is not known")}]}),
+    )
+}
+
+/// An OperationOutcome with one issue, as fhir2 answers a refused or finished write.
+pub fn outcome(status: StatusCode, severity: &str, code: &str, diagnostics: &str) -> Response {
+    fhir(
+        status,
+        json!({"resourceType": "OperationOutcome", "issue": [{"severity": severity, "code": code, "diagnostics": diagnostics}]}),
+    )
+}
+
+/// Validation failures as fhir2 answers them: 422 with every message.
+pub fn unprocessable(inv: &crate::http::error::Invalid) -> Response {
+    let issue = |m: String| json!({"severity": "error", "code": "processing", "diagnostics": m});
+    let issues: Vec<Value> = inv
+        .fields
+        .iter()
+        .map(|(field, _, message)| issue(format!("{field}: {message}")))
+        .chain(inv.global.iter().cloned().map(issue))
+        .collect();
+    fhir(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        json!({"resourceType": "OperationOutcome", "issue": issues}),
+    )
+}
+
+/// The id a FHIR reference names (`{"reference": "Patient/…"}`, also as an absolute URL)
+/// when it is of `kind`, or a bare id; `None` for another kind or no reference.
+pub fn reference_id(v: Option<&Value>, kind: &str) -> Option<String> {
+    let r = v?.get("reference")?.as_str()?.trim();
+    let mut parts = r.rsplit('/');
+    let id = parts.next().filter(|id| !id.is_empty())?;
+    match parts.next() {
+        None => Some(id.to_string()),
+        Some(k) if k == kind => Some(id.to_string()),
+        Some(_) => None,
+    }
+}
+
+/// The concept source a FHIR coding's `system` names: CIEL's URL, OpenMRS's
+/// `urn:openmrs:concept-source:…` (both as `ValueSet` writes them), else the system's last
+/// part (`CIEL`, as codings of this server name their sources).
+pub fn source_of_system(system: &str) -> &str {
+    let system = system.trim().trim_end_matches('/');
+    if system.ends_with("cielterminology.org") {
+        return "CIEL";
+    }
+    if let Some(source) = system.strip_prefix("urn:openmrs:concept-source:") {
+        return source;
+    }
+    system.rsplit(['/', ':']).next().unwrap_or(system)
+}
+
+/// What a FHIR write's blocking section ends with: the record it wrote, or the answer that
+/// refuses it (fhir2 refuses with OperationOutcomes, which are answers, not `ApiError`s).
+pub enum Written<T> {
+    Done(T),
+    Refused(Response),
+}
+
+/// A stored (key-form) datetime as FHIR writes it, `null` if unreadable.
+pub fn iso(key: &str) -> Value {
+    crate::wire::fhir_datetime(key).map_or(Value::Null, Value::String)
+}
+
+/// A refused FHIR write: 400 with what is wrong.
+pub fn invalid(diagnostics: &str) -> Response {
+    outcome(StatusCode::BAD_REQUEST, "error", "invalid", diagnostics)
+}
+
+pub fn base(state: &AppState, caller: &Caller) -> String {
+    format!("{}{}/ws/fhir2/R4", caller.origin, state.config.app_path)
+}
+
+pub fn search_bundle(
+    base: &str,
+    kind: &str,
+    query: &[(String, String)],
+    total: usize,
+    offset: usize,
+    count: usize,
+    resources: Vec<Value>,
+) -> Value {
+    let entries = resources
+        .into_iter()
+        .map(|r| (r["id"].as_str().unwrap_or("").to_string(), r))
+        .collect();
+    serde_json::to_value(search_bundle_of(
+        base, kind, query, total, offset, count, entries,
+    ))
+    .unwrap_or(Value::Null)
+}
+
+/// A searchset Bundle of typed resources, each given with its id: serialised straight to
+/// bytes (`fhir_of`), without building a JSON tree first.
+pub fn search_bundle_of<T: Serialize>(
+    base: &str,
+    kind: &str,
+    query: &[(String, String)],
+    total: usize,
+    offset: usize,
+    count: usize,
+    resources: Vec<(String, T)>,
+) -> Bundle<T> {
+    let q: String = query
+        .iter()
+        .filter(|(k, _)| k != "_getpagesoffset")
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                crate::http::repr::encode(k),
+                crate::http::repr::encode(v)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut link = vec![BundleLink {
+        relation: "self",
+        url: format!("{base}/{kind}?{q}"),
+    }];
+    if offset.saturating_add(count) < total {
+        link.push(BundleLink {
+            relation: "next",
+            url: format!(
+                "{base}/{kind}?{q}&_getpagesoffset={}",
+                offset.saturating_add(count)
+            ),
+        });
+    }
+    if offset > 0 {
+        link.push(BundleLink {
+            relation: "previous",
+            url: format!(
+                "{base}/{kind}?{q}&_getpagesoffset={}",
+                offset.saturating_sub(count)
+            ),
+        });
+    }
+    Bundle {
+        resource_type: "Bundle",
+        id: uuid::Uuid::new_v4().to_string(),
+        meta: BundleMeta {
+            last_updated: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        },
+        kind: "searchset",
+        total,
+        link,
+        entry: resources
+            .into_iter()
+            .map(|(id, resource)| BundleEntry {
+                full_url: format!("{base}/{kind}/{id}"),
+                resource,
+            })
+            .collect(),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bundle<T> {
+    resource_type: &'static str,
+    id: String,
+    meta: BundleMeta,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    total: usize,
+    link: Vec<BundleLink>,
+    entry: Vec<BundleEntry<T>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BundleMeta {
+    last_updated: String,
+}
+
+#[derive(Serialize)]
+struct BundleLink {
+    relation: &'static str,
+    url: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BundleEntry<T> {
+    full_url: String,
+    resource: T,
+}
+
+/// A FHIR answer serialised straight from a typed body.
+pub fn fhir_of(status: StatusCode, body: &impl Serialize) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => {
+            let mut res = (status, bytes).into_response();
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/fhir+json;charset=UTF-8"),
+            );
+            res
+        }
+        Err(e) => crate::http::error::ApiError::internal(e).into_response(),
+    }
+}
+
+/// Any other FHIR read (`Type/id`) is unknown; any other search is empty.
+pub async fn other(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(rest): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&[])?;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    Ok(match parts.as_slice() {
+        [kind] => fhir(
+            StatusCode::OK,
+            search_bundle(&base(&state, &caller), kind, &query, 0, 0, 0, Vec::new()),
+        ),
+        [kind, id, ..] => not_found(kind, id),
+        [] => not_found("Resource", ""),
+    })
+}
+
+/// A concept as a CodeableConcept: its uuid as the first coding, then its mappings, each
+/// with the name in the caller's locale.
+#[derive(Serialize)]
+pub struct Codeable<'a> {
+    pub coding: Vec<Coding<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+pub struct Coding<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display: Option<&'a str>,
+}
+
+pub fn concept_codeable<'a>(
+    catalog: &'a crate::catalog::Catalog,
+    uuid: &'a str,
+    locale: &str,
+) -> Codeable<'a> {
+    let Some(c) = catalog.concept(uuid) else {
+        return Codeable {
+            coding: vec![Coding {
+                system: None,
+                code: Some(uuid),
+                display: None,
+            }],
+            text: None,
+        };
+    };
+    let name = c
+        .display_name(locale, &[catalog.default_locale()])
+        .map_or("", |n| n.name.as_str());
+    let mut coding = vec![Coding {
+        system: None,
+        code: Some(&c.uuid),
+        display: Some(name),
+    }];
+    for m in &c.mappings {
+        coding.push(Coding {
+            system: Some(&m.source),
+            code: Some(&m.code),
+            display: Some(name),
+        });
+    }
+    Codeable {
+        coding,
+        text: Some(name),
+    }
+}
+
+/// `_count` (default 10, at most 100) and `_getpagesoffset`.
+pub fn window(query: &[(String, String)]) -> Window {
+    let count = param(query, "_count")
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(10)
+        .clamp(1, 100);
+    let offset = param(query, "_getpagesoffset")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    Window {
+        start: offset,
+        limit: count,
+        count_all: true,
+    }
+}
+
+/// The patient a search names: `subject:Patient`, `subject`, `patient` (bare or `Patient/…`).
+pub fn patient_param(query: &[(String, String)]) -> Option<String> {
+    ["subject:Patient", "subject", "patient", "patient:Patient"]
+        .iter()
+        .find_map(|k| param(query, k))
+        .map(|p| p.trim_start_matches("Patient/").to_string())
+}

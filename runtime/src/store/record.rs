@@ -1,0 +1,355 @@
+//! What every domain's records and indexes are made of: who-and-when (`Audit`, `Voiding`),
+//! the record-table and blob-table descriptions backups walk, index keys, and the key-only
+//! scans that page newest first.
+
+use crate::store::{StoreError, StoreResult};
+use crate::wire::datetime_key;
+use chrono::{DateTime, Utc};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+/// The flags an index entry carries.
+pub const VOIDED: u8 = 1;
+/// A visit with a stop datetime; a condition that is no longer active.
+pub const ENDED: u8 = 2;
+
+/// A new record's uuid: version 7, which begins with its creation time, so records created
+/// together sit together in the uuid-keyed tables and a facility's daily inserts append to
+/// the B-trees instead of landing on random pages of years of data. Any uuid a client
+/// sends is kept as it is.
+pub fn new_uuid() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// OpenMRS's daemon user, recorded as the author of what background jobs change.
+pub const DAEMON_USER: &str = "A4F30A1B-5EB9-11DF-A648-37A07F9C90FB";
+
+/// Who created a record and when, and who changed it last. Part of a stored observation's
+/// binary layout (`encounter::store::encode_obs`): a field added here changes that layout,
+/// and takes a new observation format tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode)]
+pub struct Audit {
+    pub creator: String,
+    /// Index-key form (`datetime_key`).
+    pub date_created: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_changed: Option<String>,
+}
+
+impl Audit {
+    pub fn new(user: &str, now: DateTime<Utc>) -> Audit {
+        Audit {
+            creator: user.into(),
+            date_created: datetime_key(now),
+            changed_by: None,
+            date_changed: None,
+        }
+    }
+
+    pub fn changed(&mut self, user: &str, now: DateTime<Utc>) {
+        self.changed_by = Some(user.into());
+        self.date_changed = Some(datetime_key(now));
+    }
+}
+
+/// A voided record is kept, with who voided it, when and why. Part of a stored
+/// observation's binary layout, as `Audit` is.
+#[derive(
+    Debug, Clone, Default, PartialEq, Serialize, Deserialize, bincode::Encode, bincode::Decode,
+)]
+pub struct Voiding {
+    pub voided: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voided_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_voided: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub void_reason: Option<String>,
+}
+
+impl Voiding {
+    pub fn void(&mut self, user: &str, now: DateTime<Utc>, reason: &str) {
+        self.voided = true;
+        self.voided_by = Some(user.into());
+        self.date_voided = Some(datetime_key(now));
+        self.void_reason = Some(reason.into());
+    }
+
+    pub fn unvoid(&mut self) {
+        *self = Voiding::default();
+    }
+}
+/// A record table that backups dump and restores fill; `reindex` decodes one record and
+/// writes its index entries, and `indexes` are the tables it writes them to (so
+/// `store::check` can rebuild them and compare).
+pub struct RecordTable {
+    pub name: &'static str,
+    pub table: TableDefinition<'static, &'static str, &'static [u8]>,
+    pub indexes: &'static [Index],
+    pub create: fn(&WriteTransaction) -> StoreResult<()>,
+    pub reindex: fn(&WriteTransaction, &[u8]) -> StoreResult<()>,
+    pub codec: RecordCodec,
+}
+
+/// How a table's records are stored, and how backups, which carry every record as JSON,
+/// read and write them.
+pub struct RecordCodec {
+    /// Whether stored bytes decode as the table's record, and why not (`store::check`).
+    pub decodes: fn(&[u8]) -> Result<(), String>,
+    /// A stored record as a backup writes it.
+    pub to_json: fn(&[u8]) -> Result<serde_json::Value, String>,
+    /// A backup's record, checked as the table's record type (a restore checks every one
+    /// before writing anything), as it is stored.
+    pub from_json: fn(&serde_json::Value) -> Result<Vec<u8>, String>,
+}
+
+/// The codec of a table whose records are stored as their JSON (every table but the
+/// observations, `encounter::store::encode_obs`).
+pub const fn json_codec<T: for<'a> Deserialize<'a>>() -> RecordCodec {
+    RecordCodec {
+        decodes: decodes::<T>,
+        to_json: stored_json,
+        from_json: checked_json::<T>,
+    }
+}
+
+fn stored_json(bytes: &[u8]) -> Result<serde_json::Value, String> {
+    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+}
+
+fn checked_json<T: for<'a> Deserialize<'a>>(v: &serde_json::Value) -> Result<Vec<u8>, String> {
+    let bytes = serde_json::to_vec(v).map_err(|e| e.to_string())?;
+    decodes::<T>(&bytes)?;
+    Ok(bytes)
+}
+
+/// A table of raw bytes keyed by uuid (an attachment's file), which backups carry as base64
+/// and restores write back as they were. Its owner's `RecordTable::create` makes it.
+pub struct BlobTable {
+    pub name: &'static str,
+    pub table: TableDefinition<'static, &'static str, &'static [u8]>,
+    /// Checks every stored blob against what its record says of it (`check-store`),
+    /// reporting each problem; answers how many blobs it read.
+    pub check: fn(&redb::ReadTransaction, &mut dyn FnMut(String)) -> StoreResult<u64>,
+}
+
+/// The tables the domains own, handed to the store when it is opened: it creates them,
+/// backs them up, restores and checks them without knowing any domain.
+pub struct Registry {
+    /// Every record table, in the order a restore fills them.
+    pub records: &'static [RecordTable],
+    /// Every blob table, written to backups after the record tables.
+    pub blobs: &'static [BlobTable],
+    /// Every kind of record a patient can hold, in the order a refused purge names them.
+    pub patient_records: &'static [PatientRecords],
+    /// What voiding a patient does to other domains' records (her bed is freed).
+    pub on_patient_voided: &'static [PatientVoided],
+}
+
+/// A kind of record that belongs to a patient: a patient holding any cannot be purged.
+pub struct PatientRecords {
+    /// What a refused purge names ("visits", "orders").
+    pub kind: &'static str,
+    /// Whether the patient holds any, voided ones included.
+    pub any: fn(&crate::store::Store, &str) -> StoreResult<bool>,
+}
+
+/// Run after a patient has been voided, under the clinical write lock: (store, patient,
+/// user).
+pub type PatientVoided = fn(&crate::store::Store, &str, &str) -> StoreResult<()>;
+
+/// An index table: key → flags.
+pub type Index = TableDefinition<'static, &'static str, u8>;
+
+/// `a|b|c`
+pub fn key(parts: &[&str]) -> String {
+    parts.join("|")
+}
+
+/// Which part of a listing to read.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub start: usize,
+    pub limit: usize,
+    /// Count every match (for `totalCount`), not only up to the end of the page.
+    pub count_all: bool,
+}
+
+/// One page of a listing: the keys' last parts (uuids), whether more follow, and the total
+/// when it was counted.
+#[derive(Debug, Default)]
+pub struct Page {
+    pub uuids: Vec<String>,
+    pub more: bool,
+    pub total: Option<usize>,
+}
+
+/// Walks the keys of `index` under `prefix` whose flags do not intersect `exclude`, in
+/// key order or backwards (newest first when keys end in `datetime|uuid`), until `visit`
+/// answers false. Only keys are read.
+pub fn walk(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    exclude: u8,
+    newest_first: bool,
+    mut visit: impl FnMut(&str) -> bool,
+) -> StoreResult<()> {
+    walk_flags(index, prefix, newest_first, |k, flags| {
+        flags & exclude != 0 || visit(k)
+    })
+}
+
+/// Walks every key of `index` under `prefix` with its flags, until `visit` answers false.
+fn walk_flags(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    newest_first: bool,
+    mut visit: impl FnMut(&str, u8) -> bool,
+) -> StoreResult<()> {
+    let lower = format!("{prefix}|");
+    let upper = format!("{prefix}}}"); // '}' sorts right after '|'
+    let range = index.range(lower.as_str()..upper.as_str())?;
+    let rows: Box<dyn Iterator<Item = _>> = if newest_first {
+        Box::new(range.rev())
+    } else {
+        Box::new(range)
+    };
+    for row in rows {
+        let (k, flags) = row?;
+        if !visit(k.value(), flags.value()) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The last part of an index key: the record's uuid.
+pub fn uuid_of(key: &str) -> &str {
+    key.rsplit('|').next().unwrap_or_default()
+}
+
+/// The window of `walk`'s keys that `keep` accepts, as a page.
+pub fn scan(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    exclude: u8,
+    newest_first: bool,
+    window: Window,
+    mut keep: impl FnMut(&str) -> bool,
+) -> StoreResult<Page> {
+    scan_where(index, prefix, newest_first, window, |k, flags| {
+        flags & exclude == 0 && keep(k)
+    })
+}
+
+/// The window of the keys under `prefix` that `keep` accepts from their key and flags.
+pub fn scan_where(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    newest_first: bool,
+    window: Window,
+    mut keep: impl FnMut(&str, u8) -> bool,
+) -> StoreResult<Page> {
+    let mut page = Page::default();
+    let mut matched = 0usize;
+    walk_flags(index, prefix, newest_first, |k, flags| {
+        if !keep(k, flags) {
+            return true;
+        }
+        if matched >= window.start {
+            if page.uuids.len() < window.limit {
+                page.uuids.push(uuid_of(k).to_string());
+            } else {
+                page.more = true;
+                if !window.count_all {
+                    return false;
+                }
+            }
+        }
+        matched += 1;
+        true
+    })?;
+    if window.count_all {
+        page.total = Some(matched);
+    }
+    Ok(page)
+}
+
+impl Page {
+    /// The window of a list of uuids already in order.
+    pub fn cut(all: Vec<String>, window: Window) -> Page {
+        let total = all.len();
+        Page {
+            more: window.start.saturating_add(window.limit) < total,
+            total: window.count_all.then_some(total),
+            uuids: all
+                .into_iter()
+                .skip(window.start)
+                .take(window.limit)
+                .collect(),
+        }
+    }
+}
+
+/// Every record of `table` whose key in `index` falls under `prefix`, newest first, voided
+/// ones only if asked: for what a patient or person has a handful of, read whole.
+pub fn records_under<T: for<'a> Deserialize<'a>>(
+    store: &crate::store::Store,
+    table: TableDefinition<&str, &[u8]>,
+    index: Index,
+    name: &'static str,
+    prefix: &str,
+    include_voided: bool,
+) -> StoreResult<Vec<T>> {
+    let txn = store.begin_read()?;
+    let records = txn.open_table(table)?;
+    let mut uuids = Vec::new();
+    let exclude = if include_voided { 0 } else { VOIDED };
+    walk(&txn.open_table(index)?, prefix, exclude, true, |k| {
+        uuids.push(uuid_of(k).to_string());
+        true
+    })?;
+    let mut out = Vec::with_capacity(uuids.len());
+    for uuid in &uuids {
+        if let Some(bytes) = records.get(uuid.as_str())? {
+            out.push(decode(name, bytes.value())?);
+        }
+    }
+    Ok(out)
+}
+
+/// Every record of a small table keyed by uuid (the API's roles, privileges, providers).
+pub fn all_records<T: for<'a> Deserialize<'a>>(
+    store: &crate::store::Store,
+    table: TableDefinition<&str, &[u8]>,
+    name: &'static str,
+) -> StoreResult<Vec<T>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(table)?;
+    let mut out = Vec::new();
+    for row in t.iter()? {
+        let (_, v) = row?;
+        out.push(decode(name, v.value())?);
+    }
+    Ok(out)
+}
+
+pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("records serialize")
+}
+
+pub fn decode<T: for<'a> Deserialize<'a>>(table: &'static str, bytes: &[u8]) -> StoreResult<T> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        table,
+        detail: e.to_string(),
+    })
+}
+
+/// Whether `bytes` decode as a `T` record, and why not.
+pub fn decodes<T: for<'a> Deserialize<'a>>(bytes: &[u8]) -> Result<(), String> {
+    serde_json::from_slice::<T>(bytes)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
