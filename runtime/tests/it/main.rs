@@ -8,6 +8,7 @@
 //!   damaged store files, `check-store`.
 
 mod common;
+mod layering;
 mod lifecycle;
 mod process;
 mod router_account;
