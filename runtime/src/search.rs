@@ -2,7 +2,7 @@
 //! accent-insensitive: `helene` finds Hélène) and identifiers for exact match. It holds no
 //! patient records, only what finding them needs (a uuid, tokens, identifiers and whether
 //! the patient is living, dead or voided per slot): the records stay in redb and only a
-//! page's are read. It is loaded in the background after start (`lib.rs`,
+//! page's are read. It is loaded in the background after start (`app/start.rs`,
 //! `spawn_index_load`), so start-up does not grow with the number of patients, from the
 //! store's per-patient search projections (`projection`), not the records; and updated on
 //! every patient write before the write is answered.

@@ -8,7 +8,7 @@
 //!   and so is a kept-alive connection whose next request does not start within it (hyper
 //!   starts the header timer when it waits for a request head, idle or not): a silent client
 //!   holds its place for that long at most; a request body that stalls is cut by the body
-//!   reader (`api::JsonBody`, 408 after `body_timeout`);
+//!   reader (`http::JsonBody`, 408 after `body_timeout`);
 //! - a client that stops reading its answer (the socket's send buffer stays full) is cut
 //!   off after `body_timeout` without progress (`StallGuard`), so it cannot hold its place;
 //! - on shutdown, nothing new is accepted, idle connections are closed and requests in

@@ -1,6 +1,6 @@
-//! Routes and the request pipeline: authentication (cookie or HTTP Basic), the caller's
-//! privileges and locale, JSON bodies; request ids and logging in `edge`. One module per
-//! resource.
+//! The application: one flat router with full paths over every domain's and the content's
+//! handlers (the request kernel they use is `http`), and what spans the whole application:
+//! start-up, health, backups, reload, the EMR API's resources.
 //!
 //! Privileges each endpoint requires are listed in `docs/api.md`.
 

@@ -1,8 +1,8 @@
 //! Read-only metadata and the lists the O3 screens ask for: identifier and attribute
-//! types, relationship, visit and encounter types, queues, the address template, the
-//! primary identifier type mapping, the back-end module list, and empty-but-valid lists
-//! for data this distribution does not record yet (relationships, queue entries, cohort
-//! memberships).
+//! types, relationship, visit and encounter types, the content's queues, the address
+//! template, the primary identifier type mapping (metadata term mappings) and the back-end
+//! module list. Relationships, queue entries and patient lists are records of their own
+//! domains.
 
 use crate::http::AppState;
 use crate::http::error::{ApiError, ApiResult};

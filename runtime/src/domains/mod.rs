@@ -5,10 +5,12 @@
 //! (programme enrolments with their workflow states), `queue` (service-queue entries),
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
 //! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store), `appointment` (appointments of the content's services) and `role` (roles and
-//! privileges made through the API). Each owns its record types, its redb
-//! tables and secondary indexes, its validation and its REST representations; they share
-//! what is here: who-and-when records, the index scans that page newest first, and the
-//! registry of record tables that backups and restores walk.
+//! privileges made through the API). The records others hang on are
+//! domains too: `patient`, `account` (users), `session`, `setting` and `idgen`. Each owns
+//! its record types, its redb tables and secondary indexes, its validation and its REST
+//! representations, built on the store's record toolkit (`store::record`). This file is the
+//! registry (`REGISTRY`): every domain's tables and the kinds of record a patient holds,
+//! handed to the store when it opens, so that nothing below the domains names one.
 //!
 //! Storage shape (see ARCHITECTURE.md, "The clinical store"): a record table maps a uuid to
 //! the record as versioned JSON; each query has an index table whose keys sort the way the

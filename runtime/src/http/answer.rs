@@ -1,5 +1,6 @@
-//! What the clinical domains' REST modules share: request-body readers, `auditInfo`, the
-//! nesting of content objects, and paged answers built from an index page.
+//! What the domains' REST modules share to answer: `auditInfo`, the nesting of content
+//! objects, and paged answers built from an index page (request bodies are read with
+//! `body`).
 
 use crate::http::AppState;
 use crate::http::Caller;

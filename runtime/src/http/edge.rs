@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Wraps every route (see `api::app`).
+/// Wraps every route (see `app::app`).
 #[derive(Clone)]
 pub struct EdgeLayer {
     challenge: HeaderValue,

@@ -35,7 +35,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 const PATIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("patients");
-/// Patient uuid → what the search index needs of that patient (`search::projection`):
+/// Patient uuid → what the search index needs of that patient (`projection::projection`):
 /// loading the index reads these few bytes per patient instead of whole records, so the
 /// load neither takes long nor fills redb's cache with every patient's pages. Written with
 /// each patient; rebuilt from the records when its count differs from theirs.
@@ -842,7 +842,7 @@ impl Store {
         Ok(out)
     }
 
-    /// Hands every stored patient's search projection (`search::projection`) to `f`, in
+    /// Hands every stored patient's search projection (`projection::projection`) to `f`, in
     /// one read transaction. A store whose projections are missing or incomplete (written
     /// by an earlier version, or restored from a backup, which carries records only) has
     /// them rebuilt from the records first, once. If that write fails (a full disk), `f`

@@ -22,7 +22,7 @@ const CLINICAL: &str = "http://terminology.hl7.org/CodeSystem/allergyintolerance
 const VERIFICATION: &str = "http://terminology.hl7.org/CodeSystem/allergyintolerance-verification";
 
 /// A concept as fhir2 writes it: its uuid first, then its mappings, each with the concept's
-/// REST display (not `api::fhir::concept_codeable`'s name: the widget matches these names
+/// REST display (not `http::fhir::concept_codeable`'s name: the widget matches these names
 /// against the REST concept lists of its form); `text` is that name, or the free text
 /// given with the "other" concept.
 fn codeable(ctx: &Ctx, uuid: &str, text: Option<&str>) -> Value {

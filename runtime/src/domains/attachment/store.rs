@@ -1,5 +1,5 @@
 //! The attachment table, its index by patient (`patient|datetime|uuid`), and the bytes
-//! table (uuid → the file as uploaded), which backups carry as base64 (`BLOB_TABLES`).
+//! table (uuid → the file as uploaded), which backups carry as base64 (the registry's blob tables, `domains::REGISTRY`).
 
 use crate::domains::attachment::AttachmentRecord;
 use crate::store::record::{BlobTable, Index, RecordTable, VOIDED, key};
