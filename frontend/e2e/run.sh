@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the real O3 front end in a real browser, driving Debian's Chromium
-# with playwright-core (flow.mjs) through login, location, search, registration, the chart,
-# the language switch and logout. Screenshots go to frontend/e2e/artifacts/.
+# with playwright-core (flow.mjs, which runs the journeys of journeys/ in turn with lib.mjs)
+# through login, location, search, registration, the chart, the language switch and logout.
+# Screenshots go to frontend/e2e/artifacts/.
 #
 # Two ways to run the distribution, as it is deployed:
 # - default: the README's first command, `bash run.sh` (one binary serving the API and
@@ -9,8 +10,12 @@
 # - E2E_VIA=gateway: the compose layout without Docker: the given runtime binary, the
 #   front end served by frontend/nginx.conf.template with its placeholders filled as its
 #   container fills them, and gateway/default.conf.template in front, in Debian's nginx.
+# E2E_JOURNEY=<journey> runs one journey of journeys/ alone (orders, ward…; see flow.mjs),
+# from the state the journeys before it would leave, made through the REST API first;
+# clinical-review cannot run alone. Unset: the whole walk.
 # Usage: bash frontend/e2e/run.sh                          (one binary)
 #        E2E_VIA=gateway bash frontend/e2e/run.sh [runtime]  (gateway; needs frontend/spa)
+#        E2E_JOURNEY=orders bash frontend/e2e/run.sh       (one journey; either way)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -1,0 +1,209 @@
+// Administration, and the end of the day: her address and telephone edited (her estimated age
+// and her province read back), another patient marked deceased with a written cause, a patient
+// list kept with her added and taken off again, a triage room named, a receptionist's account,
+// her provider and a role made (then her login checked: her provider, what she may and may not
+// do) and her account retired; then the chart again, the language switch to English and the
+// logout.
+// Needs: the browser logged in at reception, her chart, as registered (an estimated 34 years,
+// the province of Kinshasa), and the patient found at reception (start() registers her).
+import { api, base, clerkPassword, logIn, openTheChart, page, registerThePatient, setFrench, state, step, visible } from "../lib.mjs";
+
+export async function seed() {
+  await registerThePatient();
+  await logIn();
+  await openTheChart();
+}
+
+export async function run() {
+  await step("edit-the-patient", async () => {
+    await page.goto(state.chartUrl);
+    await page.getByRole("button", { name: /Actions/ }).first().click();
+    await page.getByRole("menuitem", { name: "Modifier le patient" }).click();
+    await page.waitForURL(/\/edit/, { timeout: 30000 });
+    // The form opens on what was registered: her estimated age, her province.
+    await visible(page.locator("input#givenName"));
+    if ((await page.getByLabel("Âge estimé en années").inputValue()) !== "34") throw new Error("the estimated age was not read back");
+    if ((await page.locator("input#stateProvince").inputValue()) !== "Kinshasa") throw new Error("the province was not read back");
+    await page.locator("input#cityVillage").fill("Lingwala");
+    await page.keyboard.press("Escape");
+    await page.locator("input#phone").fill("0812345678");
+    await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
+    await visible(page.getByText("Les informations du patient ont été modifiées"));
+    // The new address is the preferred one and keeps the province; the age stays estimated.
+    const uuid = state.chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+    const person = await api("GET", `person/${uuid}?v=custom:(birthdateEstimated,preferredAddress:(stateProvince,cityVillage),attributes:(value))`);
+    if (!person.birthdateEstimated || person.preferredAddress?.cityVillage !== "Lingwala" || person.preferredAddress?.stateProvince !== "Kinshasa" || person.attributes[0]?.value !== "0812345678")
+      throw new Error(`the edit was not stored as made: ${JSON.stringify(person)}`);
+  });
+
+  await step("mark-a-patient-deceased", async () => {
+    const [helene] = (await api("GET", "patient?q=Mbuyi&v=custom:(uuid)")).results;
+    await page.goto(`${base}/openmrs/spa/patient/${helene.uuid}/chart`);
+    await visible(page.getByText("Hélène Mbuyi"));
+    await page.getByRole("button", { name: /Actions/ }).first().click();
+    await page.getByRole("menuitem", { name: "Marquer comme décédé" }).click();
+    // The causes are the answers of the content's cause-of-death question; "Autre" asks for text.
+    await visible(page.getByText("Paludisme grave avec atteinte cérébrale"));
+    await page.getByText("Autre", { exact: true }).click();
+    await page.locator("input#freeTextCauseOfDeath").fill("Morsure de serpent");
+    await page.getByRole("button", { name: "Enregistrer et fermer" }).click();
+    await visible(page.getByText("Le patient a été déclaré décédé"));
+    await visible(page.getByText("Décédé", { exact: true }));
+    const person = await api("GET", `person/${helene.uuid}?v=custom:(dead,deathDate,causeOfDeath,causeOfDeathNonCoded)`);
+    if (!person.dead || !person.deathDate || person.causeOfDeath !== null || person.causeOfDeathNonCoded !== "Morsure de serpent")
+      throw new Error(`the death was not stored as recorded: ${JSON.stringify(person)}`);
+  });
+
+  await step("keep-a-patient-list", async () => {
+    await page.goto(`${base}/openmrs/spa/home/patient-lists`);
+    await page.getByRole("button", { name: "Nouvelle liste" }).click();
+    await page.getByLabel("Nom de la liste").fill("Femmes enceintes à revoir");
+    await page.getByText("Choisir le type de cohorte").click();
+    await page.getByRole("option", { name: "Ma liste" }).click();
+    await page.getByLabel(/Décrivez l'objet/).fill("Consultations prénatales du mardi");
+    await page.getByRole("button", { name: "Créer une liste" }).click();
+    await visible(page.getByText("Liste créée avec succès"));
+    await page.getByRole("tab", { name: "Mes listes" }).click();
+    await page.getByRole("link", { name: "Femmes enceintes à revoir" }).click();
+    await visible(page.getByText("Consultations prénatales du mardi"));
+    // A patient found by name and added to the list.
+    await page.getByRole("button", { name: "Ajouter le patient à la liste" }).first().click();
+    await page.getByRole("searchbox").last().fill("Grâce Kapinga");
+    await page.keyboard.press("Enter");
+    await page.locator('[data-openmrs-role="Search Results"] button', { hasText: "Grâce Kapinga" }).first().click();
+    await visible(page.getByText("Patient ajouté à la liste"));
+    await visible(page.getByRole("row", { name: /Grâce Kapinga/ }));
+    const [list] = (await api("GET", "cohortm/cohort?q=enceintes&v=custom:(uuid,size)")).results;
+    if (list?.size !== 1) throw new Error(`the list does not hold her: ${JSON.stringify(list)}`);
+  });
+
+  await step("take-her-off-the-list", async () => {
+    await page.getByRole("row", { name: /Grâce Kapinga/ }).getByRole("button").last().click();
+    const dialog = page.getByRole("dialog");
+    await visible(dialog.getByText("Retirer le patient de la liste"));
+    await dialog.getByRole("button", { name: "Retirer de la liste" }).click();
+    await page.getByRole("row", { name: /Grâce Kapinga/ }).waitFor({ state: "detached", timeout: 30000 });
+    // Her membership ended, kept: the list is empty.
+    const [list] = (await api("GET", "cohortm/cohort?q=enceintes&v=custom:(uuid,size)")).results;
+    const members = await api("GET", `cohortm/cohortmember?cohort=${list.uuid}&includeAll=true&v=custom:(endDate)`);
+    if (list.size !== 0 || members.results.length !== 1 || !members.results[0].endDate)
+      throw new Error(`her membership was not ended: ${JSON.stringify({ list, members })}`);
+  });
+
+  await step("an-administrator-names-a-triage-room", async () => {
+    // The service-queues admin page: a room for the triage queue, where the nurse calls from.
+    await page.goto(`${base}/openmrs/spa/home/service-queues/admin`);
+    await page.getByRole("button", { name: "Ajouter une salle" }).first().click();
+    await page.locator("#queueRoomName").fill("Salle de triage 1");
+    await page.locator("select#queueRoomLocation").selectOption({ label: "Bondeko - Triage" });
+    await page.locator("select#queueRoomService option", { hasText: "Bondeko - File de triage" }).waitFor({ state: "attached", timeout: 30000 });
+    await page.locator("select#queueRoomService").selectOption({ label: "Bondeko - File de triage" });
+    await page.locator("#description").fill("Près de l'entrée");
+    await page.locator('button[type="submit"]').click();
+    await visible(page.getByText("Salle créée"));
+    await visible(page.getByRole("cell", { name: "Salle de triage 1" }));
+    const rooms = await api("GET", "queue-room?v=custom:(name,queue:(display))");
+    if (rooms.results[0]?.queue?.display !== "Bondeko - File de triage") throw new Error(`the room was not kept: ${JSON.stringify(rooms)}`);
+  });
+
+  await step("administer-accounts", async () => {
+    // From the application menu, as an administrator finds it.
+    await page.getByRole("button", { name: "Applications" }).click();
+    await page.getByRole("link", { name: "Comptes et rôles" }).click();
+    await page.waitForURL(/\/spa\/accounts/, { timeout: 30000 });
+    await visible(page.getByRole("cell", { name: "admin", exact: true }));
+
+    // A receptionist's account, with a role of the content.
+    await page.getByRole("button", { name: "Créer un compte" }).click();
+    let dialog = page.getByRole("dialog");
+    await dialog.getByLabel("Prénom").fill("Bénédicte");
+    await dialog.getByLabel("Nom de famille").fill("Tshala");
+    await dialog.getByLabel("Nom d'utilisateur").fill("accueil.benedicte");
+    await dialog.getByLabel("Mot de passe", { exact: true }).fill(clerkPassword);
+    await dialog.getByLabel("Confirmer le mot de passe").fill(clerkPassword);
+    await dialog.getByText("Application: Registers Patients", { exact: true }).click();
+    await dialog.getByRole("button", { name: "Créer", exact: true }).click();
+    await visible(page.getByRole("cell", { name: "accueil.benedicte", exact: true }));
+    const [clerk] = (await api("GET", "user?username=accueil.benedicte&v=custom:(uuid,person:(uuid),roles:(display))")).results;
+    if (clerk?.roles?.[0]?.display !== "Application: Registers Patients") throw new Error(`the account was not stored with its role: ${JSON.stringify(clerk)}`);
+
+    // Her provider, with the facility's identifier.
+    await page.getByRole("tab", { name: "Prestataires" }).click();
+    await page.getByRole("button", { name: "Créer un prestataire" }).click();
+    dialog = page.getByRole("dialog");
+    await dialog.getByLabel("Compte").selectOption({ label: "Bénédicte Tshala (accueil.benedicte)" });
+    await dialog.getByLabel("Identifiant").fill("ACC-12");
+    await dialog.getByRole("button", { name: "Créer", exact: true }).click();
+    await visible(page.getByRole("cell", { name: "ACC-12", exact: true }));
+
+    // A role of this server, inheriting one of the content's.
+    await page.getByRole("tab", { name: "Rôles" }).click();
+    await page.getByRole("button", { name: "Créer un rôle" }).click();
+    dialog = page.getByRole("dialog");
+    await dialog.getByLabel("Nom du rôle").fill("Accueil de nuit");
+    await dialog.getByLabel("Description").fill("Accueil des urgences la nuit");
+    await dialog.getByRole("group", { name: "Rôles hérités" }).getByText("Application: Registers Patients", { exact: true }).click();
+    await dialog.getByRole("button", { name: "Créer", exact: true }).click();
+    await visible(page.getByRole("cell", { name: "Accueil de nuit", exact: true }));
+    const role = await api("GET", "role/Accueil%20de%20nuit?v=custom:(definedBy,inheritedRoles:(display))");
+    if (role.definedBy !== "api" || role.inheritedRoles[0]?.display !== "Application: Registers Patients") throw new Error(`the role was not stored as made: ${JSON.stringify(role)}`);
+
+    // She logs in, records as her provider, may search patients but not change settings.
+    const auth = "Basic " + Buffer.from(`accueil.benedicte:${clerkPassword}`).toString("base64");
+    const as = (method, path, body) =>
+      fetch(`${base}/openmrs/ws/rest/v1/${path}`, { method, headers: { Authorization: auth, "Content-Type": "application/json" }, body: body && JSON.stringify(body) });
+    const session = await (await as("GET", "session?v=custom:(authenticated,currentProvider)")).json();
+    const [provider] = (await api("GET", "provider?q=ACC-12&v=custom:(uuid,person:(uuid))")).results;
+    if (!session.authenticated || session.currentProvider?.uuid !== provider?.uuid || provider?.person?.uuid !== clerk.person.uuid)
+      throw new Error(`the new account does not log in as its provider: ${JSON.stringify({ session, provider })}`);
+    if ((await as("GET", "patient?q=Mbuyi")).status !== 200) throw new Error("the new account cannot search patients");
+    const refused = await as("POST", "systemsetting", { property: "accueil.test", value: "x" });
+    if (refused.status !== 403) throw new Error(`the new account changed a setting: ${refused.status}`);
+
+    // She leaves: her account is retired from the page, and she can no longer log in.
+    await page.getByRole("dialog").waitFor({ state: "hidden", timeout: 30000 });
+    await page.getByRole("tab", { name: "Utilisateurs" }).click();
+    const herRow = page.getByRole("row").filter({ has: page.getByRole("cell", { name: "accueil.benedicte", exact: true }) });
+    await herRow.getByRole("button", { name: "Retirer" }).click();
+    dialog = page.getByRole("dialog");
+    await dialog.getByLabel("Motif").fill("fin de contrat");
+    await dialog.getByRole("button", { name: "Retirer", exact: true }).click();
+    await visible(herRow.getByText("Retiré", { exact: true }));
+    const after = await (await as("GET", "session?v=custom:(authenticated)")).json();
+    if (after.authenticated !== false) throw new Error(`a retired account still logs in: ${JSON.stringify(after)}`);
+    await page.getByRole("dialog").waitFor({ state: "hidden", timeout: 30000 });
+  });
+
+  await step("back-to-the-chart", async () => {
+    await page.goto(state.chartUrl);
+    await visible(page.getByText("Résumé patient"));
+    await visible(page.getByText("Grâce Kapinga"));
+  });
+
+  setFrench(false);
+  await step("switch-to-english", async () => {
+    await page.getByRole("button", { name: "Mon compte" }).click();
+    await visible(page.getByRole("button", { name: "Se déconnecter" }));
+    // The first "Modifier" belongs to the language line.
+    await page.getByRole("button", { name: "Modifier" }).first().click();
+    const dialog = page.getByRole("dialog");
+    await dialog.getByText("English", { exact: true }).click();
+    await dialog.getByRole("button", { name: "Modifier" }).click();
+    await visible(page.getByText("Patient summary"));
+    await visible(page.getByText("Grâce Kapinga"));
+    await visible(page.getByText("Female"));
+  });
+
+  await step("log-out", async () => {
+    await page.getByRole("button", { name: "My account" }).click();
+    // Activated from the keyboard, as a keyboard user does: the account panel's last button
+    // can sit below the fold of the chart, where a pointer click lands on the vitals header
+    // (seen once in a CI run, the panel opened while the chart was still laying out).
+    const logout = page.getByRole("button", { name: /Log ?out/i }).first();
+    await visible(logout);
+    await logout.focus();
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/login/, { timeout: 30000 });
+    await visible(page.getByText(/Username/));
+  });
+}
