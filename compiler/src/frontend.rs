@@ -21,7 +21,7 @@ pub struct Frontend {
 }
 
 fn parse(file: &ExtraFile, sink: &mut Sink) -> Option<(Arc<TextFile>, Map<String, Value>)> {
-    let text = crate::domains::decode_bytes(file.display.clone(), file.bytes.clone(), sink)?;
+    let text = crate::vfs::decode_bytes(file.display.clone(), file.bytes.clone(), sink)?;
     match serde_json::from_str::<Value>(&text.text) {
         Ok(Value::Object(map)) => Some((text, map)),
         Ok(_) => {

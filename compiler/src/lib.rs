@@ -140,7 +140,7 @@ pub fn compile_files(files: Vec<(String, Vec<u8>)>) -> Vec<Diagnostic> {
 /// Compiles the project at `root`.
 pub fn compile(root: &Path, selection: &Selection, progress: &dyn Progress) -> Compiled {
     let mut sink = Sink::default();
-    let project = vfs::load(root, selection, &mut sink);
+    let project = vfs::load(root, selection, packages::resolve, &mut sink);
     let loaded = domains::load(&project.files, progress, &mut sink);
     let mut content = link::link(loaded, &mut sink);
     if !project.files.is_empty() {

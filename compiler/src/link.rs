@@ -8,49 +8,9 @@ use crate::diagnostics::{Code, Sink};
 use crate::domains::{Loaded, address, ocl::normalise_source};
 use crate::resolve::ConceptIndex;
 use crate::source::Loc;
-use crate::store::{Entry, NameIndex, Registry};
+use crate::store::{Entry, Lookup, Registry};
 use model::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// Names and uuids of one kind of metadata, for `uuid or name` references.
-pub struct Lookup {
-    uuids: BTreeSet<String>,
-    names: NameIndex,
-}
-
-impl Lookup {
-    pub fn new<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Lookup {
-        let pairs: Vec<_> = pairs.collect();
-        Lookup {
-            uuids: pairs.iter().map(|(_, u)| u.to_string()).collect(),
-            names: NameIndex::build(pairs.into_iter()),
-        }
-    }
-
-    pub fn find(&self, reference: &str) -> Option<String> {
-        if self.uuids.contains(reference) {
-            return Some(reference.to_string());
-        }
-        match self.names.find(reference) {
-            [one] => Some(one.clone()),
-            _ => None,
-        }
-    }
-
-    pub fn resolve(
-        &self,
-        reference: &str,
-        kind: &str,
-        loc: &Loc,
-        sink: &mut Sink,
-    ) -> Option<String> {
-        let found = self.find(reference);
-        if found.is_none() {
-            sink.unknown_reference(loc, kind, reference);
-        }
-        found
-    }
-}
 
 fn sorted<T>(mut items: Vec<T>, key: impl Fn(&T) -> &String) -> Vec<T> {
     items.sort_by(|a, b| key(a).cmp(key(b)));

@@ -14,7 +14,7 @@ use crate::builtin;
 use crate::diagnostics::{Code, Sink};
 use crate::source::{Loc, TextFile};
 use crate::version::{Range, Version};
-use crate::vfs::ExtraFile;
+use crate::vfs::{ExtraFile, Package, Resolved};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -73,29 +73,6 @@ pub fn parse_properties(file: &Arc<TextFile>) -> Vec<Property> {
         });
     }
     out
-}
-
-/// A dependency package, resolved.
-#[derive(Debug, Clone)]
-pub struct Package {
-    /// The folder name below `content-packages/`, which is the name dependencies use.
-    pub name: String,
-    pub version: Option<String>,
-    /// Its backend configuration: what `openmrs_config/` is for the base package.
-    pub config_dir: PathBuf,
-    /// Its front-end configuration files (`configuration/frontend_configuration/*.json`).
-    pub frontend_files: Vec<PathBuf>,
-}
-
-/// Every package under the project, dependencies first.
-#[derive(Debug, Default)]
-pub struct Resolved {
-    pub dependencies: Vec<Package>,
-    /// The base package's own name and version, when the root `content.properties` has them.
-    pub base_name: Option<String>,
-    pub base_version: Option<String>,
-    /// Every `content.properties` and `pom.xml` read, for the content hash.
-    pub descriptors: Vec<ExtraFile>,
 }
 
 struct Resolver<'a> {
@@ -157,7 +134,7 @@ impl Resolver<'_> {
             display: display.clone(),
             bytes: bytes.clone(),
         });
-        crate::domains::decode_bytes(display, bytes, self.sink)
+        crate::vfs::decode_bytes(display, bytes, self.sink)
     }
 
     /// The `pom.xml` in `dir`, when there is one: what `${…}` placeholders can name.

@@ -5,7 +5,7 @@
 use crate::diagnostics::Sink;
 use crate::source::Loc;
 use crate::vfs::Layer;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Debug, Clone)]
 pub struct Entry<T> {
@@ -137,5 +137,45 @@ impl NameIndex {
             [one] => Some(one.clone()),
             _ => None,
         }
+    }
+}
+
+/// Names and uuids of one kind of metadata, for `uuid or name` references.
+pub struct Lookup {
+    uuids: BTreeSet<String>,
+    names: NameIndex,
+}
+
+impl Lookup {
+    pub fn new<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Lookup {
+        let pairs: Vec<_> = pairs.collect();
+        Lookup {
+            uuids: pairs.iter().map(|(_, u)| u.to_string()).collect(),
+            names: NameIndex::build(pairs.into_iter()),
+        }
+    }
+
+    pub fn find(&self, reference: &str) -> Option<String> {
+        if self.uuids.contains(reference) {
+            return Some(reference.to_string());
+        }
+        match self.names.find(reference) {
+            [one] => Some(one.clone()),
+            _ => None,
+        }
+    }
+
+    pub fn resolve(
+        &self,
+        reference: &str,
+        kind: &str,
+        loc: &Loc,
+        sink: &mut Sink,
+    ) -> Option<String> {
+        let found = self.find(reference);
+        if found.is_none() {
+            sink.unknown_reference(loc, kind, reference);
+        }
+        found
     }
 }

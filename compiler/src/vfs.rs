@@ -3,7 +3,7 @@
 //! reads zip members with size caps.
 
 use crate::diagnostics::{Code, Diagnostic, Sink};
-use crate::source::{Loc, MAX_COMPRESSION_RATIO, MAX_FILE_BYTES};
+use crate::source::{Loc, MAX_COMPRESSION_RATIO, MAX_FILE_BYTES, TextFile, decode_utf8};
 use model::BuildType;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -85,6 +85,29 @@ pub struct Project {
     pub content_hash: String,
 }
 
+/// A dependency package, resolved.
+#[derive(Debug, Clone)]
+pub struct Package {
+    /// The folder name below `content-packages/`, which is the name dependencies use.
+    pub name: String,
+    pub version: Option<String>,
+    /// Its backend configuration: what `openmrs_config/` is for the base package.
+    pub config_dir: PathBuf,
+    /// Its front-end configuration files (`configuration/frontend_configuration/*.json`).
+    pub frontend_files: Vec<PathBuf>,
+}
+
+/// Every package under the project, dependencies first.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    pub dependencies: Vec<Package>,
+    /// The base package's own name and version, when the root `content.properties` has them.
+    pub base_name: Option<String>,
+    pub base_version: Option<String>,
+    /// Every `content.properties` and `pom.xml` read, for the content hash.
+    pub descriptors: Vec<ExtraFile>,
+}
+
 /// Sites available under `<root>/sites/`.
 pub fn list_sites(root: &Path) -> Vec<String> {
     let mut sites: Vec<String> = std::fs::read_dir(root.join("sites"))
@@ -98,7 +121,14 @@ pub fn list_sites(root: &Path) -> Vec<String> {
     sites
 }
 
-pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
+/// Reads the project's inputs. `resolve` finds the content packages (see
+/// `packages::resolve`); it is called only once the base package is known to exist.
+pub fn load(
+    root: &Path,
+    selection: &Selection,
+    resolve: impl FnOnce(&Path, &mut Sink) -> Resolved,
+    sink: &mut Sink,
+) -> Project {
     let mut project = Project::default();
     let base_dir = root.join("openmrs_config");
     if !base_dir.is_dir() {
@@ -110,7 +140,7 @@ pub fn load(root: &Path, selection: &Selection, sink: &mut Sink) -> Project {
         .help = Some("run the compiler from the project root, or pass --root".into());
         return project;
     }
-    let packages = crate::packages::resolve(root, sink);
+    let packages = resolve(root, sink);
     let mut layers: Vec<(Layer, PathBuf)> = Vec::new();
     for (i, dep) in packages.dependencies.iter().enumerate() {
         let index = u16::try_from(i).expect("fewer than 65536 packages");
@@ -294,6 +324,40 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, sink: &mut Sink, root: &Path) {
             walk(&path, out, sink, root);
         } else if meta.is_file() {
             out.push(path);
+        }
+    }
+}
+
+/// Decodes a file as UTF-8 text, reporting invalid bytes and a byte-order mark.
+pub fn decode(f: &InputFile, sink: &mut Sink) -> Option<Arc<TextFile>> {
+    decode_bytes(f.display.clone(), f.bytes.clone(), sink)
+}
+
+pub fn decode_bytes(path: Arc<str>, bytes: Vec<u8>, sink: &mut Sink) -> Option<Arc<TextFile>> {
+    match decode_utf8(bytes) {
+        Ok((text, bom)) => {
+            let file = TextFile::new(path, text);
+            if bom {
+                sink.emit(Code::ByteOrderMark, &file.whole(), "File starts with a byte-order mark")
+                    .help = Some(
+                    "the compiler strips it, but Initializer keeps it in the first header cell; save the file as UTF-8 without BOM"
+                        .into(),
+                );
+            }
+            Some(file)
+        }
+        Err(p) => {
+            sink.emit(
+                Code::InvalidUtf8,
+                &Loc::Point {
+                    path,
+                    line: p.line,
+                    col: p.column,
+                },
+                format!("Invalid UTF-8 at byte {}", p.offset),
+            )
+            .help = Some("save the file as UTF-8".into());
+            None
         }
     }
 }

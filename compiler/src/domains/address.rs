@@ -2,11 +2,11 @@
 //! header-less entries file and i18n properties), or from the `layout.address.format`
 //! global property (an `AddressTemplate` XML document).
 
-use super::{Loaded, decode, messages};
+use super::{Loaded, messages};
 use crate::diagnostics::{Code, Sink};
 use crate::source::Loc;
 use crate::store::Entry;
-use crate::vfs::InputFile;
+use crate::vfs::{InputFile, decode};
 use crate::xml;
 use model::{AddressHierarchyEntry, AddressTemplate};
 use std::collections::BTreeSet;

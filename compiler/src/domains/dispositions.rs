@@ -7,10 +7,10 @@
 //! absent. The O3 ward app reads them through `emrapi/configuration`, and the runtime's
 //! inpatient requests recognise a disposition by its concept and type.
 
-use super::{Loaded, decode};
+use super::Loaded;
 use crate::diagnostics::{Code, Sink};
 use crate::source::Loc;
-use crate::vfs::InputFile;
+use crate::vfs::{InputFile, decode};
 use serde_json::Value;
 
 pub const TYPES: &[&str] = &["ADMIT", "TRANSFER", "DISCHARGE"];

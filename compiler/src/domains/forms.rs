@@ -4,12 +4,12 @@
 //! reference inside the form (`questionOptions.concept`, `answers[].concept`, at any
 //! depth) is collected with its position and checked in `crate::link`.
 
-use super::{Loaded, decode};
+use super::Loaded;
 use crate::csvtable::{is_locale, name_uuid_from_bytes};
 use crate::diagnostics::{Code, Sink};
 use crate::source::{Loc, TextFile};
 use crate::store::Entry;
-use crate::vfs::InputFile;
+use crate::vfs::{InputFile, decode};
 use model::{Form, FormTranslation};
 use serde_json::Value;
 use std::sync::Arc;

@@ -2,11 +2,11 @@
 //! `value` (kept verbatim) and `description`. The same property in a later file of the
 //! same layer wins, with a warning; a site's value overrides the base's.
 
-use super::{Loaded, decode};
+use super::Loaded;
 use crate::csvtable::derive_uuid;
 use crate::diagnostics::{Code, Sink};
 use crate::store::Entry;
-use crate::vfs::InputFile;
+use crate::vfs::{InputFile, decode};
 use crate::xml;
 use model::GlobalProperty;
 

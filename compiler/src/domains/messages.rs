@@ -2,10 +2,9 @@
 //! properties files read as UTF-8; the locale is the file name's suffix
 //! (`labels_fr.properties` → `fr`, no suffix → `en`). Later files override earlier ones.
 
-use super::decode;
 use crate::csvtable::is_locale;
 use crate::diagnostics::{Code, Sink};
-use crate::vfs::InputFile;
+use crate::vfs::{InputFile, decode};
 use java_properties::{LineContent, PropertiesIter};
 use std::collections::BTreeMap;
 

@@ -22,12 +22,11 @@ pub mod services;
 
 use crate::csvtable::{self, Columns, Row, Table, UuidRule};
 use crate::diagnostics::{Code, Sink};
-use crate::source::{Loc, TextFile, decode_utf8};
+use crate::source::Loc;
 use crate::store::{Entry, Registry};
-use crate::vfs::{InputFile, Layer};
+use crate::vfs::{InputFile, Layer, decode};
 use model::*;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Everything loaded from the package, before references are resolved.
 #[derive(Default)]
@@ -286,40 +285,6 @@ fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         "queues" => orders::load_queue(ctx, loaded, sink),
         d if services::DOMAINS.contains(&d) => services::load_row(d, ctx, loaded, sink),
         _ => metadata::load_row(domain, ctx, loaded, sink),
-    }
-}
-
-/// Decodes a file as UTF-8 text, reporting invalid bytes and a byte-order mark.
-pub fn decode(f: &InputFile, sink: &mut Sink) -> Option<Arc<TextFile>> {
-    decode_bytes(f.display.clone(), f.bytes.clone(), sink)
-}
-
-pub fn decode_bytes(path: Arc<str>, bytes: Vec<u8>, sink: &mut Sink) -> Option<Arc<TextFile>> {
-    match decode_utf8(bytes) {
-        Ok((text, bom)) => {
-            let file = TextFile::new(path, text);
-            if bom {
-                sink.emit(Code::ByteOrderMark, &file.whole(), "File starts with a byte-order mark")
-                    .help = Some(
-                    "the compiler strips it, but Initializer keeps it in the first header cell; save the file as UTF-8 without BOM"
-                        .into(),
-                );
-            }
-            Some(file)
-        }
-        Err(p) => {
-            sink.emit(
-                Code::InvalidUtf8,
-                &Loc::Point {
-                    path,
-                    line: p.line,
-                    col: p.column,
-                },
-                format!("Invalid UTF-8 at byte {}", p.offset),
-            )
-            .help = Some("save the file as UTF-8".into());
-            None
-        }
     }
 }
 

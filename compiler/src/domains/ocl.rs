@@ -274,7 +274,7 @@ fn parse_archive(f: &InputFile) -> ParsedArchive {
             return out;
         }
     };
-    let Some(text) = crate::domains::decode_bytes(member.clone(), bytes, &mut sink) else {
+    let Some(text) = crate::vfs::decode_bytes(member.clone(), bytes, &mut sink) else {
         out.sink = sink;
         return out;
     };

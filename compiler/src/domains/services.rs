@@ -12,10 +12,9 @@
 use super::{Ctx, Loaded};
 use crate::csvtable::{Columns, UuidRule};
 use crate::diagnostics::{Code, Sink};
-use crate::link::Lookup;
 use crate::resolve::ConceptIndex;
 use crate::source::Loc;
-use crate::store::{Entry, Registry};
+use crate::store::{Entry, Lookup, Registry};
 
 /// The folders this module reads (and carries).
 pub const DOMAINS: &[&str] = &[
