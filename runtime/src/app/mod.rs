@@ -554,7 +554,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(&fhir("/Observation"), get(clinical_fhir::observations))
         .route(&fhir("/Observation/{id}"), get(clinical_fhir::observation))
-        .route(&fhir("/Encounter"), get(clinical_fhir::encounters))
+        .route(&fhir("/Encounter"), get(encounter_search))
         .route(&fhir("/Encounter/{id}"), get(clinical_fhir::encounter))
         .route(
             &fhir("/Condition"),
@@ -656,4 +656,17 @@ async fn unmatched(req: Request, rest_prefix: Arc<str>) -> ApiError {
 
 async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
+}
+
+/// `GET Encounter`: fhir2's named query `encountersWithMedicationRequests` (the pharmacy's
+/// worklist, the dispensing domain's) or a search of encounters.
+async fn encounter_search(
+    state: axum::extract::State<Arc<AppState>>,
+    caller: crate::http::Caller,
+    crate::http::QueryPairs(query): crate::http::QueryPairs,
+) -> crate::http::error::ApiResult<axum::response::Response> {
+    if crate::http::param(&query, "_query") == Some("encountersWithMedicationRequests") {
+        return dispense_fhir::encounters_with_requests(state.0, caller, query).await;
+    }
+    clinical_fhir::encounters(state, caller, crate::http::QueryPairs(query)).await
 }

@@ -86,6 +86,54 @@ pub static REGISTRY: Registry = Registry {
     blobs: BLOB_TABLES,
     patient_records: PATIENT_RECORDS,
     on_patient_voided: ON_PATIENT_VOIDED,
+    extensions: &[
+        &VISIT_DEPENDENTS,
+        &VISIT_NESTING,
+        &ENCOUNTER_DEPENDENTS,
+        &ENCOUNTER_NESTING,
+        &ORDER_ENCOUNTERS,
+    ],
+};
+
+/// What voiding an encounter does to the records that hang on it.
+static ENCOUNTER_DEPENDENTS: encounter::EncounterDependents = encounter::EncounterDependents {
+    on_void: &[bed::free_with_voided_encounter],
+};
+
+/// What an encounter's representation nests of other domains.
+static ENCOUNTER_NESTING: encounter::rest::EncounterNesting = encounter::rest::EncounterNesting {
+    diagnoses: diagnosis::rest::of_encounter,
+};
+
+/// What an order needs of its encounter, and of its dispenses in FHIR.
+static ORDER_ENCOUNTERS: order::rest::OrderEncounters = order::rest::OrderEncounters {
+    placement: encounter::placement_of,
+    nest: encounter::rest::nested_by_uuid,
+    nest_to: encounter::rest::nested_by_uuid_to,
+    fhir: encounter::fhir::json_by_uuid,
+    dispenses: dispense::fhir::of_orders_json,
+};
+
+/// What a visit's representation nests of other domains.
+static VISIT_NESTING: visit::rest::VisitNesting = visit::rest::VisitNesting {
+    encounters: encounter::rest::of_visit,
+};
+
+/// What ending, voiding or purging a visit does to the records that hang on it. The order
+/// of `on_void` and `held` is the order their work is done and their refusals are named.
+static VISIT_DEPENDENTS: visit::VisitDependents = visit::VisitDependents {
+    times: &[encounter::store::times_in_visit],
+    refusals: &[queue::visit_holds_entries],
+    on_end: &[queue::end_with_visit, bed::free_with_ended_visit],
+    on_void: &[
+        encounter::voided_with_visit,
+        queue::void_with_visit,
+        bed::free_with_voided_visit,
+    ],
+    held: &[
+        ("encounters", encounter::any_in_visit),
+        ("queue entries", queue::any_in_visit),
+    ],
 };
 
 /// Every kind of record a patient holds, in the order a refused purge names them.

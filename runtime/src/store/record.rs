@@ -146,7 +146,23 @@ pub struct Registry {
     pub patient_records: &'static [PatientRecords],
     /// What voiding a patient does to other domains' records (her bed is freed).
     pub on_patient_voided: &'static [PatientVoided],
+    /// What the domains above a domain register for it: what they do when its records
+    /// change, what they nest in its representations (`extension`).
+    pub extensions: &'static [&'static (dyn std::any::Any + Send + Sync)],
 }
+
+impl Registry {
+    /// The extension of type `T` registered for a domain: how a domain reaches what the
+    /// domains that hang on its records do, without naming them. `None` when none was
+    /// registered (a store opened without those domains).
+    pub fn extension<T: std::any::Any>(&self) -> Option<&'static T> {
+        self.extensions.iter().find_map(|e| e.downcast_ref::<T>())
+    }
+}
+
+/// A write one domain makes in the transaction of another domain's change (a visit that
+/// ends ends its queue entries in the same commit).
+pub type Effect = Box<dyn FnOnce(&WriteTransaction) -> StoreResult<()>>;
 
 /// A kind of record that belongs to a patient: a patient holding any cannot be purged.
 pub struct PatientRecords {

@@ -1,5 +1,5 @@
 //! The runtime's layers only look down: a test that reads the sources (`crate::` paths,
-//! test modules left out) and fails on an import that points up a layer, on a new circle
+//! test modules left out) and fails on an import that points up a layer, on a circle
 //! between rooms, and on HTTP in a domain's storage file. ARCHITECTURE.md ("Layers")
 //! states the rules this checks.
 //!
@@ -28,29 +28,6 @@ fn layer_of(room: &str) -> Option<u8> {
 
 const LAYER_NAMES: [&str; 8] = [
     "base", "store", "kernel", "content", "domain", "registry", "app", "root",
-];
-
-/// Imports between clinical domains that still close a circle (a visit's representation
-/// nests its encounters while an encounter names its visit; ending a visit ends its queue
-/// entries and frees its beds; an order and its dispenses, an encounter and its orders and
-/// diagnoses, nest each other). They may only be removed from this list: a new circle
-/// fails, and so does an entry that no longer exists.
-const KNOWN_CIRCLE: &[(&str, &str)] = &[
-    ("domains/bed", "domains/encounter"),
-    ("domains/diagnosis", "domains/encounter"),
-    ("domains/dispense", "domains/encounter"),
-    ("domains/dispense", "domains/order"),
-    ("domains/encounter", "domains/bed"),
-    ("domains/encounter", "domains/diagnosis"),
-    ("domains/encounter", "domains/order"),
-    ("domains/encounter", "domains/queue"),
-    ("domains/encounter", "domains/visit"),
-    ("domains/order", "domains/dispense"),
-    ("domains/order", "domains/encounter"),
-    ("domains/queue", "domains/visit"),
-    ("domains/visit", "domains/bed"),
-    ("domains/visit", "domains/encounter"),
-    ("domains/visit", "domains/queue"),
 ];
 
 /// A source file: its path under `src/` (`domains/visit/rest.rs`) and its text.
@@ -159,14 +136,14 @@ fn expand(text: &str, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
 }
 
 /// The room-to-room imports of a set of sources, each with the first file that makes it.
-fn imports(sources: &[Source]) -> BTreeMap<(String, String), String> {
+fn imports(sources: &[Source], domain_rooms: bool) -> BTreeMap<(String, String), String> {
     let mut dirs = BTreeSet::new();
     for (file, _) in sources {
         let parts: Vec<&str> = file.split('/').collect();
         if parts.len() > 1 {
             dirs.insert(parts[0].to_string());
         }
-        if parts.len() > 2 && parts[0] == "domains" {
+        if domain_rooms && parts.len() > 2 && parts[0] == "domains" {
             dirs.insert(format!("domains/{}", parts[1]));
         }
     }
@@ -196,8 +173,8 @@ fn imports(sources: &[Source]) -> BTreeMap<(String, String), String> {
 }
 
 /// Every rule the sources break, in words.
-fn violations(sources: &[Source], known_circle: &[(&str, &str)]) -> Vec<String> {
-    let edges = imports(sources);
+fn violations(sources: &[Source]) -> Vec<String> {
+    let edges = imports(sources, true);
     let mut found = Vec::new();
     for ((from, to), file) in &edges {
         match (layer_of(from), layer_of(to)) {
@@ -223,25 +200,10 @@ fn violations(sources: &[Source], known_circle: &[(&str, &str)]) -> Vec<String> 
             }
         }
     }
-    let known: BTreeSet<(String, String)> = known_circle
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-    for (a, b) in &known {
-        if !edges.contains_key(&(a.clone(), b.clone())) {
-            found.push(format!(
-                "`{a}` no longer imports `{b}`: remove it from KNOWN_CIRCLE"
-            ));
-        }
-    }
-    let graph: BTreeMap<&str, Vec<&str>> =
-        edges
-            .keys()
-            .filter(|e| !known.contains(*e))
-            .fold(BTreeMap::new(), |mut g, (a, b)| {
-                g.entry(a.as_str()).or_default().push(b.as_str());
-                g
-            });
+    let graph: BTreeMap<&str, Vec<&str>> = edges.keys().fold(BTreeMap::new(), |mut g, (a, b)| {
+        g.entry(a.as_str()).or_default().push(b.as_str());
+        g
+    });
     for circle in circles(&graph) {
         found.push(format!("a circle of rooms: {}", circle.join(" → ")));
     }
@@ -330,19 +292,36 @@ fn read_sources(dir: &Path, under: &str, out: &mut Vec<Source>) {
     }
 }
 
-fn runtime_sources() -> Vec<Source> {
+fn sources_of(dir: &Path) -> Vec<Source> {
     let mut sources = Vec::new();
-    read_sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        "",
-        &mut sources,
-    );
+    read_sources(dir, "", &mut sources);
     sources
+}
+
+fn runtime_sources() -> Vec<Source> {
+    sources_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The compiler's modules form no circle either (its `domains` folder is one room: its
+/// content folders share one loader).
+#[test]
+fn the_compiler_has_no_circle() {
+    let sources = sources_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../compiler/src"));
+    let edges = imports(&sources, false);
+    let graph: BTreeMap<&str, Vec<&str>> = edges.keys().fold(BTreeMap::new(), |mut g, (a, b)| {
+        g.entry(a.as_str()).or_default().push(b.as_str());
+        g
+    });
+    assert!(
+        edges.len() > 20,
+        "the compiler's imports were not read: {edges:?}"
+    );
+    assert_eq!(circles(&graph), Vec::<Vec<&str>>::new());
 }
 
 #[test]
 fn the_runtime_layers_only_look_down() {
-    let found = violations(&runtime_sources(), KNOWN_CIRCLE);
+    let found = violations(&runtime_sources());
     assert!(
         found.is_empty(),
         "layering rules broken:\n{}",
@@ -359,7 +338,7 @@ fn an_injected_upward_import_is_refused() {
         .find(|(f, _)| f == "store/mod.rs")
         .expect("the store's module");
     store.1.insert_str(0, "use crate::http::Caller;\n");
-    let found = violations(&sources, KNOWN_CIRCLE);
+    let found = violations(&sources);
     assert!(
         found
             .iter()
@@ -378,7 +357,7 @@ fn a_new_circle_between_domains_is_refused() {
     patient
         .1
         .insert_str(0, "fn f() { crate::domains::visit::store::visits_of; }\n");
-    let found = violations(&sources, KNOWN_CIRCLE);
+    let found = violations(&sources);
     assert!(
         found
             .iter()
@@ -395,7 +374,7 @@ fn http_in_a_domain_store_is_refused() {
         .find(|(f, _)| f == "domains/visit/store.rs")
         .expect("the visits' storage");
     visits.1.insert_str(0, "use axum::http::StatusCode;\n");
-    let found = violations(&sources, KNOWN_CIRCLE);
+    let found = violations(&sources);
     assert!(
         found
             .iter()

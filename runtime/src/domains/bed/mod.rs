@@ -322,6 +322,41 @@ pub fn freed_with_visit(store: &Store, visit: &str, user: &str) -> StoreResult<M
     freed(store, |o| o.visit.as_deref() == Some(visit), user)
 }
 
+/// The beds an encounter put patients in, freed when it is voided (registered with the
+/// encounter's dependents).
+pub fn free_with_voided_encounter(
+    store: &Store,
+    encounter: &str,
+    user: &str,
+    _reason: &str,
+) -> StoreResult<crate::store::record::Effect> {
+    let beds = freed(store, |o| o.encounter.as_deref() == Some(encounter), user)?;
+    Ok(Box::new(move |txn| beds.write_in(txn)))
+}
+
+/// The beds of a visit that ends, freed with it (registered with the visit's dependents).
+pub fn free_with_ended_visit(
+    store: &Store,
+    visit: &str,
+    _stop: &str,
+    user: &str,
+) -> StoreResult<crate::store::record::Effect> {
+    let beds = freed_with_visit(store, visit, user)?;
+    Ok(Box::new(move |txn| beds.write_in(txn)))
+}
+
+/// The beds of a visit that is voided, freed with it (registered with the visit's
+/// dependents).
+pub fn free_with_voided_visit(
+    store: &Store,
+    visit: &str,
+    user: &str,
+    _reason: &str,
+) -> StoreResult<crate::store::record::Effect> {
+    let beds = freed_with_visit(store, visit, user)?;
+    Ok(Box::new(move |txn| beds.write_in(txn)))
+}
+
 /// Whether the patient is in a bed or ever was (a purge is refused then).
 pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     if beds(store)?

@@ -760,3 +760,179 @@ pub async fn delete(
         not_found("MedicationDispense", &missing)
     })
 }
+
+/// `GET Encounter?_query=encountersWithMedicationRequests[&date=ge…][&status=ACTIVE]
+/// [&patientSearchTerm=…][&location=a,b]`: the pharmacy's worklist, as fhir2's named query
+/// answers it: encounters (newest first) holding drug orders (with `status=active`, one not
+/// stopped, declined nor completed), each with its MedicationRequests and their dispenses
+/// — privilege: Get Encounters, Get Orders.
+pub async fn encounters_with_requests(
+    state: Arc<AppState>,
+    caller: Caller,
+    query: Vec<(String, String)>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Encounters", "Get Orders"])?;
+    // Dispenses are shown to those who may read them.
+    let with_dispenses = caller.require(&["Get Medication Dispense"]).is_ok();
+    let catalog = state.catalog.load();
+    let snomed = crate::domains::order::rules::OrderEntry::of(&state).snomed;
+    let locale = caller.locale(&catalog);
+    let now = datetime_key(Utc::now());
+    let from = match query
+        .iter()
+        .find(|(k, _)| k == "date")
+        .map(|(_, v)| v.as_str())
+    {
+        None => None,
+        Some(v) => {
+            let v = v.trim_start_matches("ge").trim_start_matches("gt");
+            match parse_datetime(v) {
+                Some(t) => Some(datetime_key(t)),
+                None => {
+                    return Ok(crate::http::fhir::invalid(&format!(
+                        "date: '{v}' is not a date (ge… or gt…)"
+                    )));
+                }
+            }
+        }
+    };
+    let active_only = param(&query, "status").is_some_and(|s| s.eq_ignore_ascii_case("active"));
+    let term = param(&query, "patientSearchTerm")
+        .map(crate::search::fold)
+        .filter(|t| !t.trim().is_empty());
+    let locations: Option<Vec<String>> =
+        param(&query, "location")
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                l.split(',')
+                    .map(|x| x.trim().trim_start_matches("Location/").to_string())
+                    .collect()
+            });
+    let drug_types: Vec<String> = catalog
+        .content
+        .order_types
+        .iter()
+        .filter(|t| t.java_class_name == OrderClass::Drug.java_class())
+        .map(|t| t.uuid.clone())
+        .collect();
+    // Drug orders activated since the date (an encounter's orders start at or after it),
+    // newest first, grouped by encounter in that order.
+    let uuids = crate::domains::order::store::candidates(
+        &state.store,
+        &crate::domains::order::store::Source::Types {
+            types: &drug_types,
+            from: from.as_deref(),
+            to: None,
+        },
+        false,
+    )?;
+    let mut by_encounter: Vec<(String, Vec<OrderRecord>)> = Vec::new();
+    let mut slot: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for chunk in uuids.chunks(256) {
+        for o in crate::domains::order::store::records(&state.store, chunk)? {
+            if !crate::domains::order::fhir::is_request(&o) {
+                continue;
+            }
+            match slot.get(&o.encounter) {
+                Some(&i) => by_encounter[i].1.push(o),
+                None => {
+                    slot.insert(o.encounter.clone(), by_encounter.len());
+                    by_encounter.push((o.encounter.clone(), vec![o]));
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (encounter, orders) in by_encounter {
+        if active_only
+            && !orders.iter().any(|o| {
+                o.date_stopped.as_deref().is_none_or(|s| s > now.as_str())
+                    && !matches!(
+                        o.fulfiller_status,
+                        Some(
+                            crate::domains::order::FulfillerStatus::Declined
+                                | crate::domains::order::FulfillerStatus::Completed
+                        )
+                    )
+            })
+        {
+            continue;
+        }
+        let Some(e) = crate::domains::encounter::store::encounter(&state.store, &encounter)? else {
+            continue;
+        };
+        if e.voiding.voided || from.as_ref().is_some_and(|f| e.datetime < *f) {
+            continue;
+        }
+        if let Some(ls) = &locations
+            && !e.location.as_ref().is_some_and(|l| ls.contains(l))
+        {
+            continue;
+        }
+        if let Some(t) = &term {
+            let Some(p) = state.store.patient(&e.patient)? else {
+                continue;
+            };
+            let name = crate::search::fold(&crate::domains::patient::rest::person_display(&p));
+            let ids = p
+                .identifiers
+                .iter()
+                .any(|i| i.identifier.eq_ignore_ascii_case(t.trim()));
+            if !t.split_whitespace().all(|w| name.contains(w)) && !ids {
+                continue;
+            }
+        }
+        rows.push((e, orders));
+    }
+    rows.sort_by(|a, b| b.0.datetime.cmp(&a.0.datetime));
+    let w = crate::http::fhir::window(&query);
+    let total = rows.len();
+    let mut matches = Vec::new();
+    let mut included = Vec::new();
+    for (e, orders) in rows.iter().skip(w.start).take(w.limit) {
+        let mut r = crate::domains::encounter::fhir::encounter_json(e, &catalog);
+        r["subject"] = crate::domains::order::fhir::patient_reference(&state.store, &e.patient);
+        matches.push(r);
+        for o in orders {
+            included.push(crate::domains::order::fhir::medication_request_json(
+                &state, &catalog, &snomed, o, &locale,
+            ));
+        }
+        if with_dispenses {
+            let refs: Vec<&OrderRecord> = orders.iter().collect();
+            included.extend(crate::domains::order::fhir::dispenses_json(
+                &state, &catalog, &refs, &locale,
+            )?);
+        }
+    }
+    Ok(fhir(
+        StatusCode::OK,
+        crate::domains::order::fhir::mixed_bundle(
+            &base(&state, &caller),
+            "Encounter",
+            &query,
+            &w,
+            crate::domains::order::fhir::Listing {
+                total,
+                matches,
+                included,
+            },
+        ),
+    ))
+}
+
+/// The FHIR MedicationDispenses of some orders (registered for orders' `_revinclude`).
+pub fn of_orders_json(
+    state: &AppState,
+    catalog: &Catalog,
+    orders: &[&OrderRecord],
+    locale: &str,
+) -> ApiResult<Vec<Value>> {
+    let mut out = Vec::new();
+    for o in orders {
+        for d in store::of_order(&state.store, &o.uuid)? {
+            out.push(dispense_json(state, catalog, &d, locale));
+        }
+    }
+    Ok(out)
+}

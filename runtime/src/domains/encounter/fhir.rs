@@ -500,10 +500,6 @@ pub async fn encounters(
     caller: Caller,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
-    // The pharmacy's worklist, fhir2's named query.
-    if param(&query, "_query") == Some("encountersWithMedicationRequests") {
-        return crate::domains::order::fhir::encounters_with_requests(state, caller, query).await;
-    }
     caller.require(&["Get Encounters"])?;
     let Some(patient) = patient_param(&query) else {
         return Err(ApiError::BadRequest(
@@ -548,4 +544,14 @@ pub async fn encounter(
     };
     let catalog = state.catalog.load();
     Ok(fhir(StatusCode::OK, encounter_json(&e, &catalog)))
+}
+
+/// An encounter by uuid as FHIR shows it (registered for orders' `_include`).
+pub fn json_by_uuid(
+    store: &crate::store::Store,
+    catalog: &crate::catalog::Catalog,
+    uuid: &str,
+) -> crate::store::StoreResult<Option<Value>> {
+    Ok(crate::domains::encounter::store::encounter(store, uuid)?
+        .map(|e| encounter_json(&e, catalog)))
 }

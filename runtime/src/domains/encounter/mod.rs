@@ -18,8 +18,8 @@ pub mod store;
 use crate::domains::visit::VisitRecord;
 use crate::http::AppState;
 use crate::http::error::{ApiError, ApiResult, Invalid};
-use crate::store::StoreResult;
-use crate::store::record::{Audit, Voiding};
+use crate::store::record::{Audit, Effect, Voiding};
+use crate::store::{Store, StoreResult};
 use crate::wire::{CLOCK_SKEW, datetime_key, parse_datetime};
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
@@ -445,37 +445,28 @@ pub fn validate(
     }
 }
 
-/// Voids a visit and, with it, its encounters and their observations and its queue entries,
-/// in one transaction.
-pub fn void_visit_encounters(
-    state: &AppState,
-    old: &VisitRecord,
-    voided: &VisitRecord,
+/// A voided visit's encounters and their observations, voided with it (registered with
+/// the visit's dependents).
+pub fn voided_with_visit(
+    store: &Store,
+    visit: &str,
     user: &str,
     reason: &str,
-) -> StoreResult<()> {
+) -> StoreResult<Effect> {
     let now = Utc::now();
-    let encounters = store::of_visit(&state.store, &old.uuid)?;
     let mut changed_enc = Vec::new();
     let mut changed_obs = Vec::new();
-    for e in &encounters {
+    for e in store::of_visit(store, visit)? {
         let mut n = e.clone();
         n.voiding.void(user, now, reason);
-        for o in store::obs_of_encounter(&state.store, &e.uuid, false)? {
+        for o in store::obs_of_encounter(store, &e.uuid, false)? {
             let mut v = o.clone();
             v.voiding.void(user, now, reason);
             changed_obs.push((o, v));
         }
-        changed_enc.push((e.clone(), n));
+        changed_enc.push((e, n));
     }
-    let obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
-        changed_obs.iter().map(|(o, n)| (Some(o), n)).collect();
-    let entries = crate::domains::queue::voided_with_visit(&state.store, &old.uuid, user, reason)?;
-    let beds = crate::domains::bed::freed_with_visit(&state.store, &old.uuid, user)?;
-    state.store.write(|txn| {
-        crate::domains::visit::store::put_in(txn, Some(old), voided)?;
-        beds.write_in(txn)?;
-        crate::domains::queue::store::put_in(txn, &crate::domains::queue::changes(&entries))?;
+    Ok(Box::new(move |txn| {
         for (o, n) in &changed_enc {
             store::write_in(
                 txn,
@@ -489,10 +480,15 @@ pub fn void_visit_encounters(
             txn,
             &store::Change {
                 encounter: None,
-                obs: obs.clone(),
+                obs: changed_obs.iter().map(|(o, n)| (Some(o), n)).collect(),
             },
         )
-    })
+    }))
+}
+
+/// Whether the visit holds encounters, voided ones included (a purge is refused then).
+pub fn any_in_visit(store: &Store, visit: &str) -> StoreResult<bool> {
+    Ok(!store::times_in_visit(store, visit)?.is_empty())
 }
 
 /// An encounter type named by uuid or name, as its uuid (unknown names pass through, for
@@ -526,4 +522,47 @@ pub fn concepts_param(
                 .map_or_else(|| c.to_string(), |x| x.uuid.clone())
         })
         .collect()
+}
+
+/// What the domains that hang on encounters do when one is voided, registered in the
+/// domains' registry (a bed the encounter put a patient in is freed): an encounter names
+/// none of them.
+pub struct EncounterDependents {
+    /// What voiding an encounter writes with it: (store, encounter, user, reason).
+    pub on_void: &'static [fn(&Store, &str, &str, &str) -> StoreResult<Effect>],
+}
+
+/// What voiding the encounter writes with it.
+pub fn voiding_effects(
+    store: &Store,
+    encounter: &str,
+    user: &str,
+    reason: &str,
+) -> StoreResult<Vec<Effect>> {
+    match store.registry().extension::<EncounterDependents>() {
+        Some(d) => d
+            .on_void
+            .iter()
+            .map(|f| f(store, encounter, user, reason))
+            .collect(),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// What placing an order in the encounter needs of it.
+pub fn placement(e: &EncounterRecord) -> crate::domains::order::Placement {
+    crate::domains::order::Placement {
+        uuid: e.uuid.clone(),
+        patient: e.patient.clone(),
+        datetime: e.datetime.clone(),
+        voided: e.voiding.voided,
+    }
+}
+
+/// An encounter by uuid, as placing an order in it needs it (registered for orders).
+pub fn placement_of(
+    store: &Store,
+    uuid: &str,
+) -> StoreResult<Option<crate::domains::order::Placement>> {
+    Ok(store::encounter(store, uuid)?.as_ref().map(placement))
 }

@@ -52,6 +52,33 @@ fn top_obs(ctx: &Ctx, e: &EncounterRecord) -> Vec<ObsRecord> {
     all
 }
 
+/// What other domains nest in an encounter's representation, registered in the domains'
+/// registry: its `diagnoses` are the diagnosis domain's to render.
+pub struct EncounterNesting {
+    /// The `diagnoses` property: (encounter, representation, context).
+    pub diagnoses: fn(&str, &Rep, &Ctx) -> Value,
+}
+
+/// An order's encounter, as its representation nests it (registered for orders).
+pub fn nested_by_uuid(uuid: &str, rep: &Rep, ctx: &Ctx) -> Value {
+    let e = store::encounter(ctx.store, uuid).ok().flatten();
+    nest(e.as_ref().map(EncounterRes), rep, ctx)
+}
+
+/// The same, written straight to bytes.
+pub fn nested_by_uuid_to(uuid: &str, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) {
+    let e = store::encounter(ctx.store, uuid).ok().flatten();
+    let e = e.as_ref().map(EncounterRes);
+    crate::http::repr::nested_to(e.as_ref().map(|e| e as &dyn Resource), rep, ctx, out)
+}
+
+/// A visit's encounters, as its representation nests them (registered for the visit).
+pub fn of_visit(visit: &str, rep: &Rep, ctx: &Ctx) -> Value {
+    let list = store::of_visit(ctx.store, visit).unwrap_or_default();
+    let res: Vec<EncounterRes> = list.iter().map(EncounterRes).collect();
+    nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
+}
+
 impl Resource for EncounterRes<'_> {
     fn alias(&self) -> &'static str {
         "encounter"
@@ -143,7 +170,10 @@ impl Resource for EncounterRes<'_> {
                 let top: Vec<ObsRes> = all.iter().map(ObsRes).collect();
                 nested_list(top.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
-            "diagnoses" => crate::domains::diagnosis::rest::of_encounter(&e.uuid, rep, ctx),
+            "diagnoses" => match ctx.store.registry().extension::<EncounterNesting>() {
+                Some(nesting) => (nesting.diagnoses)(&e.uuid, rep, ctx),
+                None => Value::Array(Vec::new()),
+            },
             "orders" => {
                 let orders = order_rest::encounter_orders(ctx, &e.uuid);
                 let res: Vec<order_rest::OrderRes> =
@@ -718,7 +748,13 @@ pub async fn create(
             )));
         }
         check_obs_orders(&st, &obs, &patient, &drafts)?;
-        let placed = order_rest::place_all(&st, drafts, &e, now, Some("orders"))?;
+        let placed = order_rest::place_all(
+            &st,
+            drafts,
+            &crate::domains::encounter::placement(&e),
+            now,
+            Some("orders"),
+        )?;
         // The encounter, its observations and its orders (a signed order basket) commit
         // together.
         st.store.write(|txn| {
@@ -893,7 +929,13 @@ pub async fn update(
         }
         let drafts = order_rest::drafts_of_encounter(&st, &body, &e.uuid, &e.patient, &audit)?;
         check_obs_orders(&st, &added, &e.patient, &drafts)?;
-        let placed = order_rest::place_all(&st, drafts, &e, now, Some("orders"))?;
+        let placed = order_rest::place_all(
+            &st,
+            drafts,
+            &crate::domains::encounter::placement(&e),
+            now,
+            Some("orders"),
+        )?;
         let mut obs: Vec<(Option<&ObsRecord>, &ObsRecord)> =
             replaced.iter().map(|(o, n)| (Some(o), n)).collect();
         obs.extend(added.iter().map(|o| (None, o)));
@@ -977,14 +1019,10 @@ pub async fn delete(
             &reason,
         )?;
         // A bed it put the patient in is freed, as the bed management module does.
-        let beds = crate::domains::bed::freed(
-            &st.store,
-            |o| o.encounter.as_deref() == Some(uuid.as_str()),
-            &user,
-        )?;
+        let effects = crate::domains::encounter::voiding_effects(&st.store, &uuid, &user, &reason)?;
         st.store
             .write(|txn| {
-                beds.write_in(txn)?;
+                effects.into_iter().try_for_each(|effect| effect(txn))?;
                 store::write_in(
                     txn,
                     &Change {

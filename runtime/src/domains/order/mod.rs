@@ -352,3 +352,14 @@ pub fn voiding(
     }
     Ok(changes)
 }
+
+/// What placing an order needs of the encounter it is placed in (the encounter domain's
+/// record gives it: `encounter::placement`).
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub uuid: String,
+    pub patient: String,
+    /// Its datetime, as index keys hold it.
+    pub datetime: String,
+    pub voided: bool,
+}

@@ -4,8 +4,6 @@
 //! Orders, Edit Orders (the fulfiller's details), Delete Orders.
 
 use crate::content::concept::ConceptRes;
-use crate::domains::encounter::EncounterRecord;
-use crate::domains::encounter::rest::EncounterRes;
 use crate::domains::order::formulary::{CareSettingRes, DrugRes, OrderFrequencyRes, OrderTypeRes};
 use crate::domains::order::rules::{OrderEntry, Placing, place};
 use crate::domains::order::store::{self, Source};
@@ -19,7 +17,7 @@ use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, w
 use crate::http::body::{only_known, opt_ref, opt_str};
 use crate::http::error::{ApiError, ApiResult, Invalid};
 use crate::http::repr::{
-    Ctx, Paging, Props, Rep, Resource, nested_content_to, nested_once_to, nested_to, write_json,
+    Ctx, Paging, Props, Rep, Resource, nested_content_to, nested_once_to, write_json,
     written_once_to,
 };
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
@@ -282,6 +280,35 @@ impl OrderRes<'_> {
     }
 }
 
+/// What an order needs of the encounter domain, registered in the domains' registry (the
+/// encounter holds its orders, so the order domain names no encounter).
+pub struct OrderEncounters {
+    /// An encounter by uuid, as placing an order in it needs it.
+    pub placement: fn(
+        &crate::store::Store,
+        &str,
+    ) -> crate::store::StoreResult<Option<crate::domains::order::Placement>>,
+    /// The `encounter` property of an order's representation: (encounter, representation,
+    /// context).
+    pub nest: fn(&str, &Rep, &Ctx) -> Value,
+    /// The same, written straight to bytes.
+    pub nest_to: fn(&str, &Rep, &Ctx, &mut Vec<u8>),
+    /// An encounter as FHIR shows it (`_include=MedicationRequest:encounter`).
+    pub fhir: fn(
+        &crate::store::Store,
+        &crate::catalog::Catalog,
+        &str,
+    ) -> crate::store::StoreResult<Option<Value>>,
+    /// The FHIR MedicationDispenses of some orders (`_revinclude=MedicationDispense:prescription`).
+    pub dispenses:
+        fn(&AppState, &crate::catalog::Catalog, &[&OrderRecord], &str) -> ApiResult<Vec<Value>>,
+}
+
+/// The order's encounter functions registered with the store.
+pub fn order_encounters(store: &crate::store::Store) -> Option<&'static OrderEncounters> {
+    store.registry().extension()
+}
+
 impl Resource for OrderRes<'_> {
     fn alias(&self) -> &'static str {
         "order"
@@ -382,12 +409,10 @@ impl Resource for OrderRes<'_> {
             "scheduledDate" => date(&o.scheduled_date),
             "dateStopped" => date(&o.date_stopped),
             "autoExpireDate" => date(&o.auto_expire_date),
-            "encounter" => {
-                let e = crate::domains::encounter::store::encounter(ctx.store, &o.encounter)
-                    .ok()
-                    .flatten();
-                nest(e.as_ref().map(EncounterRes), rep, ctx)
-            }
+            "encounter" => match order_encounters(ctx.store) {
+                Some(encounters) => (encounters.nest)(&o.encounter, rep, ctx),
+                None => Value::Null,
+            },
             "orderer" => {
                 let p = crate::domains::provider::find(ctx.store, &o.orderer)
                     .ok()
@@ -502,11 +527,10 @@ impl Resource for OrderRes<'_> {
             ),
             "encounter" => {
                 written_once_to("encounter", Some(&o.encounter), rep, ctx, out, |u, out| {
-                    let e = crate::domains::encounter::store::encounter(ctx.store, u)
-                        .ok()
-                        .flatten();
-                    let e = e.as_ref().map(EncounterRes);
-                    nested_to(e.as_ref().map(|e| e as &dyn Resource), rep, ctx, out)
+                    match order_encounters(ctx.store) {
+                        Some(encounters) => (encounters.nest_to)(u, rep, ctx, out),
+                        None => out.extend_from_slice(b"null"),
+                    }
                 })
             }
             "orderer" => nested_once_to("provider", Some(&o.orderer), rep, ctx, out, |u| {
@@ -910,7 +934,7 @@ impl Placed {
 pub fn place_all(
     state: &AppState,
     drafts: Vec<OrderRecord>,
-    encounter: &EncounterRecord,
+    encounter: &crate::domains::order::Placement,
     now: DateTime<Utc>,
     prefix: Option<&str>,
 ) -> ApiResult<Placed> {
@@ -1012,8 +1036,12 @@ pub async fn create(
         let now = Utc::now();
         let draft = from_body(&st, &body, None, &Audit::new(&user, now), "")?;
         let _one_writer = st.store.write_lock();
-        let encounter = crate::domains::encounter::store::encounter(&st.store, &draft.encounter)?
-            .ok_or_else(|| {
+        let placement = order_encounters(&st.store).map(|e| e.placement);
+        let encounter = match placement {
+            Some(placement) => placement(&st.store, &draft.encounter)?,
+            None => None,
+        }
+        .ok_or_else(|| {
             ApiError::invalid_field("encounter", "error.invalid", "Encounter does not exist")
         })?;
         let placed = place_all(&st, vec![draft], &encounter, now, None)?;

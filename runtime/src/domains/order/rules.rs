@@ -5,7 +5,6 @@
 //! A failed rule is a 400 naming the field, with core's message key as its code.
 
 use crate::catalog::Catalog;
-use crate::domains::encounter::EncounterRecord;
 use crate::domains::order::{Action, DosingType, OrderClass, OrderRecord, Urgency};
 use crate::http::error::{ApiError, ApiResult, Invalid};
 use crate::wire::{CLOCK_SKEW, datetime_key, parse_key};
@@ -202,7 +201,7 @@ fn seconds(key: &str) -> &str {
 pub fn place(
     p: &Placing,
     mut o: OrderRecord,
-    encounter: &EncounterRecord,
+    encounter: &crate::domains::order::Placement,
 ) -> ApiResult<(OrderRecord, Option<(OrderRecord, OrderRecord)>)> {
     let mut inv = Invalid::default();
     let now_key = datetime_key(p.now);
@@ -211,7 +210,7 @@ pub fn place(
     if o.date_activated.is_empty() {
         o.date_activated = now_key.clone().max(encounter.datetime.clone());
     }
-    if encounter.voiding.voided {
+    if encounter.voided {
         inv.field("encounter", "error.invalid", "The encounter is voided");
     }
     if encounter.patient != o.patient {

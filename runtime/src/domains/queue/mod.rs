@@ -227,3 +227,30 @@ pub fn changes(
 ) -> Vec<(Option<&QueueEntryRecord>, &QueueEntryRecord)> {
     pairs.iter().map(|(o, n)| (Some(o), n)).collect()
 }
+
+/// A visit's entries, ended with it (registered with the visit's dependents).
+pub fn end_with_visit(
+    store: &crate::store::Store,
+    visit: &str,
+    stop: &str,
+    user: &str,
+) -> crate::store::StoreResult<crate::store::record::Effect> {
+    let entries = ended_with_visit(store, visit, stop, user)?;
+    Ok(Box::new(move |txn| store::put_in(txn, &changes(&entries))))
+}
+
+/// A visit's entries, voided with it (registered with the visit's dependents).
+pub fn void_with_visit(
+    store: &crate::store::Store,
+    visit: &str,
+    user: &str,
+    reason: &str,
+) -> crate::store::StoreResult<crate::store::record::Effect> {
+    let entries = voided_with_visit(store, visit, user, reason)?;
+    Ok(Box::new(move |txn| store::put_in(txn, &changes(&entries))))
+}
+
+/// Whether the visit holds queue entries, voided ones included (a purge is refused then).
+pub fn any_in_visit(store: &crate::store::Store, visit: &str) -> crate::store::StoreResult<bool> {
+    Ok(!store::read(store, store::Source::Visit(visit), true)?.is_empty())
+}

@@ -13,8 +13,8 @@ pub use attribute::VisitAttribute;
 
 use crate::http::AppState;
 use crate::http::error::Invalid;
-use crate::store::StoreResult;
-use crate::store::record::{Audit, DAEMON_USER, Voiding};
+use crate::store::record::{Audit, DAEMON_USER, Effect, Voiding};
+use crate::store::{Store, StoreResult};
 use crate::wire::{CLOCK_SKEW, datetime_key, parse_key};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -162,13 +162,10 @@ pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<u
         let stop = datetime_key(now);
         v.stop = Some(stop.clone());
         v.audit.changed(DAEMON_USER, now);
-        let entries =
-            crate::domains::queue::ended_with_visit(&state.store, &old.uuid, &stop, DAEMON_USER)?;
-        let beds = crate::domains::bed::freed_with_visit(&state.store, &old.uuid, DAEMON_USER)?;
+        let effects = ending_effects(&state.store, &old.uuid, &stop, DAEMON_USER)?;
         state.store.write(|txn| {
             store::put_in(txn, Some(&old), &v)?;
-            beds.write_in(txn)?;
-            crate::domains::queue::store::put_in(txn, &crate::domains::queue::changes(&entries))
+            effects.into_iter().try_for_each(|effect| effect(txn))
         })?;
         closed += 1;
     }
@@ -193,4 +190,90 @@ pub fn spawn_auto_close(state: std::sync::Arc<AppState>, every: std::time::Durat
             }
         }
     });
+}
+
+/// What the domains that hang on visits (encounters, queue entries, beds) do when one
+/// changes, registered in the domains' registry: a visit names none of them.
+pub struct VisitDependents {
+    /// The times of the records a visit holds, which its start and stop must cover.
+    pub times: &'static [fn(&Store, &str) -> StoreResult<Vec<String>>],
+    /// Why the visit may not take this shape (a queue entry outside it), if so.
+    pub refusals: &'static [fn(&Store, &VisitRecord) -> StoreResult<Option<&'static str>>],
+    /// What ending a visit writes with it: (store, visit, stop, user).
+    pub on_end: &'static [fn(&Store, &str, &str, &str) -> StoreResult<Effect>],
+    /// What voiding a visit writes with it: (store, visit, user, reason).
+    pub on_void: &'static [fn(&Store, &str, &str, &str) -> StoreResult<Effect>],
+    /// What a visit may hold that forbids purging it: (what the refusal names, whether it
+    /// holds any).
+    pub held: &'static [(&'static str, fn(&Store, &str) -> StoreResult<bool>)],
+}
+
+static NO_DEPENDENTS: VisitDependents = VisitDependents {
+    times: &[],
+    refusals: &[],
+    on_end: &[],
+    on_void: &[],
+    held: &[],
+};
+
+/// The visit's dependents registered with the store.
+pub fn dependents(store: &Store) -> &'static VisitDependents {
+    store.registry().extension().unwrap_or(&NO_DEPENDENTS)
+}
+
+/// The times of every record the visit holds (its encounters').
+pub fn times_held(store: &Store, visit: &str) -> StoreResult<Vec<String>> {
+    let mut times = Vec::new();
+    for of in dependents(store).times {
+        times.extend(of(store, visit)?);
+    }
+    Ok(times)
+}
+
+/// Why the visit may not take this shape, if so.
+pub fn refusal(store: &Store, visit: &VisitRecord) -> StoreResult<Option<&'static str>> {
+    for refuse in dependents(store).refusals {
+        if let Some(why) = refuse(store, visit)? {
+            return Ok(Some(why));
+        }
+    }
+    Ok(None)
+}
+
+/// What ending the visit at `stop` writes with it.
+pub fn ending_effects(
+    store: &Store,
+    visit: &str,
+    stop: &str,
+    user: &str,
+) -> StoreResult<Vec<Effect>> {
+    dependents(store)
+        .on_end
+        .iter()
+        .map(|f| f(store, visit, stop, user))
+        .collect()
+}
+
+/// What voiding the visit writes with it.
+pub fn voiding_effects(
+    store: &Store,
+    visit: &str,
+    user: &str,
+    reason: &str,
+) -> StoreResult<Vec<Effect>> {
+    dependents(store)
+        .on_void
+        .iter()
+        .map(|f| f(store, visit, user, reason))
+        .collect()
+}
+
+/// The first kind of record the visit holds that forbids purging it.
+pub fn held_against_purge(store: &Store, visit: &str) -> StoreResult<Option<&'static str>> {
+    for (kind, any) in dependents(store).held {
+        if any(store, visit)? {
+            return Ok(Some(kind));
+        }
+    }
+    Ok(None)
 }

@@ -4,7 +4,6 @@
 use crate::content::concept::ConceptRes;
 use crate::content::location::LocationRes;
 use crate::content::metadata::NamedRes;
-use crate::domains::encounter::rest::EncounterRes;
 use crate::domains::patient::rest::PatientRes;
 use crate::domains::visit::VisitRecord;
 use crate::domains::visit::attribute::{self, VisitAttributeRes, VisitAttributeTypeRes};
@@ -25,6 +24,13 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 pub struct VisitRes<'a>(pub &'a VisitRecord);
+
+/// What other domains nest in a visit's representation, registered in the domains'
+/// registry: a visit's `encounters` are the encounter domain's to render.
+pub struct VisitNesting {
+    /// The `encounters` property: (visit, representation, context).
+    pub encounters: fn(&str, &Rep, &Ctx) -> Value,
+}
 
 impl Resource for VisitRes<'_> {
     fn alias(&self) -> &'static str {
@@ -128,12 +134,10 @@ impl Resource for VisitRes<'_> {
             ),
             "startDatetime" => wire_datetime(&v.start),
             "stopDatetime" => v.stop.as_deref().map(wire_datetime).unwrap_or(Value::Null),
-            "encounters" => {
-                let list = crate::domains::encounter::store::of_visit(ctx.store, &v.uuid)
-                    .unwrap_or_default();
-                let res: Vec<EncounterRes> = list.iter().map(EncounterRes).collect();
-                nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
-            }
+            "encounters" => match ctx.store.registry().extension::<VisitNesting>() {
+                Some(nesting) => (nesting.encounters)(&v.uuid, rep, ctx),
+                None => Value::Array(Vec::new()),
+            },
             // The active ones, as OpenMRS's `getActiveAttributes`.
             "attributes" => {
                 let res: Vec<VisitAttributeRes> = v
@@ -221,7 +225,7 @@ fn apply_attributes(
 }
 
 fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
-    let times = crate::domains::encounter::store::times_in_visit(&state.store, &v.uuid)?;
+    let times = crate::domains::visit::times_held(&state.store, &v.uuid)?;
     let inv = crate::domains::visit::validate(state, v, &times, Utc::now())?;
     if inv.is_empty() {
         Ok(())
@@ -320,21 +324,19 @@ pub async fn update(
         }
         v.audit.changed(&user, Utc::now());
         check(&st, &v)?;
-        if let Some(why) = crate::domains::queue::visit_holds_entries(&st.store, &v)? {
+        if let Some(why) = crate::domains::visit::refusal(&st.store, &v)? {
             return Err(ApiError::BadRequest(why.into()));
         }
         // Ending the visit ends its queue entries with it, and frees its patients' beds.
-        let (entries, beds) = match (&old.stop, &v.stop) {
-            (None, Some(stop)) => (
-                crate::domains::queue::ended_with_visit(&st.store, &v.uuid, stop, &user)?,
-                crate::domains::bed::freed_with_visit(&st.store, &v.uuid, &user)?,
-            ),
-            _ => (Vec::new(), Default::default()),
+        let effects = match (&old.stop, &v.stop) {
+            (None, Some(stop)) => {
+                crate::domains::visit::ending_effects(&st.store, &v.uuid, stop, &user)?
+            }
+            _ => Vec::new(),
         };
         st.store.write(|txn| {
             store::put_in(txn, Some(&old), &v)?;
-            beds.write_in(txn)?;
-            crate::domains::queue::store::put_in(txn, &crate::domains::queue::changes(&entries))
+            effects.into_iter().try_for_each(|effect| effect(txn))
         })?;
         Ok(v)
     })
@@ -382,16 +384,10 @@ pub async fn delete(
         let _one_writer = st.store.write_lock();
         let old = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         if purge {
-            if !crate::domains::encounter::store::times_in_visit(&st.store, &uuid)?.is_empty() {
-                return Err(ApiError::BadRequest(
-                    "A visit with encounters cannot be purged; void it instead".into(),
-                ));
-            }
-            let queue = crate::domains::queue::store::Source::Visit(&uuid);
-            if !crate::domains::queue::store::read(&st.store, queue, true)?.is_empty() {
-                return Err(ApiError::BadRequest(
-                    "A visit with queue entries cannot be purged; void it instead".into(),
-                ));
+            if let Some(kind) = crate::domains::visit::held_against_purge(&st.store, &uuid)? {
+                return Err(ApiError::BadRequest(format!(
+                    "A visit with {kind} cannot be purged; void it instead"
+                )));
             }
             return store::purge(&st.store, &old).map_err(ApiError::from);
         }
@@ -400,7 +396,14 @@ pub async fn delete(
         }
         let mut v = old.clone();
         v.voiding.void(&user, Utc::now(), &reason);
-        crate::domains::encounter::void_visit_encounters(&st, &old, &v, &user, &reason)
+        // Its encounters and their observations, its queue entries and its patients' beds
+        // go with it, in one transaction.
+        let effects = crate::domains::visit::voiding_effects(&st.store, &uuid, &user, &reason)?;
+        st.store
+            .write(|txn| {
+                store::put_in(txn, Some(&old), &v)?;
+                effects.into_iter().try_for_each(|effect| effect(txn))
+            })
             .map_err(ApiError::from)
     })
     .await?;
