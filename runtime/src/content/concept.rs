@@ -180,7 +180,7 @@ impl Resource for ConceptRes<'_> {
                 nested_list(concepts.iter().map(|x| x as &dyn Resource), rep, ctx)
             }
             "attributes" => json!([]),
-            "auditInfo" => audit_info(),
+            "auditInfo" => content_audit_info(),
             "hiNormal" => json!(numeric.and_then(|n| n.hi_normal)),
             "hiAbsolute" => json!(numeric.and_then(|n| n.hi_absolute)),
             "hiCritical" => json!(numeric.and_then(|n| n.hi_critical)),
@@ -197,7 +197,7 @@ impl Resource for ConceptRes<'_> {
 }
 
 /// Content comes from the bundle: created by the system at build time.
-pub fn audit_info() -> Value {
+pub fn content_audit_info() -> Value {
     json!({"creator": null, "dateCreated": null, "changedBy": null, "dateChanged": null})
 }
 
@@ -246,7 +246,7 @@ impl Resource for NameRes<'_> {
             "locale" => json!(self.1.locale),
             "localePreferred" => json!(self.1.locale_preferred),
             "conceptNameType" => json!(self.1.name_type.rest_name()),
-            "auditInfo" => audit_info(),
+            "auditInfo" => content_audit_info(),
             _ => return None,
         })
     }
@@ -291,7 +291,7 @@ impl Resource for DescriptionRes<'_> {
         Some(match name {
             "description" => json!(self.1.description),
             "locale" => json!(self.1.locale),
-            "auditInfo" => audit_info(),
+            "auditInfo" => content_audit_info(),
             _ => return None,
         })
     }
@@ -358,7 +358,7 @@ impl Resource for MappingRes<'_> {
                     .find(|t| t.name.eq_ignore_ascii_case(&m.map_type));
                 json!({"uuid": t.map(|t| t.uuid.clone()), "display": m.map_type, "name": m.map_type})
             }
-            "auditInfo" => audit_info(),
+            "auditInfo" => content_audit_info(),
             _ => return None,
         })
     }
@@ -406,7 +406,7 @@ impl Resource for DatatypeRes<'_> {
             "description" => json!(self.0.description),
             "hl7Abbreviation" => json!(self.0.hl7_abbreviation),
             "retired" => json!(false),
-            "auditInfo" => audit_info(),
+            "auditInfo" => content_audit_info(),
             _ => return None,
         })
     }

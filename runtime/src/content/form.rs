@@ -122,7 +122,7 @@ impl Resource for FormRes<'_> {
             "formFields" => json!([]),
             "retired" => json!(f.retired),
             "resources" => Value::Array(vec![nested(Some(&FormResourceRes(f)), rep, ctx)]),
-            "auditInfo" => crate::content::concept::audit_info(),
+            "auditInfo" => crate::content::concept::content_audit_info(),
             _ => return None,
         })
     }

@@ -106,7 +106,7 @@ impl Resource for LocationRes<'_> {
             "latitude" | "longitude" => Value::Null,
             "retired" => json!(l.retired),
             "attributes" => json!([]),
-            "auditInfo" => crate::content::concept::audit_info(),
+            "auditInfo" => crate::content::concept::content_audit_info(),
             "tags" => {
                 let tags: Vec<TagRes> = l
                     .tags

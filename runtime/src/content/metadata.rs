@@ -45,7 +45,7 @@ pub fn named_prop(
         "name" => json!(name),
         "description" => json!(description),
         "retired" => json!(retired),
-        "auditInfo" => crate::content::concept::audit_info(),
+        "auditInfo" => crate::content::concept::content_audit_info(),
         _ => return None,
     })
 }

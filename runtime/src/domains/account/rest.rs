@@ -170,7 +170,6 @@ pub async fn create(
     caller.require(&["Add Users"])?;
     crate::http::body::only_known(
         &body,
-        "user",
         &[
             "username",
             "password",
@@ -316,7 +315,6 @@ pub async fn update(
 ) -> ApiResult<Response> {
     crate::http::body::only_known(
         &body,
-        "user",
         &[
             "userProperties",
             "username",
@@ -515,7 +513,7 @@ pub async fn change_own(
     let Some(me) = caller.user.clone() else {
         return Err(ApiError::Unauthenticated { privileges: vec![] });
     };
-    crate::http::body::only_known(&body, "password", &["oldPassword", "newPassword"])?;
+    crate::http::body::only_known(&body, &["oldPassword", "newPassword"])?;
     let old = opt_str(&body, "oldPassword")?.unwrap_or_default();
     let new = opt_str(&body, "newPassword")?.unwrap_or_default();
     let policy = state.password_policy();
@@ -550,7 +548,7 @@ pub async fn reset(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit User Passwords"])?;
-    crate::http::body::only_known(&body, "password", &["newPassword"])?;
+    crate::http::body::only_known(&body, &["newPassword"])?;
     let new = opt_str(&body, "newPassword")?.unwrap_or_default();
     let policy = state.password_policy();
     let st = state.clone();

@@ -340,7 +340,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Allergies"])?;
-    only_known(&body, "allergy", FIELDS)?;
+    only_known(&body, FIELDS)?;
     if body.get("allergen").is_none_or(Value::is_null) {
         return Err(ApiError::invalid_field(
             "allergen",
@@ -407,7 +407,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Allergies"])?;
-    only_known(&body, "allergy", FIELDS)?;
+    only_known(&body, FIELDS)?;
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
     let st = state.clone();

@@ -61,15 +61,6 @@ fn text(body: &Map<String, Value>, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A reference written as a uuid string or as `{"uuid": …}`.
-fn uuid_of(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Value::Object(o) => o.get("uuid").and_then(Value::as_str).map(str::to_string),
-        _ => None,
-    }
-}
-
 // ---- services ----
 
 /// "07:30" → "07:30:00", as the module writes a `java.sql.Time`.
@@ -442,7 +433,7 @@ fn apply(
     let mut named: Vec<(String, String)> = Vec::new();
     if let Some(Value::Array(list)) = body.get("providers") {
         for p in list {
-            let uuid = uuid_of(p)
+            let uuid = crate::http::body::ref_uuid(p)
                 .ok_or_else(|| ApiError::BadRequest("Bad Request. No such provider.".into()))?;
             let response = p
                 .get("response")
@@ -451,7 +442,10 @@ fn apply(
                 .to_uppercase();
             named.push((uuid, response));
         }
-    } else if let Some(p) = body.get("providerUuid").and_then(uuid_of) {
+    } else if let Some(p) = body
+        .get("providerUuid")
+        .and_then(crate::http::body::ref_uuid)
+    {
         named.push((p, "ACCEPTED".into()));
     }
     if body.contains_key("providers") || body.contains_key("providerUuid") {

@@ -164,11 +164,7 @@ pub async fn create_bed_type(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Type"])?;
-    only_known(
-        &body,
-        "bedtype",
-        &["uuid", "name", "displayName", "description"],
-    )?;
+    only_known(&body, &["uuid", "name", "displayName", "description"])?;
     let mut t = BedTypeRecord {
         v: 1,
         uuid: client_uuid(&body)?,
@@ -215,11 +211,7 @@ pub async fn update_bed_type(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Type"])?;
-    only_known(
-        &body,
-        "bedtype",
-        &["uuid", "name", "displayName", "description"],
-    )?;
+    only_known(&body, &["uuid", "name", "displayName", "description"])?;
     let user = caller.user_uuid();
     let st = state.clone();
     let t = blocking(move || {
@@ -380,7 +372,7 @@ pub async fn create_bed_tag(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Tags"])?;
-    only_known(&body, "bedTag", &["uuid", "name"])?;
+    only_known(&body, &["uuid", "name"])?;
     let user = caller.user_uuid();
     let st = state.clone();
     let t = blocking(move || {
@@ -422,7 +414,7 @@ pub async fn update_bed_tag(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Tags"])?;
-    only_known(&body, "bedTag", &["uuid", "name", "id"])?;
+    only_known(&body, &["uuid", "name", "id"])?;
     let user = caller.user_uuid();
     let st = state.clone();
     let t = blocking(move || {
@@ -742,7 +734,7 @@ pub async fn create_bed(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Beds"])?;
-    only_known(&body, "bed", BED_FIELDS)?;
+    only_known(&body, BED_FIELDS)?;
     let user = caller.user_uuid();
     let st = state.clone();
     let bed = blocking(move || {
@@ -790,7 +782,7 @@ pub async fn update_bed(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Beds"])?;
-    only_known(&body, "bed", BED_FIELDS)?;
+    only_known(&body, BED_FIELDS)?;
     let user = caller.user_uuid();
     let st = state.clone();
     let bed = blocking(move || {
@@ -891,7 +883,7 @@ pub async fn create_tag_map(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Tags", "Get Bed Tags", "Get Beds"])?;
-    only_known(&body, "bedTagMap", &["uuid", "bed", "bedTag"])?;
+    only_known(&body, &["uuid", "bed", "bedTag"])?;
     let bed_uuid = crate::http::body::opt_ref(&body, "bed")?
         .ok_or_else(|| ApiError::invalid_field("bed", "error.null", "bed is required"))?;
     let tag_uuid = crate::http::body::opt_ref(&body, "bedTag")?
@@ -1323,7 +1315,7 @@ pub async fn assign(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Assign Beds", "Edit Admission Locations"])?;
-    only_known(&body, "beds", &["patientUuid", "encounterUuid"])?;
+    only_known(&body, &["patientUuid", "encounterUuid"])?;
     let patient = opt_str(&body, "patientUuid")?.ok_or_else(|| {
         ApiError::invalid_field("patientUuid", "error.null", "patientUuid is required")
     })?;

@@ -744,18 +744,6 @@ const BILL_FIELDS: &[&str] = &[
     "refunds",
 ];
 
-/// A reference in a body: a uuid string, or an object with `uuid`; an empty string is
-/// none (the O3 check-in form sends `cashPoint: ""` when it found none).
-fn reference(body: &Map<String, Value>, field: &str) -> ApiResult<Option<String>> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(v) => crate::http::body::ref_uuid(v)
-            .map(Some)
-            .ok_or_else(|| ApiError::invalid_field(field, "error.invalid", "Not a reference")),
-    }
-}
-
 fn integer(v: Option<&Value>) -> Option<i64> {
     match v? {
         Value::Number(n) => n.as_i64().or_else(|| {
@@ -967,7 +955,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&[MANAGE])?;
-    only_known(&body, "bill", BILL_FIELDS)?;
+    only_known(&body, BILL_FIELDS)?;
     if body
         .get("payments")
         .and_then(Value::as_array)
@@ -989,7 +977,7 @@ pub async fn create(
         // items' uuids cannot change between the checks and the write.
         let _one_writer = st.store.write_lock();
         let mut invalid = Invalid::default();
-        let patient = reference(&body, "patient")?;
+        let patient = crate::http::body::opt_ref(&body, "patient")?;
         let patient = match patient {
             None => {
                 invalid.field("patient", "error.null", "A bill is for a patient");
@@ -1003,7 +991,7 @@ pub async fn create(
                 }
             },
         };
-        let cash_point = match reference(&body, "cashPoint")? {
+        let cash_point = match crate::http::body::opt_ref(&body, "cashPoint")? {
             Some(c) => match catalog
                 .content
                 .cash_points
@@ -1036,7 +1024,7 @@ pub async fn create(
                 }
             }
         };
-        let cashier = match reference(&body, "cashier")? {
+        let cashier = match crate::http::body::opt_ref(&body, "cashier")? {
             Some(c) => match crate::domains::provider::find(&st.store, &c)? {
                 Some(p) if !p.retired => Some(p.uuid),
                 _ => {
@@ -1079,7 +1067,7 @@ pub async fn create(
                 "A bill has at least one line item",
             );
         }
-        let visit = match (reference(&body, "visit")?, &patient) {
+        let visit = match (crate::http::body::opt_ref(&body, "visit")?, &patient) {
             (Some(v), Some(p)) => match crate::domains::visit::store::get(&st.store, &v)? {
                 Some(visit) if !visit.voiding.voided && &visit.patient == p => Some(visit.uuid),
                 _ => {
@@ -1170,7 +1158,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&[MANAGE])?;
-    only_known(&body, "bill", BILL_FIELDS)?;
+    only_known(&body, BILL_FIELDS)?;
     let user = caller.user.clone().ok_or(ApiError::Unauthenticated {
         privileges: vec![MANAGE.into()],
     })?;
@@ -1182,12 +1170,12 @@ pub async fn update(
             .filter(|b| !b.voiding.voided)
             .ok_or(ApiError::NotFound)?;
         let mut invalid = Invalid::default();
-        if let Some(p) = reference(&body, "patient")?
+        if let Some(p) = crate::http::body::opt_ref(&body, "patient")?
             && p != old.patient
         {
             invalid.field("patient", "error.invalid", "A bill stays with its patient");
         }
-        if let Some(c) = reference(&body, "cashPoint")?
+        if let Some(c) = crate::http::body::opt_ref(&body, "cashPoint")?
             && c != old.cash_point
         {
             invalid.field("cashPoint", "error.invalid", "A bill stays at its cash point");
@@ -1289,7 +1277,6 @@ pub async fn pay(
     caller.require(&[MANAGE])?;
     only_known(
         &body,
-        "payment",
         &[
             "uuid",
             "instanceType",
@@ -1305,7 +1292,7 @@ pub async fn pay(
     let (bill, payment) = blocking(move || {
         let catalog = st.catalog.load();
         let mut invalid = Invalid::default();
-        let mode = match reference(&body, "instanceType")? {
+        let mode = match crate::http::body::opt_ref(&body, "instanceType")? {
             None => {
                 invalid.field(
                     "instanceType",

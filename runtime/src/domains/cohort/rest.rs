@@ -513,7 +513,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Cohorts"])?;
-    only_known(&body, "cohort", COHORT_FIELDS)?;
+    only_known(&body, COHORT_FIELDS)?;
     refuse_members_and_attributes(&body)?;
     let user = caller.user_uuid();
     let now = chrono::Utc::now();
@@ -579,7 +579,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Cohorts"])?;
-    only_known(&body, "cohort", COHORT_FIELDS)?;
+    only_known(&body, COHORT_FIELDS)?;
     refuse_members_and_attributes(&body)?;
     let user = caller.user_uuid();
     let name = opt_str(&body, "name")?;
@@ -815,7 +815,7 @@ pub async fn member_create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Cohorts"])?;
-    only_known(&body, "cohortmember", MEMBER_FIELDS)?;
+    only_known(&body, MEMBER_FIELDS)?;
     refuse_members_and_attributes(&body)?;
     let user = caller.user_uuid();
     let now = chrono::Utc::now();
@@ -916,7 +916,7 @@ pub async fn member_update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Cohorts"])?;
-    only_known(&body, "cohortmember", MEMBER_FIELDS)?;
+    only_known(&body, MEMBER_FIELDS)?;
     refuse_members_and_attributes(&body)?;
     let user = caller.user_uuid();
     for field in ["cohort", "patient"] {

@@ -202,7 +202,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Conditions"])?;
-    only_known(&body, "condition", FIELDS)?;
+    only_known(&body, FIELDS)?;
     let Some(patient) = opt_ref(&body, "patient")? else {
         return Err(ApiError::invalid_field(
             "patient",
@@ -258,7 +258,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Conditions"])?;
-    only_known(&body, "condition", FIELDS)?;
+    only_known(&body, FIELDS)?;
     let patient = opt_ref(&body, "patient")?;
     let user = caller.user_uuid();
     let rep = rep_of(&query)?;

@@ -227,7 +227,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Encounters"])?;
-    only_known(&body, "patientdiagnoses", FIELDS)?;
+    only_known(&body, FIELDS)?;
     let user = caller.user_uuid();
     let now = Utc::now();
     let mut inv = Invalid::default();
@@ -308,7 +308,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Encounters"])?;
-    only_known(&body, "patientdiagnoses", FIELDS)?;
+    only_known(&body, FIELDS)?;
     for fixed in ["patient", "encounter"] {
         if body.contains_key(fixed) {
             return Err(ApiError::BadRequest(format!(

@@ -147,7 +147,7 @@ pub fn parse_obs(
     out: &mut Vec<ObsRecord>,
 ) -> ApiResult<()> {
     use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
-    only_known(body, "obs", OBS_FIELDS)?;
+    only_known(body, OBS_FIELDS)?;
     let catalog = state.catalog.load();
     let field = |f: &str| {
         if path.is_empty() {

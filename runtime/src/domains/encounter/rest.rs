@@ -663,7 +663,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Encounters"])?;
-    only_known(&body, "encounter", ENCOUNTER_FIELDS)?;
+    only_known(&body, ENCOUNTER_FIELDS)?;
     not_recorded_yet(&body)?;
     if !obs_bodies(&body)?.is_empty() {
         caller.require(&["Add Observations"])?;
@@ -791,7 +791,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Encounters"])?;
-    only_known(&body, "encounter", ENCOUNTER_FIELDS)?;
+    only_known(&body, ENCOUNTER_FIELDS)?;
     not_recorded_yet(&body)?;
     if has_orders(&body) {
         caller.require(&["Add Orders"])?;
@@ -1178,7 +1178,6 @@ pub async fn obs_update(
     caller.require(&["Edit Observations"])?;
     only_known(
         &body,
-        "obs",
         &[
             "uuid",
             "value",

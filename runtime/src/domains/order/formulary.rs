@@ -91,7 +91,7 @@ impl Resource for DrugRes<'_> {
                     .collect(),
             ),
             "ingredients" => json!([]),
-            "auditInfo" => crate::content::concept::audit_info(),
+            "auditInfo" => crate::content::concept::content_audit_info(),
             _ => return None,
         })
     }
@@ -150,7 +150,7 @@ impl Resource for OrderFrequencyRes<'_> {
                 rep,
                 ctx,
             ),
-            "auditInfo" => crate::content::concept::audit_info(),
+            "auditInfo" => crate::content::concept::content_audit_info(),
             _ => return None,
         })
     }
@@ -244,7 +244,7 @@ impl Resource for OrderTypeRes<'_> {
                 rep,
                 ctx,
             ),
-            "auditInfo" => crate::content::concept::audit_info(),
+            "auditInfo" => crate::content::concept::content_audit_info(),
             _ => return None,
         })
     }
@@ -296,7 +296,7 @@ impl Resource for CareSettingRes<'_> {
             "description" => json!(c.description),
             "retired" => json!(c.retired),
             "careSettingType" => json!(c.care_setting_type),
-            "auditInfo" => crate::content::concept::audit_info(),
+            "auditInfo" => crate::content::concept::content_audit_info(),
             _ => return None,
         })
     }

@@ -661,7 +661,7 @@ pub fn from_body(
     audit: &Audit,
     field: &str,
 ) -> ApiResult<OrderRecord> {
-    only_known(body, "order", FIELDS)?;
+    only_known(body, FIELDS)?;
     let catalog = state.catalog.load();
     let mut inv = Invalid::default();
     let f = |name: &str| {
@@ -1127,7 +1127,6 @@ pub async fn fulfiller_details(
     caller.require(&["Edit Orders"])?;
     only_known(
         &body,
-        "fulfillerdetails",
         &["fulfillerStatus", "fulfillerComment", "accessionNumber"],
     )?;
     let status = match opt_str(&body, "fulfillerStatus")? {

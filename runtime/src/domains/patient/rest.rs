@@ -4,6 +4,7 @@
 
 use crate::content::person_types::{AttributeTypeRes, IdentifierTypeRes};
 use crate::http::AppState;
+use crate::http::body::{only_known, opt_bool, opt_text, ref_uuid, uuid_or_new};
 use crate::http::error::{ApiError, ApiResult, Invalid};
 use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested, nested_list, render};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, json, ok, param};
@@ -666,72 +667,6 @@ pub async fn read(
     )?))
 }
 
-fn not_allowed(keys: Vec<&str>) -> ApiError {
-    ApiError::BadRequest(format!(
-        "Some properties are not allowed to be set: {}",
-        keys.join(", ")
-    ))
-}
-
-fn check_keys(obj: &Map<String, Value>, allowed: &[&str]) -> ApiResult<()> {
-    let unknown: Vec<&str> = obj
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !allowed.contains(k))
-        .collect();
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(not_allowed(unknown))
-    }
-}
-
-fn opt_string(obj: &Map<String, Value>, key: &str, path: &str) -> ApiResult<Option<String>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
-        Some(other) => Err(ApiError::BadRequest(format!(
-            "{path}{key}: expected a string, got {other}"
-        ))),
-    }
-}
-
-fn opt_bool(obj: &Map<String, Value>, key: &str, path: &str) -> ApiResult<Option<bool>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
-        Some(other) => Err(ApiError::BadRequest(format!(
-            "{path}{key}: expected true or false, got {other}"
-        ))),
-    }
-}
-
-/// A reference written as a uuid string or as an object with a `uuid`.
-fn reference(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.trim().to_string()),
-        Value::Object(o) => o.get("uuid").and_then(Value::as_str).map(str::to_string),
-        _ => None,
-    }
-}
-
-fn new_uuid(given: Option<String>, what: &str) -> ApiResult<String> {
-    match given {
-        None => Ok(crate::store::record::new_uuid()),
-        Some(u)
-            if u.len() <= 38
-                && !u.is_empty()
-                && u.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
-        {
-            Ok(u)
-        }
-        Some(u) => Err(ApiError::BadRequest(format!(
-            "{what} uuid '{u}' is not a valid uuid"
-        ))),
-    }
-}
-
 /// Full-match, as Java's `String.matches` does.
 fn full_match(pattern: &str, value: &str) -> Option<bool> {
     fancy_regex::Regex::new(&format!("^(?:{pattern})$"))
@@ -747,7 +682,7 @@ fn build_patient(
     caller: &Caller,
     body: &Map<String, Value>,
 ) -> ApiResult<(PatientRecord, Vec<(String, String)>)> {
-    check_keys(body, &["uuid", "person", "identifiers"])?;
+    only_known(body, &["uuid", "person", "identifiers"])?;
     let person = match body.get("person") {
         None | Some(Value::Null) => {
             return Err(ApiError::BadRequest(
@@ -762,7 +697,7 @@ fn build_patient(
         }
         Some(_) => return Err(ApiError::BadRequest("person must be an object".into())),
     };
-    check_keys(
+    only_known(
         person,
         &[
             "uuid",
@@ -781,14 +716,16 @@ fn build_patient(
             "causeOfDeathNonCoded",
         ],
     )?;
-    let person_uuid = opt_string(person, "uuid", "person.")?;
-    let top_uuid = opt_string(body, "uuid", "")?;
+    let person_uuid = opt_text(person, "uuid", "person.")?;
+    let top_uuid = opt_text(body, "uuid", "")?;
     if let (Some(t), Some(p)) = (&top_uuid, &person_uuid)
         && t != p
     {
-        return Err(not_allowed(vec!["uuid"]));
+        return Err(ApiError::BadRequest(
+            "Some properties are not allowed to be set: uuid".into(),
+        ));
     }
-    let uuid = new_uuid(person_uuid.or(top_uuid), "Patient")?;
+    let uuid = uuid_or_new(person_uuid.or(top_uuid), "uuid")?;
     let identifiers = match body.get("identifiers") {
         None | Some(Value::Null) => {
             return Err(ApiError::BadRequest(
@@ -816,7 +753,7 @@ fn build_patient(
                         "person.names[{i}] must be an object"
                     )));
                 };
-                check_keys(
+                only_known(
                     n,
                     &[
                         "uuid",
@@ -833,13 +770,13 @@ fn build_patient(
                 )?;
                 let path = format!("person.names[{i}].");
                 let record = NameRecord {
-                    uuid: new_uuid(opt_string(n, "uuid", &path)?, "Name")?,
-                    given_name: opt_string(n, "givenName", &path)?,
-                    middle_name: opt_string(n, "middleName", &path)?,
-                    family_name: opt_string(n, "familyName", &path)?,
-                    family_name2: opt_string(n, "familyName2", &path)?,
-                    prefix: opt_string(n, "prefix", &path)?,
-                    degree: opt_string(n, "degree", &path)?,
+                    uuid: uuid_or_new(opt_text(n, "uuid", &path)?, &format!("{path}uuid"))?,
+                    given_name: opt_text(n, "givenName", &path)?,
+                    middle_name: opt_text(n, "middleName", &path)?,
+                    family_name: opt_text(n, "familyName", &path)?,
+                    family_name2: opt_text(n, "familyName2", &path)?,
+                    prefix: opt_text(n, "prefix", &path)?,
+                    degree: opt_text(n, "degree", &path)?,
                     preferred: opt_bool(n, "preferred", &path)?.unwrap_or(false),
                 };
                 if record.given_name.is_none() || record.family_name.is_none() {
@@ -869,7 +806,7 @@ fn build_patient(
         names[0].preferred = true;
     }
     // Gender and dates.
-    let gender = opt_string(person, "gender", "person.")?.map(|g| g.to_uppercase());
+    let gender = opt_text(person, "gender", "person.")?.map(|g| g.to_uppercase());
     let gender = match gender.as_deref() {
         Some("M" | "F" | "O" | "U") => gender.unwrap_or_default(),
         _ => {
@@ -879,7 +816,7 @@ fn build_patient(
     };
     let mut birthdate_estimated =
         opt_bool(person, "birthdateEstimated", "person.")?.unwrap_or(false);
-    let birthdate = match opt_string(person, "birthdate", "person.")? {
+    let birthdate = match opt_text(person, "birthdate", "person.")? {
         Some(s) => match parse_date(&s) {
             Some(d) if d > today() => {
                 invalid.field(
@@ -923,7 +860,7 @@ fn build_patient(
     let dead = opt_bool(person, "dead", "person.")?.unwrap_or(false);
     // The moment of death, as OpenMRS keeps it (a date alone is midnight UTC): the chart
     // sends the local midnight of the day chosen, which is the day before in UTC.
-    let death_date = match opt_string(person, "deathDate", "person.")? {
+    let death_date = match opt_text(person, "deathDate", "person.")? {
         Some(s) => {
             let t = crate::wire::parse_datetime(&s).ok_or_else(|| {
                 ApiError::BadRequest(format!("person.deathDate: cannot parse the date '{s}'"))
@@ -940,13 +877,13 @@ fn build_patient(
         None => None,
     };
     let catalog = state.catalog.load();
-    let cause_of_death = match reference(person.get("causeOfDeath")) {
+    let cause_of_death = match person.get("causeOfDeath").and_then(ref_uuid) {
         Some(c) => Some(catalog.concept(&c).map(|x| x.uuid.clone()).ok_or_else(|| {
             ApiError::BadRequest(format!("causeOfDeath: concept '{c}' not found"))
         })?),
         None => None,
     };
-    let cause_of_death_non_coded = opt_string(person, "causeOfDeathNonCoded", "person.")?
+    let cause_of_death_non_coded = opt_text(person, "causeOfDeathNonCoded", "person.")?
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty());
     if let Some(t) = &cause_of_death_non_coded {
@@ -980,18 +917,20 @@ fn build_patient(
                     "person.attributes[{i}] must be an object"
                 )));
             };
-            check_keys(a, &["uuid", "attributeType", "value", "hydratedObject"])?;
+            only_known(a, &["uuid", "attributeType", "value", "hydratedObject"])?;
             let path = format!("person.attributes[{i}].");
-            let type_ref = reference(a.get("attributeType"))
+            let type_ref = a
+                .get("attributeType")
+                .and_then(ref_uuid)
                 .ok_or_else(|| ApiError::BadRequest(format!("{path}attributeType is missing")))?;
             let t = catalog.person_attribute_type(&type_ref).filter(|t| !t.retired).ok_or_else(|| {
                 ApiError::BadRequest(format!("attributes on class org.openmrs.Person => attributeType: '{type_ref}' is not a person attribute type"))
             })?;
-            let Some(value) = opt_string(a, "value", &path)? else {
+            let Some(value) = opt_text(a, "value", &path)? else {
                 continue;
             };
             attributes.push(AttributeRecord {
-                uuid: new_uuid(opt_string(a, "uuid", &path)?, "Attribute")?,
+                uuid: uuid_or_new(opt_text(a, "uuid", &path)?, &format!("{path}uuid"))?,
                 attribute_type: t.uuid.clone(),
                 value,
             });
@@ -1013,11 +952,11 @@ fn build_patient(
             };
             let mut allowed: Vec<&str> = ADDRESS_FIELDS.to_vec();
             allowed.extend(["uuid", "preferred"]);
-            check_keys(a, &allowed)?;
+            only_known(a, &allowed)?;
             let path = format!("person.addresses[{i}].");
             let mut fields = std::collections::BTreeMap::new();
             for f in ADDRESS_FIELDS {
-                if let Some(v) = opt_string(a, f, &path)? {
+                if let Some(v) = opt_text(a, f, &path)? {
                     fields.insert(f.to_string(), v);
                 }
             }
@@ -1025,7 +964,7 @@ fn build_patient(
                 continue; // O3 sends `[{}]` when no address was entered.
             }
             addresses.push(AddressRecord {
-                uuid: new_uuid(opt_string(a, "uuid", &path)?, "Address")?,
+                uuid: uuid_or_new(opt_text(a, "uuid", &path)?, &format!("{path}uuid"))?,
                 preferred: opt_bool(a, "preferred", &path)?.unwrap_or(false),
                 fields,
             });
@@ -1046,7 +985,7 @@ fn build_patient(
                 "identifiers[{i}] must be an object"
             )));
         };
-        check_keys(
+        only_known(
             id,
             &[
                 "uuid",
@@ -1073,13 +1012,13 @@ fn build_patient(
                 .or_else(|| o.get("name"))
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            other => reference(other),
+            other => other.and_then(ref_uuid),
         }
         .ok_or_else(|| ApiError::BadRequest(format!("{path}identifierType is missing")))?;
         let id_type = catalog.identifier_type(&type_ref).filter(|t| !t.retired).ok_or_else(|| {
             ApiError::BadRequest(format!("identifiers on class org.openmrs.Patient => identifierType: '{type_ref}' is not an identifier type in use"))
         })?;
-        let location = match reference(id.get("location")) {
+        let location = match id.get("location").and_then(ref_uuid) {
             Some(l) => Some(
                 catalog
                     .location(&l)
@@ -1138,7 +1077,7 @@ fn build_patient(
             keys.push((key, identifier.clone()));
         }
         records.push(IdentifierRecord {
-            uuid: new_uuid(opt_string(id, "uuid", &path)?, "Identifier")?,
+            uuid: uuid_or_new(opt_text(id, "uuid", &path)?, &format!("{path}uuid"))?,
             identifier,
             identifier_type: id_type.uuid.clone(),
             location,
@@ -1433,7 +1372,9 @@ fn merge_person(base: &mut Map<String, Value>, change: &Map<String, Value>) -> A
     for (key, value) in change {
         match (key.as_str(), value) {
             ("uuid", Value::String(u)) if base.get("uuid").and_then(Value::as_str) != Some(u) => {
-                return Err(not_allowed(vec!["uuid"]));
+                return Err(ApiError::BadRequest(
+                    "Some properties are not allowed to be set: uuid".into(),
+                ));
             }
             ("names" | "addresses", Value::Array(items)) => {
                 let list = base
@@ -1487,13 +1428,18 @@ fn merge_person(base: &mut Map<String, Value>, change: &Map<String, Value>) -> A
                         ApiError::BadRequest("person.attributes must be a list".into())
                     })?;
                 for item in items {
-                    let type_ref = reference(item.get("attributeType")).ok_or_else(|| {
-                        ApiError::BadRequest("person.attributes: attributeType is missing".into())
-                    })?;
+                    let type_ref =
+                        item.get("attributeType")
+                            .and_then(ref_uuid)
+                            .ok_or_else(|| {
+                                ApiError::BadRequest(
+                                    "person.attributes: attributeType is missing".into(),
+                                )
+                            })?;
                     let empty = matches!(item.get("value"), None | Some(Value::Null))
                         || item.get("value") == Some(&json!(""));
                     let position = list.iter().position(|e| {
-                        reference(e.get("attributeType")).as_deref() == Some(&type_ref)
+                        e.get("attributeType").and_then(ref_uuid).as_deref() == Some(&type_ref)
                     });
                     match (position, empty) {
                         (Some(i), true) => {
@@ -1694,7 +1640,9 @@ pub async fn update_identifier(
         if let Value::Object(existing) = &mut list[i] {
             for (k, v) in &body {
                 if k == "uuid" && v.as_str() != Some(item.as_str()) {
-                    return Err(not_allowed(vec!["uuid"]));
+                    return Err(ApiError::BadRequest(
+                        "Some properties are not allowed to be set: uuid".into(),
+                    ));
                 }
                 existing.insert(k.clone(), v.clone());
             }
@@ -1762,11 +1710,13 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Patients"])?;
-    check_keys(&body, &["uuid", "person", "identifiers"])?;
+    only_known(&body, &["uuid", "person", "identifiers"])?;
     if let Some(Value::String(u)) = body.get("uuid")
         && *u != uuid
     {
-        return Err(not_allowed(vec!["uuid"]));
+        return Err(ApiError::BadRequest(
+            "Some properties are not allowed to be set: uuid".into(),
+        ));
     }
     let change = match body.get("person") {
         Some(Value::Object(p)) => p.clone(),

@@ -105,7 +105,7 @@ impl Resource for ProgramRes<'_> {
                     .collect();
                 nested_list(ws.iter().map(|w| w as &dyn Resource), rep, ctx)
             }
-            "auditInfo" => crate::content::concept::audit_info(),
+            "auditInfo" => crate::content::concept::content_audit_info(),
             _ => return None,
         })
     }
@@ -495,7 +495,7 @@ fn apply(
                     "states[{i}] must be an object"
                 )));
             };
-            only_known(s, "state", STATE_FIELDS)?;
+            only_known(s, STATE_FIELDS)?;
             let existing =
                 opt_str(s, "uuid")?.and_then(|u| e.states.iter().position(|x| x.uuid == u));
             match existing {
@@ -570,7 +570,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Patient Programs"])?;
-    only_known(&body, "programenrollment", ENROLMENT_FIELDS)?;
+    only_known(&body, ENROLMENT_FIELDS)?;
     let user = caller.user_uuid();
     let now = Utc::now();
     let patient = opt_ref(&body, "patient")?
@@ -646,7 +646,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Patient Programs"])?;
-    only_known(&body, "programenrollment", ENROLMENT_FIELDS)?;
+    only_known(&body, ENROLMENT_FIELDS)?;
     if body.contains_key("patient") {
         return Err(ApiError::BadRequest(
             "The patient of an enrolment cannot be changed".into(),

@@ -165,7 +165,6 @@ struct Change {
 fn read_change(body: &Map<String, Value>, inv: &mut Invalid) -> ApiResult<Change> {
     only_known(
         body,
-        "provider",
         &[
             "uuid",
             "person",

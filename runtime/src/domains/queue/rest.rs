@@ -556,7 +556,7 @@ fn new_entry(
     visit: Option<String>,
     user: &str,
 ) -> ApiResult<QueueEntryRecord> {
-    only_known(body, "queue-entry", CREATABLE)?;
+    only_known(body, CREATABLE)?;
     let now = Utc::now();
     let queue = opt_ref(body, "queue")?.ok_or_else(|| required("queue"))?;
     let patient = opt_ref(body, "patient")?.ok_or_else(|| required("patient"))?;
@@ -682,7 +682,7 @@ pub async fn create_for_visit(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Queue Entries"])?;
-    only_known(&body, "visit-queue-entry", &["visit", "queueEntry"])?;
+    only_known(&body, &["visit", "queueEntry"])?;
     let visit = opt_ref(&body, "visit")?.ok_or_else(|| required("visit"))?;
     let Some(Value::Object(entry)) = body.get("queueEntry") else {
         return Err(required("queueEntry"));
@@ -748,7 +748,7 @@ pub async fn update(
             "The {k} of a queue entry cannot be changed"
         )));
     }
-    only_known(&body, "queue-entry", UPDATABLE)?;
+    only_known(&body, UPDATABLE)?;
     let rep = rep_of(&query)?;
     let e = change(&state, uuid, move |e| apply(e, &body), caller.user_uuid()).await?;
     answer(&state, &caller, &QueueEntryRes(&e), &rep, StatusCode::OK)
@@ -764,11 +764,7 @@ pub async fn update_in_queue(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Queue Entries"])?;
-    only_known(
-        &body,
-        "queue-entry",
-        &["priorityComment", "sortWeight", "endedAt"],
-    )?;
+    only_known(&body, &["priorityComment", "sortWeight", "endedAt"])?;
     let rep = rep_of(&query)?;
     let e = change(
         &state,
@@ -821,7 +817,6 @@ pub async fn transition(
     caller.require(&["Manage Queue Entries"])?;
     only_known(
         &body,
-        "queue-entry/transition",
         &[
             "queueEntryToTransition",
             "transitionDate",

@@ -305,7 +305,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Queue Rooms"])?;
-    only_known(&body, "queue-room", FIELDS)?;
+    only_known(&body, FIELDS)?;
     let user = caller.user_uuid();
     let st = state.clone();
     let room = blocking(move || {
@@ -351,7 +351,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Queue Rooms"])?;
-    only_known(&body, "queue-room", FIELDS)?;
+    only_known(&body, FIELDS)?;
     let user = caller.user_uuid();
     let st = state.clone();
     let room = blocking(move || {

@@ -245,7 +245,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Relationships"])?;
-    only_known(&body, "relationship", FIELDS)?;
+    only_known(&body, FIELDS)?;
     let user = caller.user_uuid();
     let record = RelationshipRecord {
         v: 1,
@@ -292,7 +292,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Relationships"])?;
-    only_known(&body, "relationship", FIELDS)?;
+    only_known(&body, FIELDS)?;
     let user = caller.user_uuid();
     let change = Change::read(&body)?;
     let st = state.clone();

@@ -383,7 +383,6 @@ pub async fn save_role(
     caller.require(&["Manage Roles"])?;
     only_known(
         &body,
-        "role",
         &[
             "name",
             "description",
@@ -626,7 +625,7 @@ pub async fn create_privilege(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Privileges"])?;
-    only_known(&body, "privilege", &["name", "description"])?;
+    only_known(&body, &["name", "description"])?;
     let name = opt_str(&body, "name")?
         .unwrap_or_default()
         .trim()

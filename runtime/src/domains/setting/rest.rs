@@ -23,7 +23,7 @@ pub struct Setting {
     pub description: Option<String>,
 }
 
-fn uuid_of(property: &str) -> String {
+fn setting_uuid(property: &str) -> String {
     compiler::csvtable::derive_uuid(&format!("globalproperty/{property}"))
 }
 
@@ -115,7 +115,7 @@ pub fn effective(state: &AppState) -> ApiResult<Vec<Setting>> {
             (
                 property.to_string(),
                 Setting {
-                    uuid: uuid_of(property),
+                    uuid: setting_uuid(property),
                     property: property.to_string(),
                     value: value.to_string(),
                     description: Some(description.to_string()),
@@ -136,7 +136,7 @@ pub fn effective(state: &AppState) -> ApiResult<Vec<Setting>> {
     }));
     for s in state.store.settings()? {
         let entry = map.entry(s.property.clone()).or_insert_with(|| Setting {
-            uuid: uuid_of(&s.property),
+            uuid: setting_uuid(&s.property),
             property: s.property.clone(),
             value: String::new(),
             description: None,
@@ -299,11 +299,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Global Properties"])?;
-    crate::http::body::only_known(
-        &body,
-        "systemsetting",
-        &["property", "value", "description"],
-    )?;
+    crate::http::body::only_known(&body, &["property", "value", "description"])?;
     let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
     let text = |field: &str| -> ApiResult<Option<String>> {
         match body.get(field) {

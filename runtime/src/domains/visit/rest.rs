@@ -241,7 +241,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Visits"])?;
-    only_known(&body, "visit", VISIT_FIELDS)?;
+    only_known(&body, VISIT_FIELDS)?;
     let user = caller.user_uuid();
     let now = Utc::now();
     let patient = opt_ref(&body, "patient")?
@@ -304,7 +304,7 @@ pub async fn update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Visits"])?;
-    only_known(&body, "visit", VISIT_FIELDS)?;
+    only_known(&body, VISIT_FIELDS)?;
     if body.contains_key("patient") {
         return Err(ApiError::BadRequest(
             "The patient of a visit cannot be changed".into(),
@@ -637,7 +637,7 @@ pub async fn attribute_create(
     QueryPairs(query): QueryPairs,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    only_known(&body, "attribute", &["attributeType", "value", "uuid"])?;
+    only_known(&body, &["attributeType", "value", "uuid"])?;
     let body = Value::Object(body);
     let (v, uuid) = change_attributes(&state, &caller, visit, move |v, catalog, user| {
         attribute::set(v, catalog, &body, user, Utc::now())
@@ -654,7 +654,7 @@ pub async fn attribute_update(
     QueryPairs(query): QueryPairs,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    only_known(&body, "attribute", &["value", "attributeType", "uuid"])?;
+    only_known(&body, &["value", "attributeType", "uuid"])?;
     let value = body.get("value").cloned().unwrap_or(Value::Null);
     let (v, uuid) = change_attributes(&state, &caller, visit, move |v, catalog, user| {
         if let Some(t) = body
