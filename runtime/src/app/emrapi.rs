@@ -314,7 +314,7 @@ pub async fn visits_with_diagnoses_and_notes(
 ) -> ApiResult<Response> {
     use crate::domains::diagnosis::rest::DiagnosisRes;
     use crate::domains::diagnosis::store as diagnoses;
-    use crate::domains::encounter::rest::ObsRes;
+    use crate::domains::encounter::repr::ObsRes;
     use crate::domains::encounter::{ObsValue, store as encounters};
     use crate::domains::visit::rest::VisitRes;
     use crate::domains::visit::store as visits;

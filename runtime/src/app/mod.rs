@@ -205,12 +205,21 @@ pub fn app(state: Arc<AppState>) -> Router {
             post(queue::update_in_queue),
         )
         .route(&rest("/queue-entry-number"), get(queue::number))
-        .route(&rest("/queue-entry-metrics"), get(queue::metrics))
-        .route(&rest("/queue-metrics"), get(queue::queue_metrics))
-        .route(&rest("/queueutil/assignticket"), post(queue::assign_ticket))
+        .route(
+            &rest("/queue-entry-metrics"),
+            get(crate::domains::queue::metrics::metrics),
+        )
+        .route(
+            &rest("/queue-metrics"),
+            get(crate::domains::queue::metrics::queue_metrics),
+        )
+        .route(
+            &rest("/queueutil/assignticket"),
+            post(crate::domains::queue::metrics::assign_ticket),
+        )
         .route(
             &rest("/queueutil/active-tickets"),
-            get(queue::active_tickets),
+            get(crate::domains::queue::metrics::active_tickets),
         )
         .route(&rest("/visit"), get(visit::search).post(visit::create))
         .route(
@@ -382,8 +391,11 @@ pub fn app(state: Arc<AppState>) -> Router {
             &rest("/emrapi/inpatient/request"),
             get(inpatient::search_requests),
         )
-        .route(&rest("/beds"), get(bed::patient_bed))
-        .route(&rest("/beds/{id}"), post(bed::assign).delete(bed::unassign))
+        .route(&rest("/beds"), get(crate::domains::bed::ward::patient_bed))
+        .route(
+            &rest("/beds/{id}"),
+            post(crate::domains::bed::ward::assign).delete(crate::domains::bed::ward::unassign),
+        )
         .route(&rest("/bed"), get(bed::list_beds).post(bed::create_bed))
         .route(
             &rest("/bed/{uuid}"),
@@ -393,56 +405,64 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(
             &rest("/bedtype"),
-            get(bed::bed_types).post(bed::create_bed_type),
+            get(crate::domains::bed::types::bed_types)
+                .post(crate::domains::bed::types::create_bed_type),
         )
         .route(
             &rest("/bedtype/{uuid}"),
-            get(bed::bed_type)
-                .post(bed::update_bed_type)
-                .delete(bed::delete_bed_type),
+            get(crate::domains::bed::types::bed_type)
+                .post(crate::domains::bed::types::update_bed_type)
+                .delete(crate::domains::bed::types::delete_bed_type),
         )
         .route(
             &rest("/bedTag"),
-            get(bed::bed_tags).post(bed::create_bed_tag),
+            get(crate::domains::bed::types::bed_tags)
+                .post(crate::domains::bed::types::create_bed_tag),
         )
         .route(
             &rest("/bedTag/{uuid}"),
-            get(bed::bed_tag)
-                .post(bed::update_bed_tag)
-                .delete(bed::delete_bed_tag),
+            get(crate::domains::bed::types::bed_tag)
+                .post(crate::domains::bed::types::update_bed_tag)
+                .delete(crate::domains::bed::types::delete_bed_tag),
         )
         .route(&rest("/bedTagMap"), post(bed::create_tag_map))
         .route(&rest("/bedTagMap/{uuid}"), delete(bed::delete_tag_map))
-        .route(&rest("/admissionLocation"), get(bed::admission_locations))
+        .route(
+            &rest("/admissionLocation"),
+            get(crate::domains::bed::ward::admission_locations),
+        )
         .route(
             &rest("/admissionLocation/{uuid}"),
-            get(bed::admission_location),
+            get(crate::domains::bed::ward::admission_location),
         )
         .route(
             &rest("/billing/paymentMode"),
-            get(bill::payment_modes).post(bill::metadata_write),
+            get(crate::domains::bill::metadata::payment_modes)
+                .post(crate::domains::bill::metadata::metadata_write),
         )
         .route(
             &rest("/billing/cashPoint"),
-            get(bill::cash_points).post(bill::metadata_write),
+            get(crate::domains::bill::metadata::cash_points)
+                .post(crate::domains::bill::metadata::metadata_write),
         )
         .route(
             &rest("/billing/billableService"),
-            get(bill::billable_services).post(bill::metadata_write),
+            get(crate::domains::bill::metadata::billable_services)
+                .post(crate::domains::bill::metadata::metadata_write),
         )
         .route(
             &rest("/billing/cashierItemPrice"),
-            post(bill::metadata_write),
+            post(crate::domains::bill::metadata::metadata_write),
         )
         .route(
             &rest("/billing/api/billable-service"),
-            post(bill::metadata_write),
+            post(crate::domains::bill::metadata::metadata_write),
         )
         .route(
             &rest("/billing/{kind}/{uuid}"),
-            get(bill::metadata_read)
-                .post(bill::metadata_write)
-                .delete(bill::metadata_write),
+            get(crate::domains::bill::metadata::metadata_read)
+                .post(crate::domains::bill::metadata::metadata_write)
+                .delete(crate::domains::bill::metadata::metadata_write),
         )
         .route(&rest("/billing/bill"), get(bill::search).post(bill::create))
         .route(

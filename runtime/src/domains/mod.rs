@@ -101,22 +101,22 @@ static ENCOUNTER_DEPENDENTS: encounter::EncounterDependents = encounter::Encount
 };
 
 /// What an encounter's representation nests of other domains.
-static ENCOUNTER_NESTING: encounter::rest::EncounterNesting = encounter::rest::EncounterNesting {
+static ENCOUNTER_NESTING: encounter::repr::EncounterNesting = encounter::repr::EncounterNesting {
     diagnoses: diagnosis::rest::of_encounter,
 };
 
 /// What an order needs of its encounter, and of its dispenses in FHIR.
-static ORDER_ENCOUNTERS: order::rest::OrderEncounters = order::rest::OrderEncounters {
+static ORDER_ENCOUNTERS: order::repr::OrderEncounters = order::repr::OrderEncounters {
     placement: encounter::placement_of,
-    nest: encounter::rest::nested_by_uuid,
-    nest_to: encounter::rest::nested_by_uuid_to,
+    nest: encounter::repr::nested_by_uuid,
+    nest_to: encounter::repr::nested_by_uuid_to,
     fhir: encounter::fhir::json_by_uuid,
     dispenses: dispense::fhir::of_orders_json,
 };
 
 /// What a visit's representation nests of other domains.
 static VISIT_NESTING: visit::rest::VisitNesting = visit::rest::VisitNesting {
-    encounters: encounter::rest::of_visit,
+    encounters: encounter::repr::of_visit,
 };
 
 /// What ending, voiding or purging a visit does to the records that hang on it. The order

@@ -140,7 +140,7 @@ pub async fn person(
     let patient = state.store.patient(&uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     Ok(ok(render(
-        &crate::domains::patient::rest::PersonRes(&patient),
+        &crate::domains::patient::repr::PersonRes(&patient),
         &rep,
         &caller.ctx(&state, &catalog),
     )?))
@@ -177,7 +177,7 @@ pub async fn person_attributes(
         p.attributes
             .iter()
             .map(|a| {
-                Box::new(crate::domains::patient::rest::AttributeRes(&p.uuid, a))
+                Box::new(crate::domains::patient::repr::AttributeRes(&p.uuid, a))
                     as Box<dyn Resource>
             })
             .collect()
@@ -196,7 +196,7 @@ pub async fn patient_identifiers(
         p.identifiers
             .iter()
             .map(|i| {
-                Box::new(crate::domains::patient::rest::IdentifierRes(&p.uuid, i))
+                Box::new(crate::domains::patient::repr::IdentifierRes(&p.uuid, i))
                     as Box<dyn Resource>
             })
             .collect()

@@ -5,7 +5,7 @@
 use crate::catalog::Catalog;
 use crate::content::concept::ConceptRes;
 use crate::domains::allergy::{AllergenType, AllergyConcepts, AllergyRecord, Reaction, store};
-use crate::domains::patient::rest::PatientRes;
+use crate::domains::patient::repr::PatientRes;
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
 use crate::http::body::{only_known, opt_ref, opt_str};

@@ -184,7 +184,7 @@ fn appointment_json(state: &AppState, a: &AppointmentRecord) -> Value {
                 .find(|i| i.preferred)
                 .or(p.identifiers.first());
             let mut out = json!({
-                "name": crate::domains::patient::rest::person_display(p),
+                "name": crate::domains::patient::repr::person_display(p),
                 "uuid": p.uuid,
                 "identifier": preferred.map(|i| i.identifier.clone()),
                 "age": p.birthdate.as_deref().and_then(|b| crate::wire::age_on(b, chrono::Utc::now().date_naive())),

@@ -18,6 +18,8 @@
 //! number is at most 50 characters, rows and columns are whole numbers from 1.
 
 pub mod rest;
+pub mod types;
+pub mod ward;
 
 use crate::store::record::{Audit, RecordTable, Voiding};
 use crate::store::{Store, StoreResult};

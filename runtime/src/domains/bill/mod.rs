@@ -21,7 +21,9 @@
 //! first) and by status and creation (the list's status filter), and each line item by
 //! its uuid (`billLineItem/{uuid}` finds its bill).
 
+pub mod metadata;
 pub mod receipt;
+pub mod repr;
 pub mod rest;
 pub mod store;
 

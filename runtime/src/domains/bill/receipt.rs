@@ -85,7 +85,7 @@ pub fn pdf(catalog: &Catalog, bill: &BillRecord, patient: Option<&PatientRecord>
         lines.push(line(
             format!(
                 "Patient : {}",
-                crate::domains::patient::rest::person_display(p)
+                crate::domains::patient::repr::person_display(p)
             ),
             None,
         ));

@@ -7,7 +7,7 @@ use crate::content::location::LocationRes;
 use crate::domains::cohort::{
     COHORT_TYPES, CohortRecord, DEFAULT_HANDLER, MemberRecord, cohort_type, store,
 };
-use crate::domains::patient::rest::PatientRes;
+use crate::domains::patient::repr::PatientRes;
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, rep_of};
 use crate::http::body::{client_uuid, only_known, opt_datetime, opt_ref, opt_str};
@@ -198,7 +198,7 @@ impl Resource for MemberRes {
                     .or(p.identifiers.first())
                     .map(|i| i.identifier.as_str())
                     .unwrap_or_default();
-                format!("{id}-{}", crate::domains::patient::rest::person_display(&p))
+                format!("{id}-{}", crate::domains::patient::repr::person_display(&p))
             }
             None => String::new(),
         }
@@ -741,7 +741,7 @@ pub async fn member_search(
                 let Some(p) = st.store.patient(&m.patient)? else {
                     continue;
                 };
-                let name = crate::search::fold(&crate::domains::patient::rest::person_display(&p));
+                let name = crate::search::fold(&crate::domains::patient::repr::person_display(&p));
                 if !name.contains(q.as_str())
                     && !p
                         .identifiers

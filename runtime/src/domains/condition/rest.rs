@@ -4,7 +4,7 @@
 
 use crate::content::concept::ConceptRes;
 use crate::domains::condition::{ClinicalStatus, ConditionRecord, Verification, store};
-use crate::domains::patient::rest::PatientRes;
+use crate::domains::patient::repr::PatientRes;
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
 use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};

@@ -6,7 +6,7 @@
 use crate::content::concept::ConceptRes;
 use crate::domains::diagnosis::DiagnosisRecord;
 use crate::domains::diagnosis::store;
-use crate::domains::patient::rest::PatientRes;
+use crate::domains::patient::repr::PatientRes;
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
 use crate::http::body::{only_known, opt_ref, opt_str};

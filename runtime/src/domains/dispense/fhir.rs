@@ -873,7 +873,7 @@ pub async fn encounters_with_requests(
             let Some(p) = state.store.patient(&e.patient)? else {
                 continue;
             };
-            let name = crate::search::fold(&crate::domains::patient::rest::person_display(&p));
+            let name = crate::search::fold(&crate::domains::patient::repr::person_display(&p));
             let ids = p
                 .identifiers
                 .iter()

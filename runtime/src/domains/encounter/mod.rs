@@ -12,6 +12,7 @@
 
 pub mod fhir;
 pub mod obstree;
+pub mod repr;
 pub mod rest;
 pub mod store;
 

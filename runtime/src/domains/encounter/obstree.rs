@@ -11,7 +11,7 @@
 //! Privileges: Get Observations and Get Concepts.
 
 use crate::content::concept::ConceptRes;
-use crate::domains::encounter::rest::value_display;
+use crate::domains::encounter::repr::value_display;
 use crate::domains::encounter::store::{ObsQuery, list_obs};
 use crate::http::AppState;
 use crate::http::error::{ApiError, ApiResult};

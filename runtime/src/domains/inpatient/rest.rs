@@ -4,9 +4,9 @@
 //! Privileges: Get Visits and Get Encounters (Get Observations too for requests).
 
 use crate::content::location::LocationRes;
-use crate::domains::encounter::rest::{EncounterRes, ObsRes};
+use crate::domains::encounter::repr::{EncounterRes, ObsRes};
 use crate::domains::inpatient::{Admission, Adt, Filter, Request, admissions, requests};
-use crate::domains::patient::rest::PatientRes;
+use crate::domains::patient::repr::PatientRes;
 use crate::domains::visit::rest::VisitRes;
 use crate::http::AppState;
 use crate::http::answer::{flag, list_answer, nest};

@@ -168,7 +168,7 @@ pub fn patient_reference(store: &Store, patient: &str) -> Value {
         .patient(patient)
         .ok()
         .flatten()
-        .map(|p| crate::domains::patient::rest::person_display(&p));
+        .map(|p| crate::domains::patient::repr::person_display(&p));
     json!({"reference": format!("Patient/{patient}"), "type": "Patient", "display": display})
 }
 
@@ -401,7 +401,7 @@ pub fn dispenses_json(
     orders: &[&OrderRecord],
     locale: &str,
 ) -> ApiResult<Vec<Value>> {
-    match crate::domains::order::rest::order_encounters(&state.store) {
+    match crate::domains::order::repr::order_encounters(&state.store) {
         Some(registered) => (registered.dispenses)(state, catalog, orders, locale),
         None => Ok(Vec::new()),
     }
@@ -472,7 +472,7 @@ pub async fn search(
         for o in &page {
             if seen.insert(o.encounter.clone())
                 && let Some(registered) =
-                    crate::domains::order::rest::order_encounters(&state.store)
+                    crate::domains::order::repr::order_encounters(&state.store)
                 && let Some(e) = (registered.fhir)(&state.store, &catalog, &o.encounter)?
             {
                 included.push(e);

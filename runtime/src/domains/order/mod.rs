@@ -15,6 +15,7 @@
 
 pub mod fhir;
 pub mod formulary;
+pub mod repr;
 pub mod rest;
 pub mod rules;
 pub mod store;

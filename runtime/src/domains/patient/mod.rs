@@ -1,2 +1,4 @@
+pub mod body;
 pub mod fhir;
+pub mod repr;
 pub mod rest;

@@ -4,7 +4,7 @@
 
 use crate::content::concept::ConceptRes;
 use crate::content::location::LocationRes;
-use crate::domains::patient::rest::PatientRes;
+use crate::domains::patient::repr::PatientRes;
 use crate::domains::programme::store;
 use crate::domains::programme::{EnrolmentRecord, StateRecord};
 use crate::http::AppState;

@@ -104,7 +104,7 @@ impl Provider {
 /// The name of a patient's person, as the patient's representation shows it.
 pub fn patient_name(store: &Store, uuid: &str) -> Option<String> {
     let p = store.patient(uuid).ok()??;
-    Some(crate::domains::patient::rest::person_display(&p))
+    Some(crate::domains::patient::repr::person_display(&p))
 }
 
 /// Every provider: the managed ones, then the accounts' own providers for accounts whose

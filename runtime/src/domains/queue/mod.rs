@@ -10,6 +10,8 @@
 //! the visit; it ends after it starts; and a patient has at most one entry at a time in a
 //! queue (the module's `queue.entry.duplicate.patient`).
 
+pub mod metrics;
+pub mod repr;
 pub mod rest;
 pub mod room;
 pub mod store;

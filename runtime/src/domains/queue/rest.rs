@@ -4,207 +4,28 @@
 //! `queue-entry-number`, `queue-entry-metrics`, `queue-metrics`, and `queueutil`'s tickets
 //! for the waiting-room screen.
 
-use crate::content::concept::ConceptRes;
-use crate::content::location::LocationRes;
-use crate::content::metadata::QueueRes;
-use crate::domains::patient::rest::PatientRes;
-use crate::domains::provider::rest::ProviderRes;
+use crate::domains::queue::repr::QueueEntryRes;
 use crate::domains::queue::store::{self, Source};
 use crate::domains::queue::{DUPLICATE, QueueEntryRecord};
-use crate::domains::visit::rest::VisitRes;
 use crate::http::AppState;
-use crate::http::answer::{answer, audit_info, flag, nest, page_body, rep_of};
+use crate::http::answer::{answer, flag, page_body, rep_of};
 use crate::http::answer_cache;
 use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_content_to, render, write_json};
+use crate::http::repr::{Paging, Rep, render};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, ok_bytes, param};
 use crate::store::record::{Audit, Page, Voiding};
 use crate::wire::{datetime_key, parse_datetime, wire_datetime};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-pub struct QueueEntryRes<'a>(pub &'a QueueEntryRecord);
-
-fn concept_of(uuid: &str, rep: &Rep, ctx: &Ctx) -> Value {
-    nest(ctx.catalog.concept(uuid).map(ConceptRes), rep, ctx)
-}
-
-impl Resource for QueueEntryRes<'_> {
-    fn alias(&self) -> &'static str {
-        "queue-entry"
-    }
-    fn version(&self) -> &'static str {
-        "2.3"
-    }
-    fn uuid(&self) -> String {
-        self.0.uuid.clone()
-    }
-    /// The patient's name, as the queue module shows an entry.
-    fn display(&self, ctx: &Ctx) -> String {
-        ctx.store
-            .patient(&self.0.patient)
-            .ok()
-            .flatten()
-            .map(|p| PatientRes(&p).display(ctx))
-            .map(|d| {
-                d.split_once(" - ")
-                    .map_or(d.clone(), |(_, name)| name.to_string())
-            })
-            .unwrap_or_else(|| self.0.uuid.clone())
-    }
-    fn flag(&self) -> Option<(&'static str, bool)> {
-        Some(("voided", self.0.voiding.voided))
-    }
-    fn default_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("queue", Rep::Default),
-            ("status", Rep::Default),
-            ("patient", Rep::Default),
-            ("visit", Rep::Default),
-            ("priority", Rep::Default),
-            ("priorityComment", Rep::Default),
-            ("sortWeight", Rep::Default),
-            ("startedAt", Rep::Default),
-            ("endedAt", Rep::Default),
-            ("locationWaitingFor", Rep::Default),
-            ("queueComingFrom", Rep::Default),
-            ("providerWaitingFor", Rep::Default),
-            ("previousQueueEntry", Rep::Ref),
-        ]
-    }
-    fn full_props(&self) -> Props {
-        &[
-            ("uuid", Rep::Default),
-            ("display", Rep::Default),
-            ("queue", Rep::Full),
-            ("status", Rep::Full),
-            ("patient", Rep::Full),
-            ("visit", Rep::Full),
-            ("priority", Rep::Full),
-            ("priorityComment", Rep::Default),
-            ("sortWeight", Rep::Default),
-            ("startedAt", Rep::Default),
-            ("endedAt", Rep::Default),
-            ("locationWaitingFor", Rep::Full),
-            ("queueComingFrom", Rep::Full),
-            ("providerWaitingFor", Rep::Full),
-            // Default, which names its own previous entry by reference only: entries that
-            // name each other cannot make a representation without end.
-            ("previousQueueEntry", Rep::Default),
-            ("voided", Rep::Default),
-            ("voidReason", Rep::Default),
-            ("auditInfo", Rep::Default),
-        ]
-    }
-    fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
-        let e = self.0;
-        let queue = |uuid: Option<&str>| {
-            nest(
-                uuid.and_then(|u| ctx.catalog.content.queues.iter().find(|q| q.uuid == u))
-                    .map(QueueRes),
-                rep,
-                ctx,
-            )
-        };
-        Some(match name {
-            "queue" => queue(Some(&e.queue)),
-            "status" => concept_of(&e.status, rep, ctx),
-            "priority" => concept_of(&e.priority, rep, ctx),
-            "patient" => {
-                let p = ctx.store.patient(&e.patient).ok().flatten();
-                nest(p.as_ref().map(PatientRes), rep, ctx)
-            }
-            "visit" => {
-                let v = e.visit.as_deref().and_then(|v| {
-                    crate::domains::visit::store::get(ctx.store, v)
-                        .ok()
-                        .flatten()
-                });
-                nest(v.as_ref().map(VisitRes), rep, ctx)
-            }
-            "priorityComment" => json!(e.priority_comment),
-            "sortWeight" => json!(e.sort_weight),
-            "startedAt" => wire_datetime(&e.started),
-            "endedAt" => e.ended.as_deref().map_or(Value::Null, wire_datetime),
-            "locationWaitingFor" => nest(
-                e.location_waiting_for
-                    .as_deref()
-                    .and_then(|l| ctx.catalog.location(l))
-                    .map(LocationRes),
-                rep,
-                ctx,
-            ),
-            "providerWaitingFor" => nest(
-                e.provider_waiting_for
-                    .as_deref()
-                    .and_then(|p| ProviderRes::find(ctx, p)),
-                rep,
-                ctx,
-            ),
-            "queueComingFrom" => queue(e.queue_coming_from.as_deref()),
-            "previousQueueEntry" => {
-                let previous = previous_of(ctx.store, e).ok().flatten();
-                match previous {
-                    Some(p) => render(&QueueEntryRes(&p), rep, ctx).unwrap_or(Value::Null),
-                    None => Value::Null,
-                }
-            }
-            "voided" => json!(e.voiding.voided),
-            "voidReason" => json!(e.voiding.void_reason),
-            "auditInfo" => audit_info(&e.audit, ctx),
-            _ => return None,
-        })
-    }
-    /// The content's queues, statuses, priorities and locations are written once a request
-    /// (`nested_content_to`, also kept across requests); the rest as `prop` writes it.
-    fn write_prop(&self, name: &str, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) -> Option<()> {
-        let e = self.0;
-        let catalog = ctx.catalog;
-        let queue = |u: &str| {
-            catalog
-                .content
-                .queues
-                .iter()
-                .find(|q| q.uuid == u)
-                .map(QueueRes)
-        };
-        let concept = |u: &str| catalog.concept(u).map(ConceptRes);
-        match name {
-            "queue" => nested_content_to("queue", Some(&e.queue), rep, ctx, out, queue),
-            "queueComingFrom" => nested_content_to(
-                "queue",
-                e.queue_coming_from.as_deref(),
-                rep,
-                ctx,
-                out,
-                queue,
-            ),
-            "status" => nested_content_to("concept", Some(&e.status), rep, ctx, out, concept),
-            "priority" => nested_content_to("concept", Some(&e.priority), rep, ctx, out, concept),
-            "locationWaitingFor" => nested_content_to(
-                "location",
-                e.location_waiting_for.as_deref(),
-                rep,
-                ctx,
-                out,
-                |l| catalog.location(l).map(LocationRes),
-            ),
-            _ => write_json(out, &self.prop(name, rep, ctx)?),
-        }
-        Some(())
-    }
-}
-
 /// The entry a transition ended to open `e`: the same patient and visit, in the queue `e`
 /// came from, ended exactly when `e` started (as the queue module finds it).
-fn previous_of(
+pub(crate) fn previous_of(
     store: &crate::store::Store,
     e: &QueueEntryRecord,
 ) -> ApiResult<Option<QueueEntryRecord>> {
@@ -231,7 +52,7 @@ fn previous_of(
 
 /// A concept named by uuid, `SOURCE:CODE`, or exact name (in any language), as the queue
 /// module resolves its search parameters.
-fn concept_param(state: &AppState, s: &str) -> ApiResult<String> {
+pub(crate) fn concept_param(state: &AppState, s: &str) -> ApiResult<String> {
     let catalog = state.catalog.load();
     if let Some(c) = catalog.concept(s) {
         return Ok(c.uuid.clone());
@@ -249,7 +70,7 @@ fn concept_param(state: &AppState, s: &str) -> ApiResult<String> {
         .ok_or_else(|| ApiError::BadRequest(format!("Unable to find concept: {s}")))
 }
 
-fn queue_param(state: &AppState, s: &str) -> ApiResult<model::Queue> {
+pub(crate) fn queue_param(state: &AppState, s: &str) -> ApiResult<model::Queue> {
     let catalog = state.catalog.load();
     catalog
         .content
@@ -262,34 +83,34 @@ fn queue_param(state: &AppState, s: &str) -> ApiResult<model::Queue> {
 
 /// What a `queue-entry` search (or its metrics) asks for; each list is "any of".
 #[derive(Default)]
-struct Criteria {
-    queues: Vec<String>,
-    locations: Vec<String>,
-    services: Vec<String>,
-    statuses: Vec<String>,
-    priorities: Vec<String>,
-    patient: Option<String>,
-    visit: Option<String>,
-    has_visit: Option<bool>,
-    is_ended: Option<bool>,
-    include_voided: bool,
-    location_waiting_for: Vec<String>,
-    provider_waiting_for: Vec<String>,
-    queue_coming_from: Vec<String>,
-    started_from: Option<String>,
-    started_to: Option<String>,
-    ended_from: Option<String>,
-    ended_to: Option<String>,
+pub(crate) struct Criteria {
+    pub(crate) queues: Vec<String>,
+    pub(crate) locations: Vec<String>,
+    pub(crate) services: Vec<String>,
+    pub(crate) statuses: Vec<String>,
+    pub(crate) priorities: Vec<String>,
+    pub(crate) patient: Option<String>,
+    pub(crate) visit: Option<String>,
+    pub(crate) has_visit: Option<bool>,
+    pub(crate) is_ended: Option<bool>,
+    pub(crate) include_voided: bool,
+    pub(crate) location_waiting_for: Vec<String>,
+    pub(crate) provider_waiting_for: Vec<String>,
+    pub(crate) queue_coming_from: Vec<String>,
+    pub(crate) started_from: Option<String>,
+    pub(crate) started_to: Option<String>,
+    pub(crate) ended_from: Option<String>,
+    pub(crate) ended_to: Option<String>,
 }
 
-fn all<'q>(query: &'q [(String, String)], name: &str) -> impl Iterator<Item = &'q str> {
+pub(crate) fn all<'q>(query: &'q [(String, String)], name: &str) -> impl Iterator<Item = &'q str> {
     query
         .iter()
         .filter(move |(k, v)| k == name && !v.trim().is_empty())
         .map(|(_, v)| v.as_str())
 }
 
-fn date_param(query: &[(String, String)], name: &str) -> ApiResult<Option<String>> {
+pub(crate) fn date_param(query: &[(String, String)], name: &str) -> ApiResult<Option<String>> {
     match param(query, name) {
         None => Ok(None),
         Some(s) => parse_datetime(&s.replace(' ', "T"))
@@ -299,7 +120,7 @@ fn date_param(query: &[(String, String)], name: &str) -> ApiResult<Option<String
 }
 
 impl Criteria {
-    fn parse(state: &AppState, query: &[(String, String)]) -> ApiResult<Criteria> {
+    pub(crate) fn parse(state: &AppState, query: &[(String, String)]) -> ApiResult<Criteria> {
         let catalog = state.catalog.load();
         let concepts = |name: &str| -> ApiResult<Vec<String>> {
             all(query, name).map(|s| concept_param(state, s)).collect()
@@ -343,7 +164,7 @@ impl Criteria {
 
     /// The matching entries, in the queue module's order: heavier first, then the longest
     /// waiting.
-    fn find(&self, state: &AppState) -> ApiResult<Vec<QueueEntryRecord>> {
+    pub(crate) fn find(&self, state: &AppState) -> ApiResult<Vec<QueueEntryRecord>> {
         const EVER: &str = "9999";
         let source = match (&self.patient, &self.visit, self.is_ended) {
             (Some(p), _, _) => Source::Patient(p),
@@ -495,7 +316,7 @@ const UPDATABLE: &[&str] = &[
 ];
 
 /// A finite number (a stored NaN or infinity could not be read back).
-fn sort_weight(body: &Map<String, Value>) -> ApiResult<Option<f64>> {
+pub(crate) fn sort_weight(body: &Map<String, Value>) -> ApiResult<Option<f64>> {
     let weight = match body.get("sortWeight") {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Number(n)) => n.as_f64(),
@@ -1054,190 +875,4 @@ pub async fn number(
     Ok(ok(
         json!({"serviceType": service_type, "visitQueueNumber": number}),
     ))
-}
-
-/// Whole minutes between start and end, averaged over the entries that have both.
-fn average_wait(entries: &[QueueEntryRecord]) -> f64 {
-    let waits: Vec<i64> = entries
-        .iter()
-        .filter_map(|e| {
-            let start = crate::wire::parse_key(&e.started)?;
-            let end = crate::wire::parse_key(e.ended.as_deref()?)?;
-            Some((end - start).num_minutes())
-        })
-        .collect();
-    if waits.is_empty() {
-        0.0
-    } else {
-        waits.iter().sum::<i64>() as f64 / waits.len() as f64
-    }
-}
-
-/// `GET queue-entry-metrics?…` (the search's criteria; `metric=count` alone counts every
-/// match) — privilege: Get Queue Entries. Without `metric`: the open matches' count and the
-/// ended ones' average wait in minutes.
-pub async fn metrics(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    QueryPairs(query): QueryPairs,
-) -> ApiResult<Response> {
-    caller.require(&["Get Queue Entries"])?;
-    let key = answer_cache::key(
-        &caller,
-        &state.catalog.load(),
-        "queue-entry-metrics",
-        &query,
-    );
-    let body = state
-        .answers
-        .get_or_render(&state.store, key, || async {
-            let st = state.clone();
-            let q = query.clone();
-            let found = blocking(move || Criteria::parse(&st, &q)?.find(&st)).await?;
-            let out = count_metrics(&query, &found)?;
-            Ok(serde_json::to_vec(&out).expect("a map serializes").into())
-        })
-        .await?;
-    Ok(ok_bytes(body))
-}
-
-/// The metrics a `queue-entry-metrics` call names, over the entries it matched.
-fn count_metrics(query: &[(String, String)], found: &[QueueEntryRecord]) -> ApiResult<Value> {
-    let metrics: Vec<&str> = all(query, "metric").collect();
-    let mut out = Map::new();
-    if metrics.is_empty() {
-        out.insert(
-            "count".into(),
-            json!(found.iter().filter(|e| e.ended.is_none()).count()),
-        );
-        out.insert("averageWaitTime".into(), json!(average_wait(found)));
-    } else {
-        for m in metrics {
-            match m {
-                "count" => out.insert("count".into(), json!(found.len())),
-                "averageWaitTime" => {
-                    out.insert("averageWaitTime".into(), json!(average_wait(found)))
-                }
-                other => {
-                    return Err(ApiError::BadRequest(format!("Unknown metric: {other}")));
-                }
-            };
-        }
-    }
-    Ok(Value::Object(out))
-}
-
-/// `GET queue-metrics?queue=…&status=…`: a queue's average wait today — privilege: Get Queue
-/// Entries. The O3 app sends a service concept as `queue`; that is accepted too (every
-/// queue of the service).
-pub async fn queue_metrics(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    QueryPairs(query): QueryPairs,
-) -> ApiResult<Response> {
-    caller.require(&["Get Queue Entries"])?;
-    let key = answer_cache::key(&caller, &state.catalog.load(), "queue-metrics", &query);
-    let body = state
-        .answers
-        .get_or_render(&state.store, key, || async {
-            // Read after the answer's stamp: the content and the day it is rendered for.
-            let (name, criteria) = queue_metrics_criteria(&state, &query)?;
-            let st = state.clone();
-            let found = if criteria.queues.is_empty() {
-                Vec::new()
-            } else {
-                blocking(move || criteria.find(&st)).await?
-            };
-            let out = json!({"queue": name, "averageWaitTime": average_wait(&found)});
-            Ok(serde_json::to_vec(&out).expect("a map serializes").into())
-        })
-        .await?;
-    Ok(ok_bytes(body))
-}
-
-/// The queue a `queue-metrics` call names (its name when it names one), and the criteria
-/// of its entries started and ended today, as the module counts them (the runtime's days
-/// are UTC days), read from one range of the start index.
-fn queue_metrics_criteria(
-    state: &AppState,
-    query: &[(String, String)],
-) -> ApiResult<(String, Criteria)> {
-    let catalog = state.catalog.load();
-    let named = param(query, "queue").unwrap_or_default().to_string();
-    let queues: Vec<&model::Queue> = catalog
-        .content
-        .queues
-        .iter()
-        .filter(|q| q.uuid == named || q.service == named)
-        .collect();
-    let name = match queues.as_slice() {
-        [one] => one.name.clone(),
-        _ => String::new(),
-    };
-    let today = crate::wire::today();
-    let day = |h, m, s, ms| {
-        datetime_key(
-            today
-                .and_hms_milli_opt(h, m, s, ms)
-                .expect("a valid time of day")
-                .and_utc(),
-        )
-    };
-    let (start_of_day, end_of_day) = (day(0, 0, 0, 0), day(23, 59, 59, 999));
-    let mut criteria = Criteria {
-        queues: queues.iter().map(|q| q.uuid.clone()).collect(),
-        started_from: Some(start_of_day.clone()),
-        started_to: Some(end_of_day.clone()),
-        ended_from: Some(start_of_day),
-        ended_to: Some(end_of_day),
-        ..Criteria::default()
-    };
-    if let Some(s) = param(query, "status") {
-        criteria.statuses = vec![concept_param(state, s)?];
-    }
-    Ok((name, criteria))
-}
-
-/// `POST queueutil/assignticket` `{servicePointName, ticketNumber, status}`: which ticket a
-/// service point is serving, for the waiting-room screen — privilege: Manage Queue
-/// Entries. Held in memory, as the queue module holds it.
-pub async fn assign_ticket(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    caller.require(&["Manage Queue Entries"])?;
-    let point = opt_str(&body, "servicePointName")?.unwrap_or_default();
-    let Some(ticket) = body.get("ticketNumber").and_then(|t| {
-        t.as_str()
-            .map(str::to_string)
-            .or_else(|| t.as_i64().map(|n| n.to_string()))
-    }) else {
-        return Ok((
-            StatusCode::OK,
-            "No ticketNumber passed, skipping ticket assignment",
-        )
-            .into_response());
-    };
-    let status = opt_str(&body, "status")?.unwrap_or_else(|| "calling".into());
-    state
-        .queue_tickets
-        .lock()
-        .map_err(ApiError::internal)?
-        .insert(point, json!({"status": status, "ticketNumber": ticket}));
-    Ok(ok(json!({"status": "success"})))
-}
-
-/// `GET queueutil/active-tickets` — privilege: Get Queue Entries.
-pub async fn active_tickets(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-) -> ApiResult<Response> {
-    caller.require(&["Get Queue Entries"])?;
-    let tickets = state
-        .queue_tickets
-        .lock()
-        .map_err(ApiError::internal)?
-        .clone();
-    Ok(ok(json!(tickets)))
 }

@@ -4,7 +4,7 @@
 use crate::content::concept::ConceptRes;
 use crate::content::location::LocationRes;
 use crate::content::metadata::NamedRes;
-use crate::domains::patient::rest::PatientRes;
+use crate::domains::patient::repr::PatientRes;
 use crate::domains::visit::VisitRecord;
 use crate::domains::visit::attribute::{self, VisitAttributeRes, VisitAttributeTypeRes};
 use crate::domains::visit::store::{self, VisitQuery};

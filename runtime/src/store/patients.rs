@@ -1,0 +1,198 @@
+//! Patients in the store: records, the identifier uniqueness index, and the search
+//! projection written with every patient.
+
+use super::*;
+
+impl Store {
+    /// Stores a new patient; refuses it if one of its unique identifiers is taken.
+    /// `keys` are the uniqueness keys of its identifiers (see `identifier_key`).
+    pub fn insert_patient(&self, p: &PatientRecord, keys: &[(String, String)]) -> StoreResult<()> {
+        self.write(|txn| {
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            for (key, identifier) in keys {
+                if let Some(owner) = ids.get(key.as_str())?
+                    && owner.value() != p.uuid
+                {
+                    return Err(StoreError::IdentifierInUse(identifier.clone()));
+                }
+            }
+            for (key, _) in keys {
+                ids.insert(key.as_str(), p.uuid.as_str())?;
+            }
+            write_patient(txn, p)
+        })
+    }
+
+    /// Stores many patients in one transaction (restores and benchmarks), with the same
+    /// uniqueness rule as `insert_patient`; nothing is stored if one is refused.
+    pub fn import_patients(
+        &self,
+        patients: &[(PatientRecord, Vec<(String, String)>)],
+    ) -> StoreResult<()> {
+        self.write(|txn| {
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            let mut table = txn.open_table(PATIENTS)?;
+            let mut search = txn.open_table(PATIENT_SEARCH)?;
+            for (p, keys) in patients {
+                for (key, identifier) in keys {
+                    if let Some(owner) = ids.get(key.as_str())?
+                        && owner.value() != p.uuid
+                    {
+                        return Err(StoreError::IdentifierInUse(identifier.clone()));
+                    }
+                    ids.insert(key.as_str(), p.uuid.as_str())?;
+                }
+                table.insert(p.uuid.as_str(), encode(p).as_slice())?;
+                search.insert(
+                    p.uuid.as_str(),
+                    crate::store::projection::projection(p).as_slice(),
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Replaces a stored patient whose identifiers may have changed: the uniqueness keys
+    /// it no longer holds are freed, new ones are refused when another patient holds them.
+    pub fn replace_patient(
+        &self,
+        p: &PatientRecord,
+        old_keys: &[String],
+        new_keys: &[(String, String)],
+    ) -> StoreResult<()> {
+        self.write(|txn| {
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            for (key, identifier) in new_keys {
+                if let Some(owner) = ids.get(key.as_str())?
+                    && owner.value() != p.uuid
+                {
+                    return Err(StoreError::IdentifierInUse(identifier.clone()));
+                }
+            }
+            for key in old_keys {
+                if !new_keys.iter().any(|(k, _)| k == key) {
+                    ids.remove(key.as_str())?;
+                }
+            }
+            for (key, _) in new_keys {
+                ids.insert(key.as_str(), p.uuid.as_str())?;
+            }
+            write_patient(txn, p)
+        })
+    }
+
+    /// Replaces a stored patient whose identifiers did not change (a void).
+    pub fn update_patient(&self, p: &PatientRecord) -> StoreResult<()> {
+        self.write(|txn| write_patient(txn, p))
+    }
+
+    /// Removes a patient and frees its identifiers. The caller has checked that nothing
+    /// clinical refers to it.
+    pub fn purge_patient(&self, uuid: &str) -> StoreResult<()> {
+        self.write(|txn| {
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            // Purging is rare: a scan finds the identifiers whatever the content's
+            // uniqueness rules were when they were stored.
+            let keys: Vec<String> = ids
+                .iter()?
+                .filter_map(|row| {
+                    let (k, v) = row.ok()?;
+                    (v.value() == uuid).then(|| k.value().to_string())
+                })
+                .collect();
+            for k in keys {
+                ids.remove(k.as_str())?;
+            }
+            txn.open_table(PATIENTS)?.remove(uuid)?;
+            txn.open_table(PATIENT_SEARCH)?.remove(uuid)?;
+            Ok(())
+        })
+    }
+
+    pub fn patient(&self, uuid: &str) -> StoreResult<Option<PatientRecord>> {
+        let txn = self.begin_read()?;
+        let t = txn.open_table(PATIENTS)?;
+        t.get(uuid)?
+            .map(|v| decode("patients", v.value()))
+            .transpose()
+    }
+
+    pub fn patient_exists(&self, uuid: &str) -> StoreResult<bool> {
+        let txn = self.begin_read()?;
+        Ok(txn.open_table(PATIENTS)?.get(uuid)?.is_some())
+    }
+
+    /// The stored patients among `uuids`, in their order, read in one transaction; a uuid
+    /// no longer stored (purged meanwhile) is skipped.
+    pub fn patients_in(&self, uuids: &[&str]) -> StoreResult<Vec<PatientRecord>> {
+        let txn = self.begin_read()?;
+        let t = txn.open_table(PATIENTS)?;
+        let mut out = Vec::with_capacity(uuids.len());
+        for uuid in uuids {
+            if let Some(v) = t.get(*uuid)? {
+                out.push(decode("patients", v.value())?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Hands every stored patient's search projection (`projection::projection`) to `f`, in
+    /// one read transaction. A store whose projections are missing or incomplete (written
+    /// by an earlier version, or restored from a backup, which carries records only) has
+    /// them rebuilt from the records first, once. If that write fails (a full disk), `f`
+    /// gets the whole records instead, which read as projections too: search still works.
+    pub fn scan_patient_search(
+        &self,
+        mut f: impl FnMut(&[u8]) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let complete = {
+            let txn = self.begin_read()?;
+            txn.open_table(PATIENT_SEARCH)?.len()? == txn.open_table(PATIENTS)?.len()?
+        };
+        let table = if complete {
+            PATIENT_SEARCH
+        } else {
+            match self.rebuild_patient_search() {
+                Ok(()) => PATIENT_SEARCH,
+                Err(e) => {
+                    tracing::warn!(
+                        "the patients' search projection could not be rebuilt ({e}); \
+                         the search index is read from the records"
+                    );
+                    PATIENTS
+                }
+            }
+        };
+        let txn = self.begin_read()?;
+        for row in txn.open_table(table)?.iter()? {
+            let (_, v) = row?;
+            f(v.value())?;
+        }
+        Ok(())
+    }
+
+    fn rebuild_patient_search(&self) -> StoreResult<()> {
+        self.write(|txn| {
+            txn.delete_table(PATIENT_SEARCH)?;
+            let mut search = txn.open_table(PATIENT_SEARCH)?;
+            for row in txn.open_table(PATIENTS)?.iter()? {
+                let (k, v) = row?;
+                let projected = crate::store::projection::projection_of_stored(v.value())?;
+                search.insert(k.value(), projected.as_slice())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Every patient, decoded (tests and tools; the server never loads them all).
+    pub fn patients(&self) -> StoreResult<Vec<PatientRecord>> {
+        let txn = self.begin_read()?;
+        let t = txn.open_table(PATIENTS)?;
+        let mut out = Vec::with_capacity(t.len()? as usize);
+        for row in t.iter()? {
+            let (_, v) = row?;
+            out.push(decode("patients", v.value())?);
+        }
+        Ok(out)
+    }
+}
