@@ -35,7 +35,7 @@ use crate::domains::patient::rest as patient;
 use crate::domains::programme::rest as programme;
 use crate::domains::provider::rest as provider;
 use crate::domains::queue::rest as queue;
-use crate::domains::queue::room as queue_room;
+use crate::domains::queue_room::rest as queue_room;
 use crate::domains::relationship::rest as relationship;
 use crate::domains::role::rest as role;
 use crate::domains::session::rest as session;

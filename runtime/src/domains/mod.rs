@@ -38,6 +38,7 @@ pub mod patient;
 pub mod programme;
 pub mod provider;
 pub mod queue;
+pub mod queue_room;
 pub mod relationship;
 pub mod role;
 pub mod session;
@@ -56,7 +57,7 @@ const RECORD_TABLES: &[RecordTable] = &[
     encounter::store::OBS_RECORDS,
     programme::store::RECORDS,
     queue::store::RECORDS,
-    queue::room::RECORDS,
+    queue_room::store::RECORDS,
     diagnosis::store::RECORDS,
     condition::store::RECORDS,
     allergy::store::RECORDS,
@@ -71,10 +72,10 @@ const RECORD_TABLES: &[RecordTable] = &[
     attachment::store::RECORDS,
     appointment::store::RECORDS,
     bill::store::RECORDS,
-    bed::TYPE_RECORDS,
-    bed::TAG_RECORDS,
-    bed::BED_RECORDS,
-    bed::ASSIGNMENT_RECORDS,
+    bed::store::TYPE_RECORDS,
+    bed::store::TAG_RECORDS,
+    bed::store::BED_RECORDS,
+    bed::store::ASSIGNMENT_RECORDS,
 ];
 
 /// Every blob table, written to backups after the record tables.

@@ -18,74 +18,20 @@
 //! number is at most 50 characters, rows and columns are whole numbers from 1.
 
 pub mod rest;
+pub mod store;
 pub mod types;
 pub mod ward;
 
-use crate::store::record::{Audit, RecordTable, Voiding};
+use crate::domains::bed::store::{ASSIGNMENTS, BEDS, beds, beds_in_use, put, stay};
+use crate::store::record::{Audit, Voiding};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
+use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
-
-const BED_TYPES: TableDefinition<&str, &[u8]> = TableDefinition::new("bed_types");
-const BED_TAGS: TableDefinition<&str, &[u8]> = TableDefinition::new("bed_tags");
-const BEDS: TableDefinition<&str, &[u8]> = TableDefinition::new("beds");
-const ASSIGNMENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("bed_assignments");
-
-/// The counters that number beds and tags (the ward app addresses beds by number).
-const BED_IDS: &str = "bed.id";
-const TAG_IDS: &str = "bed_tag.id";
 
 pub const AVAILABLE: &str = "AVAILABLE";
 pub const OCCUPIED: &str = "OCCUPIED";
 /// The tag of the locations beds are in (the module's constant).
 pub const ADMISSION_LOCATION_TAG: &str = "Admission Location";
-
-macro_rules! small_table {
-    ($name:ident, $table:expr, $label:literal, $record:ty, $counter:expr) => {
-        pub const $name: RecordTable = RecordTable {
-            name: $label,
-            table: $table,
-            indexes: &[],
-            create: |txn| {
-                txn.open_table($table)?;
-                Ok(())
-            },
-            reindex: |txn, bytes| {
-                let r: $record = crate::store::record::decode($label, bytes)?;
-                match $counter(&r) {
-                    Some((counter, used)) => crate::store::raise_counter_in(txn, counter, used),
-                    None => Ok(()),
-                }
-            },
-            codec: crate::store::record::json_codec::<$record>(),
-        };
-    };
-}
-
-small_table!(
-    TYPE_RECORDS,
-    BED_TYPES,
-    "bed_types",
-    BedTypeRecord,
-    |_: &BedTypeRecord| None
-);
-small_table!(
-    TAG_RECORDS,
-    BED_TAGS,
-    "bed_tags",
-    BedTagRecord,
-    |t: &BedTagRecord| Some((TAG_IDS, t.id))
-);
-small_table!(BED_RECORDS, BEDS, "beds", BedRecord, |b: &BedRecord| Some(
-    (BED_IDS, b.id)
-));
-small_table!(
-    ASSIGNMENT_RECORDS,
-    ASSIGNMENTS,
-    "bed_assignments",
-    AssignmentRecord,
-    |_: &AssignmentRecord| None
-);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BedTypeRecord {
@@ -169,85 +115,6 @@ pub struct AssignmentRecord {
     pub audit: Audit,
 }
 
-pub fn bed_types(store: &Store) -> StoreResult<Vec<BedTypeRecord>> {
-    let mut all: Vec<BedTypeRecord> =
-        crate::store::record::all_records(store, BED_TYPES, "bed_types")?;
-    all.sort_by(|a, b| (&a.name, &a.uuid).cmp(&(&b.name, &b.uuid)));
-    Ok(all)
-}
-
-pub fn bed_tags(store: &Store) -> StoreResult<Vec<BedTagRecord>> {
-    let mut all: Vec<BedTagRecord> =
-        crate::store::record::all_records(store, BED_TAGS, "bed_tags")?;
-    all.sort_by_key(|t| t.id);
-    Ok(all)
-}
-
-/// Every bed, removed ones too, in the order they were made.
-pub fn beds(store: &Store) -> StoreResult<Vec<BedRecord>> {
-    let mut all: Vec<BedRecord> = crate::store::record::all_records(store, BEDS, "beds")?;
-    all.sort_by_key(|b| b.id);
-    Ok(all)
-}
-
-/// The tags not removed.
-pub fn tags_in_use(store: &Store) -> StoreResult<Vec<BedTagRecord>> {
-    Ok(bed_tags(store)?
-        .into_iter()
-        .filter(|t| !t.voiding.voided)
-        .collect())
-}
-
-/// The beds not removed, in the order they were made.
-pub fn beds_in_use(store: &Store) -> StoreResult<Vec<BedRecord>> {
-    Ok(beds(store)?
-        .into_iter()
-        .filter(|b| !b.voiding.voided)
-        .collect())
-}
-
-fn put<T: Serialize>(
-    txn: &WriteTransaction,
-    table: TableDefinition<&str, &[u8]>,
-    uuid: &str,
-    r: &T,
-) -> StoreResult<()> {
-    txn.open_table(table)?
-        .insert(uuid, crate::store::record::encode(r).as_slice())?;
-    Ok(())
-}
-
-pub fn put_type(store: &Store, t: &BedTypeRecord) -> StoreResult<()> {
-    store.write(|txn| put(txn, BED_TYPES, &t.uuid, t))
-}
-
-pub fn delete_type(store: &Store, uuid: &str) -> StoreResult<()> {
-    store.write(|txn| {
-        txn.open_table(BED_TYPES)?.remove(uuid)?;
-        Ok(())
-    })
-}
-
-/// Writes a tag; a new one (`id` 0) is numbered in the same commit.
-pub fn put_tag(store: &Store, t: &mut BedTagRecord) -> StoreResult<()> {
-    store.write(|txn| {
-        if t.id == 0 {
-            t.id = crate::store::next_counter_in(txn, TAG_IDS)? + 1;
-        }
-        put(txn, BED_TAGS, &t.uuid, t)
-    })
-}
-
-/// Writes a bed; a new one (`id` 0) is numbered in the same commit.
-pub fn put_bed(store: &Store, b: &mut BedRecord) -> StoreResult<()> {
-    store.write(|txn| {
-        if b.id == 0 {
-            b.id = crate::store::next_counter_in(txn, BED_IDS)? + 1;
-        }
-        put(txn, BEDS, &b.uuid, b)
-    })
-}
-
 /// What a change of occupancy writes: the beds it changed and the stays it began or ended.
 #[derive(Default)]
 pub struct Moves {
@@ -269,14 +136,6 @@ impl Moves {
         }
         Ok(())
     }
-}
-
-fn stay(store: &Store, uuid: &str) -> StoreResult<Option<AssignmentRecord>> {
-    let txn = store.begin_read()?;
-    txn.open_table(ASSIGNMENTS)?
-        .get(uuid)?
-        .map(|v| crate::store::record::decode("bed_assignments", v.value()))
-        .transpose()
 }
 
 /// Takes the occupants `leaving` keeps out of their beds: their stays end at `now` and a

@@ -6,6 +6,7 @@
 //! Admission Locations (or Get Beds) for wards, and Assign Beds with Edit Admission
 //! Locations to move patients.
 
+use crate::domains::bed::store::*;
 use crate::domains::bed::types::{BedTagRes, BedTypeRes};
 use crate::domains::bed::*;
 use crate::http::AppState;
@@ -65,8 +66,8 @@ pub(crate) struct Lookups {
 impl Lookups {
     pub(crate) fn read(store: &crate::store::Store) -> ApiResult<Lookups> {
         Ok(Lookups {
-            types: crate::domains::bed::bed_types(store)?,
-            tags: crate::domains::bed::bed_tags(store)?,
+            types: crate::domains::bed::store::bed_types(store)?,
+            tags: crate::domains::bed::store::bed_tags(store)?,
         })
     }
 
@@ -328,7 +329,7 @@ pub async fn create_bed(
     let st = state.clone();
     let bed = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let all = crate::domains::bed::beds(&st.store)?;
+        let all = crate::domains::bed::store::beds(&st.store)?;
         let uuid = client_uuid(&body)?;
         if all.iter().any(|b| b.uuid == uuid) {
             return Err(bad(format!("A bed with uuid {uuid} already exists")));
@@ -353,7 +354,7 @@ pub async fn create_bed(
             &mut bed,
             &body,
             &all,
-            &crate::domains::bed::bed_types(&st.store)?,
+            &crate::domains::bed::store::bed_types(&st.store)?,
         )?;
         put_bed(&st.store, &mut bed)?;
         Ok(bed)
@@ -376,7 +377,7 @@ pub async fn update_bed(
     let st = state.clone();
     let bed = blocking(move || {
         let _one_writer = st.store.write_lock();
-        let all = crate::domains::bed::beds(&st.store)?;
+        let all = crate::domains::bed::store::beds(&st.store)?;
         let mut bed = all
             .iter()
             .find(|b| b.uuid == uuid && !b.voiding.voided)
@@ -387,7 +388,7 @@ pub async fn update_bed(
             &mut bed,
             &body,
             &all,
-            &crate::domains::bed::bed_types(&st.store)?,
+            &crate::domains::bed::store::bed_types(&st.store)?,
         )?;
         bed.audit.changed(&user, Utc::now());
         put_bed(&st.store, &mut bed)?;

@@ -2,6 +2,7 @@
 //! management module's `bedtype` and `bedTag` resources.
 
 use crate::domains::bed::rest::{NAME_MAX, bad, removal_reason, text};
+use crate::domains::bed::store::*;
 use crate::domains::bed::*;
 use crate::http::AppState;
 use crate::http::answer::{answer, list_answer, rep_of};
@@ -64,7 +65,7 @@ pub async fn bed_types(
 ) -> ApiResult<Response> {
     caller.require(&["Get Bed Type"])?;
     let name = param(&query, "name");
-    let types: Vec<BedTypeRecord> = crate::domains::bed::bed_types(&state.store)?
+    let types: Vec<BedTypeRecord> = crate::domains::bed::store::bed_types(&state.store)?
         .into_iter()
         .filter(|t| name.is_none_or(|n| t.name == n))
         .collect();
@@ -80,7 +81,7 @@ pub async fn bed_types(
 }
 
 pub(crate) fn find_type(store: &crate::store::Store, uuid: &str) -> ApiResult<BedTypeRecord> {
-    crate::domains::bed::bed_types(store)?
+    crate::domains::bed::store::bed_types(store)?
         .into_iter()
         .find(|t| t.uuid == uuid)
         .ok_or(ApiError::NotFound)
@@ -141,7 +142,7 @@ pub async fn create_bed_type(
     let st = state.clone();
     let t = blocking(move || {
         let _one_writer = st.store.write_lock();
-        if crate::domains::bed::bed_types(&st.store)?
+        if crate::domains::bed::store::bed_types(&st.store)?
             .iter()
             .any(|x| x.uuid == t.uuid)
         {
@@ -339,7 +340,7 @@ pub async fn create_bed_tag(
     let t = blocking(move || {
         let _one_writer = st.store.write_lock();
         let uuid = client_uuid(&body)?;
-        if crate::domains::bed::bed_tags(&st.store)?
+        if crate::domains::bed::store::bed_tags(&st.store)?
             .iter()
             .any(|t| t.uuid == uuid)
         {

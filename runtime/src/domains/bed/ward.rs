@@ -3,6 +3,7 @@
 
 use crate::content::location::LocationRes;
 use crate::domains::bed::rest::{Lookups, TagMapRes, bad};
+use crate::domains::bed::store::*;
 use crate::domains::bed::types::BedTypeRes;
 use crate::domains::bed::*;
 use crate::domains::patient::repr::PatientRes;

@@ -4,7 +4,7 @@
 use crate::content::concept::ConceptRes;
 use crate::content::location::LocationRes;
 use crate::content::metadata::{EncounterTypeRes, NamedRes};
-use crate::domains::encounter::store::{self};
+use crate::domains::encounter::store;
 use crate::domains::encounter::{EncounterProviderRecord, EncounterRecord, ObsRecord, ObsValue};
 use crate::domains::order::rest as order_rest;
 use crate::domains::patient::repr::PatientRes;

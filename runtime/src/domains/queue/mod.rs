@@ -13,7 +13,6 @@
 pub mod metrics;
 pub mod repr;
 pub mod rest;
-pub mod room;
 pub mod store;
 
 use crate::http::AppState;

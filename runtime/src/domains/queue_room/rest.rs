@@ -1,90 +1,21 @@
-//! Queue rooms (`queue-room`): the rooms a content queue is served in (consultation room
-//! 1, room 2…), which a facility's administrator makes on the O3 service-queues admin page.
-//! No content folder defines rooms, so they are the store's: one small table keyed by uuid,
-//! read whole (a facility has a handful), carried by backups.
-//!
-//! The queue module's rules: a room has a name and a queue of the content; here its name is
-//! also unique among the queue's rooms in service. Deleting retires it (with who, when and
-//! why); `?purge=true` removes it. Privileges: Get Queue Rooms to read, Manage Queue Rooms
-//! to create, change and retire, Purge Queue Rooms to purge.
+//! `queue-room` over REST: the rooms of a queue, made, changed, retired and purged by an
+//! administrator.
 
 use crate::content::metadata::QueueRes;
+use crate::domains::queue_room::QueueRoomRecord;
+use crate::domains::queue_room::store::*;
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, list_answer, nest, rep_of};
 use crate::http::body::{client_uuid, only_known, opt_ref, opt_str};
 use crate::http::error::{ApiError, ApiResult, Invalid};
 use crate::http::repr::{Ctx, Paging, Props, Rep, Resource};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
-use crate::store::record::{Audit, RecordTable, Voiding};
-use crate::store::{Store, StoreResult};
+use crate::store::record::{Audit, Voiding};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use redb::TableDefinition;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-
-const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("queue_rooms");
-/// The queue module's `queue_room.name` column.
-const NAME_MAX: usize = 255;
-
-pub const RECORDS: RecordTable = RecordTable {
-    name: "queue_rooms",
-    table: TABLE,
-    indexes: &[],
-    create: |txn| {
-        txn.open_table(TABLE)?;
-        Ok(())
-    },
-    reindex: |_, bytes| {
-        crate::store::record::decode::<QueueRoomRecord>("queue_rooms", bytes).map(drop)
-    },
-    codec: crate::store::record::json_codec::<QueueRoomRecord>(),
-};
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QueueRoomRecord {
-    pub v: u32,
-    pub uuid: String,
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// A queue of the content.
-    pub queue: String,
-    pub audit: Audit,
-    pub retiring: Voiding,
-}
-
-fn all(store: &Store) -> StoreResult<Vec<QueueRoomRecord>> {
-    let mut rooms: Vec<QueueRoomRecord> =
-        crate::store::record::all_records(store, TABLE, "queue_rooms")?;
-    rooms.sort_by(|a, b| (&a.name, &a.uuid).cmp(&(&b.name, &b.uuid)));
-    Ok(rooms)
-}
-
-fn get(store: &Store, uuid: &str) -> StoreResult<Option<QueueRoomRecord>> {
-    let txn = store.begin_read()?;
-    let t = txn.open_table(TABLE)?;
-    t.get(uuid)?
-        .map(|v| crate::store::record::decode("queue_rooms", v.value()))
-        .transpose()
-}
-
-fn put(store: &Store, r: &QueueRoomRecord) -> StoreResult<()> {
-    store.write(|txn| {
-        txn.open_table(TABLE)?
-            .insert(r.uuid.as_str(), crate::store::record::encode(r).as_slice())?;
-        Ok(())
-    })
-}
-
-fn purge(store: &Store, uuid: &str) -> StoreResult<()> {
-    store.write(|txn| {
-        txn.open_table(TABLE)?.remove(uuid)?;
-        Ok(())
-    })
-}
 
 pub struct QueueRoomRes(pub QueueRoomRecord);
 
