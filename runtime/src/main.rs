@@ -195,10 +195,7 @@ fn main() -> ExitCode {
                 "ready"
             );
         }
-        runtime::domains::visit::spawn_auto_close(
-            state.clone(),
-            std::time::Duration::from_secs(60),
-        );
+        runtime::app::jobs::spawn_auto_close(state.clone(), std::time::Duration::from_secs(60));
         runtime::app::health::spawn_store_recovery(
             state.clone(),
             std::time::Duration::from_secs(5),

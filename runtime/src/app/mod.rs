@@ -7,6 +7,7 @@
 pub mod backup;
 pub mod emrapi;
 pub mod health;
+pub mod jobs;
 pub mod reload;
 pub mod start;
 

@@ -56,7 +56,7 @@ pub async fn reload(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
         tokio::task::spawn_blocking(move || -> ApiResult<(Catalog, Vec<String>, Vec<String>)> {
             let reset = overlay::reset_to_content(&st.store, &catalog)?;
             let roles = crate::domains::role::drop_redefined(&st.store, &catalog)?;
-            crate::domains::role::reload_access(&st)?;
+            crate::domains::role::reload_access(&st.store, &st.access)?;
             Ok((catalog, reset, roles))
         })
         .await

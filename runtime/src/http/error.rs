@@ -3,32 +3,10 @@
 //! 401 is used only for "not logged in"; missing privileges are 403. Server errors keep
 //! their cause in the log and send a generic message.
 
+pub use crate::invalid::Invalid;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
-
-/// Field and global errors of a validation failure.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Invalid {
-    pub global: Vec<String>,
-    /// (field, code, message)
-    pub fields: Vec<(String, String, String)>,
-}
-
-impl Invalid {
-    pub fn global(&mut self, message: impl Into<String>) {
-        self.global.push(message.into());
-    }
-
-    pub fn field(&mut self, field: &str, code: &str, message: &str) {
-        self.fields
-            .push((field.into(), code.into(), message.into()));
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.global.is_empty() && self.fields.is_empty()
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {

@@ -41,7 +41,7 @@ pub fn outcome(status: StatusCode, severity: &str, code: &str, diagnostics: &str
 }
 
 /// Validation failures as fhir2 answers them: 422 with every message.
-pub fn unprocessable(inv: &crate::http::error::Invalid) -> Response {
+pub fn unprocessable(inv: &crate::invalid::Invalid) -> Response {
     let issue = |m: String| json!({"severity": "error", "code": "processing", "diagnostics": m});
     let issues: Vec<Value> = inv
         .fields

@@ -198,21 +198,13 @@ impl AppState {
     /// A setting's value: the API-made one, else the content's, else OpenMRS's built-in
     /// default (`crate::catalog::BUILT_IN`).
     pub fn setting(&self, property: &str) -> Option<String> {
-        let from_content = || {
-            self.catalog
-                .load()
-                .global_property(property)
-                .map(|g| g.value.clone())
-                .or_else(|| crate::catalog::built_in_default(property).map(str::to_string))
-        };
-        match self.store.setting_shared(property) {
-            Ok(Some(s)) => Some(s.value.clone()),
-            Ok(None) => from_content(),
-            Err(e) => {
-                tracing::error!(%e, property, "cannot read a setting; using the content's value");
-                from_content()
-            }
-        }
+        crate::clinic::setting(&self.store, &self.catalog.load(), property)
+    }
+
+    /// What a domain's rules read of this state: the store, the current content and the
+    /// settings.
+    pub fn clinic(&self) -> crate::clinic::Clinic<'_> {
+        crate::clinic::Clinic::new(&self.store, self.catalog.load_full())
     }
 
     /// A true/false setting; `default` when unset or unreadable.

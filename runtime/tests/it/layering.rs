@@ -1,6 +1,6 @@
 //! The runtime's layers only look down: a test that reads the sources (`crate::` paths,
 //! test modules left out) and fails on an import that points up a layer, on a circle
-//! between rooms, and on HTTP in a domain's storage file. ARCHITECTURE.md ("Layers")
+//! between rooms, and on HTTP in a domain's core (`mod.rs`, `store.rs`). ARCHITECTURE.md ("Layers")
 //! states the rules this checks.
 //!
 //! A room is a file directly under `src/` or a folder under it; each folder under
@@ -14,8 +14,9 @@ use std::path::Path;
 /// `lib` and `main` are the crate's roots and only declare modules or start the binary.
 fn layer_of(room: &str) -> Option<u8> {
     Some(match room {
-        "wire" | "catalog" | "identifiers" | "spa_pack" | "throttle" | "serve" | "embedded" => 0,
-        "store" | "access" | "search" | "overlay" => 1,
+        "wire" | "catalog" | "identifiers" | "spa_pack" | "throttle" | "serve" | "embedded"
+        | "invalid" => 0,
+        "store" | "access" | "search" | "overlay" | "clinic" => 1,
         "http" | "auth" => 2,
         "content" => 3,
         r if r.starts_with("domains/") => 4,
@@ -190,12 +191,13 @@ fn violations(sources: &[Source]) -> Vec<String> {
         }
     }
     for (file, text) in sources {
-        let storage = file.starts_with("domains/") && file.ends_with("/store.rs");
-        if storage {
+        let parts: Vec<&str> = file.split('/').collect();
+        let core = matches!(parts.as_slice(), ["domains", _, "mod.rs" | "store.rs"]);
+        if core {
             let code = code_of(text);
             if code.contains("axum") || code.contains("crate::http") {
                 found.push(format!(
-                    "{file}: a domain's storage knows HTTP (axum or crate::http)"
+                    "{file}: a domain's core knows HTTP (axum or crate::http)"
                 ));
             }
         }
@@ -378,7 +380,26 @@ fn http_in_a_domain_store_is_refused() {
     assert!(
         found
             .iter()
-            .any(|v| v.contains("domains/visit/store.rs: a domain's storage knows HTTP")),
+            .any(|v| v.contains("domains/visit/store.rs: a domain's core knows HTTP")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn http_in_a_domain_core_is_refused() {
+    let mut sources = runtime_sources();
+    let visits = sources
+        .iter_mut()
+        .find(|(f, _)| f == "domains/visit/mod.rs")
+        .expect("the visits' rules");
+    visits
+        .1
+        .insert_str(0, "fn f(_: &crate::http::AppState) {}\n");
+    let found = violations(&sources);
+    assert!(
+        found
+            .iter()
+            .any(|v| v.contains("domains/visit/mod.rs: a domain's core knows HTTP")),
         "{found:?}"
     );
 }

@@ -488,7 +488,8 @@ async fn visits_left_open_too_long_are_ended_by_the_auto_close_job() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
-    let closed = runtime::domains::visit::close_stale_visits(&st, chrono::Utc::now()).unwrap();
+    let closed =
+        runtime::domains::visit::close_stale_visits(&st.clinic(), chrono::Utc::now()).unwrap();
     assert_eq!(closed, 1);
     let o = c
         .get(&format!(

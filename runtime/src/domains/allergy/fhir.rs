@@ -114,7 +114,7 @@ pub async fn search(
         .unwrap_or(0);
     let catalog = state.catalog.load();
     let ctx = caller.ctx(&state, &catalog);
-    let concepts = AllergyConcepts::of(&state);
+    let concepts = AllergyConcepts::of(&state.clinic());
     let resources = all
         .iter()
         .skip(offset)
@@ -157,6 +157,6 @@ pub async fn read(
     let ctx = caller.ctx(&state, &catalog);
     Ok(fhir(
         StatusCode::OK,
-        allergy_json(&a, &ctx, &AllergyConcepts::of(&state)),
+        allergy_json(&a, &ctx, &AllergyConcepts::of(&state.clinic())),
     ))
 }

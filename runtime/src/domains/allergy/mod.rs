@@ -81,8 +81,8 @@ pub struct AllergyConcepts {
 }
 
 impl AllergyConcepts {
-    pub fn of(state: &crate::http::AppState) -> AllergyConcepts {
-        let catalog = state.catalog.load();
+    pub fn of(state: &crate::clinic::Clinic) -> AllergyConcepts {
+        let catalog = state.catalog.clone();
         let concept = |setting: &str, ciel: &str| {
             let value = state
                 .setting(setting)

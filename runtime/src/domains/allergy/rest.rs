@@ -9,9 +9,10 @@ use crate::domains::patient::repr::PatientRes;
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
 use crate::http::body::{only_known, opt_ref, opt_str};
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Paging, Props, Rep, Resource};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking};
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Page, Voiding};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -356,7 +357,7 @@ pub async fn create(
         let _one_writer = st.store.write_lock();
         live_patient(&st, &patient)?;
         let catalog = st.catalog.load();
-        let concepts = AllergyConcepts::of(&st);
+        let concepts = AllergyConcepts::of(&st.clinic());
         let mut a = AllergyRecord {
             v: 1,
             uuid: crate::http::body::client_uuid(&body)?,
@@ -421,7 +422,7 @@ pub async fn update(
             ));
         }
         let catalog = st.catalog.load();
-        let concepts = AllergyConcepts::of(&st);
+        let concepts = AllergyConcepts::of(&st.clinic());
         let mut inv = Invalid::default();
         apply(&mut a, &body, &catalog, &concepts, &mut inv)?;
         if !inv.is_empty() {

@@ -64,34 +64,6 @@ impl Money {
         Some(Money(if negative { -value } else { value }))
     }
 
-    /// An amount as a JSON request writes it: a number (as its shortest decimal text,
-    /// which is the text the client wrote for any amount of fifteen digits or fewer) or a
-    /// numeric string.
-    pub fn from_json(v: &serde_json::Value) -> Option<Money> {
-        match v {
-            serde_json::Value::Number(n) => {
-                let text = n.to_string();
-                // serde_json writes whole floats as `5000.0`.
-                Money::parse(text.strip_suffix(".0").unwrap_or(&text))
-            }
-            serde_json::Value::String(s) => Money::parse(s),
-            _ => None,
-        }
-    }
-
-    /// The amount as a JSON number (whole amounts as integers).
-    pub fn to_json(self) -> serde_json::Value {
-        if self.0 % SCALE == 0 {
-            serde_json::Value::from(self.0 / SCALE)
-        } else {
-            self.to_string()
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map_or(serde_json::Value::Null, serde_json::Value::Number)
-        }
-    }
-
     pub fn checked_add(self, other: Money) -> Option<Money> {
         self.0.checked_add(other.0).map(Money)
     }

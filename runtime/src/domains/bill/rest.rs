@@ -15,9 +15,10 @@ use crate::domains::bill::{
 use crate::http::AppState;
 use crate::http::answer::{answer, list_answer, nest, page_answer, rep_of, window};
 use crate::http::body::only_known;
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Paging, Rep};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding, new_uuid};
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};

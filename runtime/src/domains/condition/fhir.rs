@@ -8,12 +8,13 @@ use crate::catalog::Catalog;
 use crate::domains::condition::{ClinicalStatus, ConditionRecord, Verification, store};
 use crate::domains::diagnosis::DiagnosisRecord;
 use crate::http::AppState;
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::fhir::{
     Written, base, concept_codeable, fhir, invalid, iso, outcome, patient_param, reference_id,
     search_bundle, source_of_system, unprocessable, window,
 };
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Window};
 use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};

@@ -15,7 +15,7 @@ pub mod rest;
 pub mod store;
 
 use crate::catalog::Catalog;
-use crate::http::error::Invalid;
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use crate::wire::CLOCK_SKEW;
 use serde::{Deserialize, Serialize};

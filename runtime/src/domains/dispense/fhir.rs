@@ -16,12 +16,13 @@ use crate::domains::order::fhir::{
 };
 use crate::domains::order::{Action, OrderClass, OrderRecord};
 use crate::http::AppState;
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::fhir::{
     Written, base, fhir, invalid, iso, not_found, outcome, patient_param, reference_id,
     unprocessable,
 };
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};

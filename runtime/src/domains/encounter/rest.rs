@@ -13,9 +13,10 @@ use crate::domains::order::rest as order_rest;
 use crate::http::AppState;
 use crate::http::answer::{answer, flag, page_answer, rep_of, window};
 use crate::http::body::{only_known, opt_datetime, opt_ref, ref_uuid};
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Paging, Resource, render};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, param};
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use crate::wire::datetime_key;
 use axum::extract::{Path, State};
@@ -235,10 +236,10 @@ pub async fn create(
         }
         let mut inv = Invalid::default();
         let visit = load_visit(&st, &e)?;
-        crate::domains::encounter::validate(&st, &e, visit.as_ref(), &mut inv);
+        crate::domains::encounter::validate(&st.clinic(), &e, visit.as_ref(), &mut inv);
         let mut obs = Vec::new();
         for (i, o) in obs_bodies(&body)?.into_iter().enumerate() {
-            crate::domains::encounter::parse_obs(
+            crate::domains::encounter::body::parse_obs(
                 &st,
                 o,
                 &format!("obs[{i}]"),
@@ -359,7 +360,7 @@ pub async fn update(
         e.audit.changed(&user, now);
         let mut inv = Invalid::default();
         let visit = load_visit(&st, &e)?;
-        crate::domains::encounter::validate(&st, &e, visit.as_ref(), &mut inv);
+        crate::domains::encounter::validate(&st.clinic(), &e, visit.as_ref(), &mut inv);
         let saved = store::obs_of_encounter(&st.store, &e.uuid, false)?;
         let audit = Audit::new(&user, now);
         let mut replaced: Vec<(ObsRecord, ObsRecord)> = Vec::new();
@@ -398,7 +399,7 @@ pub async fn update(
                         fresh.insert("order".into(), json!(order));
                     }
                     let mut parsed = Vec::new();
-                    crate::domains::encounter::parse_obs(
+                    crate::domains::encounter::body::parse_obs(
                         &st,
                         &fresh,
                         &format!("obs[{i}]"),
@@ -424,7 +425,7 @@ pub async fn update(
                 None => {
                     let mut fresh = o.clone();
                     fresh.remove("uuid");
-                    crate::domains::encounter::parse_obs(
+                    crate::domains::encounter::body::parse_obs(
                         &st,
                         &fresh,
                         &format!("obs[{i}]"),
@@ -650,7 +651,7 @@ pub async fn obs_create(
         };
         let mut inv = Invalid::default();
         let mut obs = Vec::new();
-        crate::domains::encounter::parse_obs(
+        crate::domains::encounter::body::parse_obs(
             &st,
             &body,
             "",
@@ -764,7 +765,7 @@ pub async fn obs_update(
         );
         let mut inv = Invalid::default();
         let mut parsed = Vec::new();
-        crate::domains::encounter::parse_obs(
+        crate::domains::encounter::body::parse_obs(
             &st,
             &fresh,
             "",

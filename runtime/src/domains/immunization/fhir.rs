@@ -3,16 +3,18 @@
 //! them (its `encounter` reference names the visit).
 
 use crate::catalog::Catalog;
+use crate::domains::encounter::body::parse_obs;
 use crate::domains::encounter::store::{self as encounters, Change, ObsQuery};
-use crate::domains::encounter::{EncounterRecord, ObsRecord, ObsValue, parse_obs};
+use crate::domains::encounter::{EncounterRecord, ObsRecord, ObsValue};
 use crate::domains::immunization::*;
 use crate::http::AppState;
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::fhir::{
     Written, base, concept_codeable, fhir, invalid, iso, not_found, outcome, patient_param,
     reference_id, search_bundle, source_of_system, unprocessable, window,
 };
 use crate::http::{Caller, JsonBody, QueryPairs, blocking};
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};
@@ -577,7 +579,7 @@ pub async fn create(
                     audit: audit.clone(),
                     voiding: Voiding::default(),
                 };
-                crate::domains::encounter::validate(&st, &e, Some(&visit), &mut inv);
+                crate::domains::encounter::validate(&st.clinic(), &e, Some(&visit), &mut inv);
                 (e, true)
             }
         };

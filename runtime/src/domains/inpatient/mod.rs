@@ -19,13 +19,25 @@
 
 pub mod rest;
 
+use crate::clinic::Clinic;
 use crate::domains::encounter::{EncounterRecord, ObsRecord, ObsValue, store as encounters};
 use crate::domains::visit::{VisitRecord, store as visits};
-use crate::http::AppState;
-use crate::http::error::{ApiError, ApiResult};
+use crate::store::StoreError;
 
 /// The EMR API module's concept source, whose mappings name the disposition concepts.
 pub const EMRAPI_SOURCE: &str = "org.openmrs.module.emrapi";
+
+/// Why the inpatient views cannot be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum InpatientError {
+    /// The EMR API configuration lacks what inpatient care needs (the API answers 400).
+    #[error("{0}")]
+    Unconfigured(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type InpatientResult<T> = Result<T, InpatientError>;
 
 /// The concepts and encounter types the derivations need, from the content.
 pub struct Adt {
@@ -42,7 +54,7 @@ pub struct Adt {
 impl Adt {
     /// Read from the settings and the dictionary; the three encounter types are required,
     /// as the module fails without them.
-    pub fn of(state: &AppState) -> ApiResult<Adt> {
+    pub fn of(state: &Clinic) -> InpatientResult<Adt> {
         let setting = |name: &str| {
             state
                 .setting(name)
@@ -51,12 +63,12 @@ impl Adt {
         };
         let required = |name: &str| {
             setting(name).ok_or_else(|| {
-                ApiError::BadRequest(format!(
+                InpatientError::Unconfigured(format!(
                     "The setting {name} names no encounter type: inpatient care needs the admission, transfer and discharge encounter types"
                 ))
             })
         };
-        let catalog = state.catalog.load();
+        let catalog = state.catalog.clone();
         let mapped = |code: &str| {
             catalog
                 .concept(&format!("{EMRAPI_SOURCE}:{code}"))
@@ -135,8 +147,8 @@ fn sorted(mut list: Vec<EncounterRecord>) -> Vec<EncounterRecord> {
     list
 }
 
-fn active_visits(state: &AppState, filter: &Filter) -> ApiResult<Vec<VisitRecord>> {
-    Ok(visits::open_visits(&state.store)?
+fn active_visits(state: &Clinic, filter: &Filter) -> InpatientResult<Vec<VisitRecord>> {
+    Ok(visits::open_visits(state.store)?
         .into_iter()
         .filter(|v| !v.voiding.voided && filter.keeps(v))
         .filter(|v| {
@@ -153,15 +165,15 @@ fn active_visits(state: &AppState, filter: &Filter) -> ApiResult<Vec<VisitRecord
 /// The pending requests of the active visits the filter keeps, of the given types (all
 /// when empty), oldest first.
 pub fn requests(
-    state: &AppState,
+    state: &Clinic,
     adt: &Adt,
     filter: &Filter,
     kinds: &[String],
-) -> ApiResult<Vec<Request>> {
+) -> InpatientResult<Vec<Request>> {
     let Some(concept) = adt.disposition_concept.as_deref() else {
         return Ok(Vec::new());
     };
-    let catalog = state.catalog.load();
+    let catalog = state.catalog.clone();
     let dispositions: Vec<(&str, &str)> = catalog
         .content
         .dispositions
@@ -185,13 +197,13 @@ pub fn requests(
 
 /// The visit's pending request, if its latest disposition still waits.
 fn request_of(
-    state: &AppState,
+    state: &Clinic,
     adt: &Adt,
     concept: &str,
     dispositions: &[(&str, &str)],
     visit: VisitRecord,
-) -> ApiResult<Option<Request>> {
-    let list = sorted(encounters::of_visit(&state.store, &visit.uuid)?);
+) -> InpatientResult<Option<Request>> {
+    let list = sorted(encounters::of_visit(state.store, &visit.uuid)?);
     // The patient's disposition and admission-decision observations (a handful, read from
     // the patient-and-concept index), those of this visit's encounters only.
     let mut concepts = vec![concept.to_string()];
@@ -206,7 +218,7 @@ fn request_of(
         limit: usize::MAX,
         count_all: false,
     };
-    let (found, _) = encounters::list_obs(&state.store, &query, everything)?;
+    let (found, _) = encounters::list_obs(state.store, &query, everything)?;
     let encounter_of = |o: &ObsRecord| {
         o.encounter
             .as_deref()
@@ -251,7 +263,7 @@ fn request_of(
     let location = match obs.obs_group.as_deref() {
         None => None,
         Some(group) => {
-            let members = encounters::group_members(&state.store, group)?;
+            let members = encounters::group_members(state.store, group)?;
             let text_of = |c: Option<&str>| {
                 members.iter().find_map(|m| match (&m.value, c) {
                     (ObsValue::Text(t), Some(c)) if m.concept == c => Some(t.clone()),
@@ -276,15 +288,15 @@ fn request_of(
 /// The admissions of the active visits the filter keeps, at the given wards (any when
 /// empty), the discharged ones only if asked; each with its visit's pending request.
 pub fn admissions(
-    state: &AppState,
+    state: &Clinic,
     adt: &Adt,
     filter: &Filter,
     wards: &[String],
     include_discharged: bool,
-) -> ApiResult<Vec<Admission>> {
+) -> InpatientResult<Vec<Admission>> {
     let mut out = Vec::new();
     for visit in active_visits(state, filter)? {
-        let list = sorted(encounters::of_visit(&state.store, &visit.uuid)?);
+        let list = sorted(encounters::of_visit(state.store, &visit.uuid)?);
         let moves: Vec<&EncounterRecord> = list
             .iter()
             .filter(|e| adt.is_admission_or_transfer(e))

@@ -214,8 +214,8 @@ pub async fn search_requests(
     let st = state.clone();
     let q = query.clone();
     let found = crate::http::blocking(move || {
-        let adt = Adt::of(&st)?;
-        let mut found = requests(&st, &adt, &filter_of(&q), &kinds)?;
+        let adt = Adt::of(&st.clinic())?;
+        let mut found = requests(&st.clinic(), &adt, &filter_of(&q), &kinds)?;
         if !wards.is_empty() {
             found.retain(|r| r.location.as_ref().is_some_and(|l| wards.contains(l)));
         }
@@ -246,8 +246,14 @@ pub async fn search_admissions(
     let st = state.clone();
     let q = query.clone();
     let found = crate::http::blocking(move || {
-        let adt = Adt::of(&st)?;
-        admissions(&st, &adt, &filter_of(&q), &wards, include_discharged)
+        let adt = Adt::of(&st.clinic())?;
+        Ok(admissions(
+            &st.clinic(),
+            &adt,
+            &filter_of(&q),
+            &wards,
+            include_discharged,
+        )?)
     })
     .await?;
     list_answer(
@@ -258,4 +264,17 @@ pub async fn search_admissions(
         &paging,
         found.into_iter().map(AdmissionRes).collect(),
     )
+}
+
+impl From<crate::domains::inpatient::InpatientError> for crate::http::error::ApiError {
+    fn from(e: crate::domains::inpatient::InpatientError) -> crate::http::error::ApiError {
+        match e {
+            crate::domains::inpatient::InpatientError::Unconfigured(why) => {
+                crate::http::error::ApiError::BadRequest(why)
+            }
+            crate::domains::inpatient::InpatientError::Store(e) => {
+                crate::http::error::ApiError::from(e)
+            }
+        }
+    }
 }

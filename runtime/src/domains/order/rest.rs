@@ -12,9 +12,10 @@ use crate::domains::order::{
 use crate::http::AppState;
 use crate::http::answer::{answer, flag, page_answer, rep_of, window};
 use crate::http::body::{only_known, opt_ref, opt_str};
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Paging};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Page, Voiding};
 use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};

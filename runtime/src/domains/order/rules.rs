@@ -6,7 +6,8 @@
 
 use crate::catalog::Catalog;
 use crate::domains::order::{Action, DosingType, OrderClass, OrderRecord, Urgency};
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
+use crate::invalid::Invalid;
 use crate::wire::{CLOCK_SKEW, datetime_key, parse_key};
 use chrono::{DateTime, Duration, Months, Utc};
 use std::collections::{HashMap, HashSet};

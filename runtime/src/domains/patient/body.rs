@@ -5,8 +5,9 @@ use crate::domains::patient::repr::ADDRESS_FIELDS;
 use crate::http::AppState;
 use crate::http::Caller;
 use crate::http::body::{only_known, opt_bool, opt_text, ref_uuid, uuid_or_new};
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::identifiers::{self, CheckError};
+use crate::invalid::Invalid;
 use crate::store::{
     AddressRecord, AttributeRecord, IdentifierRecord, NameRecord, PatientRecord, identifier_key,
 };

@@ -11,8 +11,8 @@
 pub mod rest;
 pub mod store;
 
-use crate::http::AppState;
-use crate::http::error::Invalid;
+use crate::clinic::Clinic;
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use crate::wire::{CLOCK_SKEW, parse_key};
 use chrono::{DateTime, Utc};
@@ -58,15 +58,14 @@ impl EnrolmentRecord {
 }
 
 /// The workflow a state of the content belongs to, if the state exists.
-pub fn workflow_of(state: &AppState, state_uuid: &str) -> Option<String> {
+pub fn workflow_of(state: &Clinic, state_uuid: &str) -> Option<String> {
     content_state(state, state_uuid).map(|s| s.workflow)
 }
 
 /// A state of the content's workflows.
-pub fn content_state(state: &AppState, state_uuid: &str) -> Option<model::ProgramWorkflowState> {
+pub fn content_state(state: &Clinic, state_uuid: &str) -> Option<model::ProgramWorkflowState> {
     state
         .catalog
-        .load()
         .content
         .program_workflow_states
         .iter()
@@ -77,14 +76,14 @@ pub fn content_state(state: &AppState, state_uuid: &str) -> Option<model::Progra
 /// Checks an enrolment about to be saved; `others` are the patient's other enrolments, and
 /// `is_new` says it is a new one (a retired programme takes no new enrolments).
 pub fn validate(
-    state: &AppState,
+    state: &Clinic,
     e: &EnrolmentRecord,
     others: &[EnrolmentRecord],
     is_new: bool,
     now: DateTime<Utc>,
 ) -> Invalid {
     let mut inv = Invalid::default();
-    let catalog = state.catalog.load();
+    let catalog = state.catalog.clone();
     let content = &catalog.content;
     let program = content.programs.iter().find(|p| p.uuid == e.program);
     match program {

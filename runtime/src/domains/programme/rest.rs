@@ -522,17 +522,18 @@ fn apply(
                     })?;
                     let start = opt_datetime(s, "startDate")?.unwrap_or_else(|| datetime_key(now));
                     // A terminal state completes the enrolment, as in OpenMRS.
-                    if crate::domains::programme::content_state(state, &target)
+                    if crate::domains::programme::content_state(&state.clinic(), &target)
                         .is_some_and(|c| c.terminal)
                         && e.completed.is_none()
                     {
                         e.completed = Some(start.clone());
                     }
-                    let workflow = crate::domains::programme::workflow_of(state, &target);
+                    let workflow = crate::domains::programme::workflow_of(&state.clinic(), &target);
                     for open in e.states.iter_mut().filter(|x| {
                         !x.voided
                             && x.end.is_none()
-                            && crate::domains::programme::workflow_of(state, &x.state) == workflow
+                            && crate::domains::programme::workflow_of(&state.clinic(), &x.state)
+                                == workflow
                     }) {
                         open.end = Some(start.clone());
                         open.audit.changed(user, now);
@@ -554,7 +555,7 @@ fn apply(
 
 fn check(state: &AppState, e: &EnrolmentRecord, is_new: bool) -> ApiResult<()> {
     let others = store::all_of_patient(&state.store, &e.patient)?;
-    let inv = crate::domains::programme::validate(state, e, &others, is_new, Utc::now());
+    let inv = crate::domains::programme::validate(&state.clinic(), e, &others, is_new, Utc::now());
     if inv.is_empty() {
         Ok(())
     } else {

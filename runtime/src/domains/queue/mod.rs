@@ -15,8 +15,8 @@ pub mod repr;
 pub mod rest;
 pub mod store;
 
-use crate::http::AppState;
-use crate::http::error::Invalid;
+use crate::clinic::Clinic;
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
@@ -61,17 +61,17 @@ impl QueueEntryRecord {
 }
 
 /// The members of a queue's status or priority concept set (in the set's order).
-pub fn allowed(state: &AppState, set: Option<&str>) -> Vec<String> {
-    let catalog = state.catalog.load();
+pub fn allowed(state: &Clinic, set: Option<&str>) -> Vec<String> {
+    let catalog = state.catalog.clone();
     set.and_then(|s| catalog.concept(s))
         .map(|s| s.set_members.clone())
         .unwrap_or_default()
 }
 
 /// Checks an entry about to be saved (the duplicate rule is `duplicate`).
-pub fn validate(state: &AppState, e: &QueueEntryRecord) -> Invalid {
+pub fn validate(state: &Clinic, e: &QueueEntryRecord) -> Invalid {
     let mut inv = Invalid::default();
-    let catalog = state.catalog.load();
+    let catalog = state.catalog.clone();
     let queue = catalog.content.queues.iter().find(|q| q.uuid == e.queue);
     match queue {
         None => inv.field("queue", "error.invalid", "Unable to find queue"),
@@ -102,7 +102,7 @@ pub fn validate(state: &AppState, e: &QueueEntryRecord) -> Invalid {
         );
     }
     if let Some(visit) = &e.visit {
-        match crate::domains::visit::store::get(&state.store, visit)
+        match crate::domains::visit::store::get(state.store, visit)
             .ok()
             .flatten()
         {

@@ -448,7 +448,7 @@ fn save(
             e.uuid
         )));
     }
-    let inv = crate::domains::queue::validate(state, e);
+    let inv = crate::domains::queue::validate(&state.clinic(), e);
     if !inv.is_empty() {
         return Err(ApiError::Invalid(inv));
     }

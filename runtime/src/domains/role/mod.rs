@@ -18,10 +18,11 @@ use crate::catalog::Catalog;
 
 /// Rebuilds the in-memory `Access` from the store (after a role or privilege write, and
 /// at start).
-pub fn reload_access(state: &crate::http::AppState) -> crate::store::StoreResult<()> {
-    state
-        .access
-        .store(std::sync::Arc::new(load_access(&state.store)?));
+pub fn reload_access(
+    store: &crate::store::Store,
+    access: &arc_swap::ArcSwap<Access>,
+) -> crate::store::StoreResult<()> {
+    access.store(std::sync::Arc::new(load_access(store)?));
     Ok(())
 }
 

@@ -9,9 +9,10 @@ use crate::domains::role::store;
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, rep_of};
 use crate::http::body::{only_known, opt_str};
-use crate::http::error::{ApiError, ApiResult, Invalid};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Props, Rep, Resource};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -490,7 +491,7 @@ pub async fn save_role(
             role.audit.changed(&user, now);
         }
         store::put_role(&st.store, &role)?;
-        crate::domains::role::reload_access(&st)?;
+        crate::domains::role::reload_access(&st.store, &st.access)?;
         Ok(role)
     })
     .await?;
@@ -572,7 +573,7 @@ pub async fn delete_role(
             role.retiring.void(&user, chrono::Utc::now(), &reason);
             store::put_role(&st.store, &role)?;
         }
-        crate::domains::role::reload_access(&st)?;
+        crate::domains::role::reload_access(&st.store, &st.access)?;
         Ok(())
     })
     .await?;
@@ -664,7 +665,7 @@ pub async fn create_privilege(
             audit: Audit::new(&user, chrono::Utc::now()),
         };
         store::put_privilege(&st.store, &p)?;
-        crate::domains::role::reload_access(&st)?;
+        crate::domains::role::reload_access(&st.store, &st.access)?;
         Ok(p)
     })
     .await?;

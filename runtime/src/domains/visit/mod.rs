@@ -11,8 +11,8 @@ pub mod store;
 
 pub use attribute::VisitAttribute;
 
-use crate::http::AppState;
-use crate::http::error::Invalid;
+use crate::clinic::Clinic;
+use crate::invalid::Invalid;
 use crate::store::record::{Audit, DAEMON_USER, Effect, Voiding};
 use crate::store::{Store, StoreResult};
 use crate::wire::{CLOCK_SKEW, datetime_key, parse_key};
@@ -56,13 +56,13 @@ impl VisitRecord {
 /// Checks a visit about to be saved against the rules of the module documentation.
 /// `encounter_times` are the key-form datetimes of the visit's encounters.
 pub fn validate(
-    state: &AppState,
+    state: &Clinic,
     v: &VisitRecord,
     encounter_times: &[String],
     now: DateTime<Utc>,
 ) -> StoreResult<Invalid> {
     let mut inv = Invalid::default();
-    let catalog = state.catalog.load();
+    let catalog = state.catalog.clone();
     match catalog
         .content
         .visit_types
@@ -118,7 +118,7 @@ pub fn validate(
         );
     }
     if !v.voiding.voided && !state.bool_setting("visits.allowOverlappingVisits", true) {
-        let others = store::visits_of(&state.store, &v.patient)?;
+        let others = store::visits_of(state.store, &v.patient)?;
         if let Some(o) = others
             .iter()
             .find(|o| o.uuid != v.uuid && !o.voiding.voided && o.overlaps(v))
@@ -136,7 +136,7 @@ pub fn validate(
 /// Ends every open visit that started more than `visits.autoCloseVisitTimeout` hours
 /// before `now`; returns how many were ended. A timeout of 0, absent or unreadable turns
 /// the job off.
-pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<usize> {
+pub fn close_stale_visits(state: &Clinic, now: DateTime<Utc>) -> StoreResult<usize> {
     let hours: f64 = state
         .setting("visits.autoCloseVisitTimeout")
         .and_then(|v| v.trim().parse().ok())
@@ -147,14 +147,14 @@ pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<u
     }
     let cutoff = now - chrono::Duration::milliseconds((hours * 3_600_000.0) as i64);
     let mut closed = 0;
-    for stale in store::open_visits(&state.store)? {
+    for stale in store::open_visits(state.store)? {
         if parse_key(&stale.start).is_none_or(|s| s > cutoff) {
             break; // oldest first: the rest are younger
         }
         // Read again under the clinical write lock: a request may have changed the visit
         // or its queue entries since the listing.
         let _one_writer = state.store.write_lock();
-        let Some(old) = store::get(&state.store, &stale.uuid)?.filter(|v| v.is_active()) else {
+        let Some(old) = store::get(state.store, &stale.uuid)?.filter(|v| v.is_active()) else {
             continue;
         };
         let mut v = old.clone();
@@ -162,7 +162,7 @@ pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<u
         let stop = datetime_key(now);
         v.stop = Some(stop.clone());
         v.audit.changed(DAEMON_USER, now);
-        let effects = ending_effects(&state.store, &old.uuid, &stop, DAEMON_USER)?;
+        let effects = ending_effects(state.store, &old.uuid, &stop, DAEMON_USER)?;
         state.store.write(|txn| {
             store::put_in(txn, Some(&old), &v)?;
             effects.into_iter().try_for_each(|effect| effect(txn))
@@ -170,26 +170,6 @@ pub fn close_stale_visits(state: &AppState, now: DateTime<Utc>) -> StoreResult<u
         closed += 1;
     }
     Ok(closed)
-}
-
-/// Runs `close_stale_visits` every `every` until the process ends.
-pub fn spawn_auto_close(state: std::sync::Arc<AppState>, every: std::time::Duration) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tick.tick().await;
-            let st = state.clone();
-            match tokio::task::spawn_blocking(move || close_stale_visits(&st, Utc::now())).await {
-                Ok(Ok(0)) => {}
-                Ok(Ok(n)) => tracing::info!(
-                    closed = n,
-                    "visits left open past visits.autoCloseVisitTimeout were ended"
-                ),
-                Ok(Err(e)) => tracing::error!(%e, "the visit auto-close job failed"),
-                Err(e) => tracing::error!(%e, "the visit auto-close job panicked"),
-            }
-        }
-    });
 }
 
 /// What the domains that hang on visits (encounters, queue entries, beds) do when one

@@ -226,7 +226,7 @@ fn apply_attributes(
 
 fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
     let times = crate::domains::visit::times_held(&state.store, &v.uuid)?;
-    let inv = crate::domains::visit::validate(state, v, &times, Utc::now())?;
+    let inv = crate::domains::visit::validate(&state.clinic(), v, &times, Utc::now())?;
     if inv.is_empty() {
         Ok(())
     } else {

@@ -1,0 +1,27 @@
+//! Jobs the application runs in the background: the auto-close of visits left open.
+
+use crate::domains::visit::close_stale_visits;
+use crate::http::AppState;
+use chrono::Utc;
+
+/// Runs `close_stale_visits` every `every` until the process ends.
+pub fn spawn_auto_close(state: std::sync::Arc<AppState>, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let st = state.clone();
+            match tokio::task::spawn_blocking(move || close_stale_visits(&st.clinic(), Utc::now()))
+                .await
+            {
+                Ok(Ok(0)) => {}
+                Ok(Ok(n)) => tracing::info!(
+                    closed = n,
+                    "visits left open past visits.autoCloseVisitTimeout were ended"
+                ),
+                Ok(Err(e)) => tracing::error!(%e, "the visit auto-close job failed"),
+                Err(e) => tracing::error!(%e, "the visit auto-close job panicked"),
+            }
+        }
+    });
+}

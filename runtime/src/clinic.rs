@@ -1,0 +1,61 @@
+//! What a domain's rules read: the store, the content (the catalog a request started with)
+//! and the system settings. A request's state without HTTP, so that the rules of visits,
+//! programmes, queues and the rest can be called, and tested, without a server.
+
+use crate::catalog::Catalog;
+use crate::store::Store;
+use std::sync::Arc;
+
+pub struct Clinic<'a> {
+    pub store: &'a Store,
+    pub catalog: Arc<Catalog>,
+}
+
+impl<'a> Clinic<'a> {
+    pub fn new(store: &'a Store, catalog: Arc<Catalog>) -> Clinic<'a> {
+        Clinic { store, catalog }
+    }
+
+    /// A setting's value: the API-made one, else the content's, else OpenMRS's built-in
+    /// default (`crate::catalog::BUILT_IN`).
+    pub fn setting(&self, property: &str) -> Option<String> {
+        setting(self.store, &self.catalog, property)
+    }
+
+    /// A true/false setting; `default` when unset or unreadable.
+    pub fn bool_setting(&self, property: &str, default: bool) -> bool {
+        match self
+            .setting(property)
+            .map(|v| v.trim().to_ascii_lowercase())
+        {
+            Some(v) if v == "true" => true,
+            Some(v) if v == "false" => false,
+            _ => default,
+        }
+    }
+
+    pub fn int_setting(&self, property: &str, default: u64) -> u64 {
+        self.setting(property)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    }
+}
+
+/// A setting's value: the API-made one, else the content's, else OpenMRS's built-in
+/// default. A store that cannot be read leaves the content's value (logged).
+pub fn setting(store: &Store, catalog: &Catalog, property: &str) -> Option<String> {
+    let from_content = || {
+        catalog
+            .global_property(property)
+            .map(|g| g.value.clone())
+            .or_else(|| crate::catalog::built_in_default(property).map(str::to_string))
+    };
+    match store.setting_shared(property) {
+        Ok(Some(s)) => Some(s.value.clone()),
+        Ok(None) => from_content(),
+        Err(e) => {
+            tracing::error!(%e, property, "cannot read a setting; using the content's value");
+            from_content()
+        }
+    }
+}
