@@ -227,3 +227,18 @@ fn free_beds_of_voided_patient(store: &Store, patient: &str, user: &str) -> Stor
     }
     Ok(())
 }
+
+/// A clinic over an empty store and the content compiled into this binary, for the
+/// domains' unit tests of their rules.
+#[cfg(test)]
+pub(crate) fn test_store() -> Store {
+    Store::in_memory(&REGISTRY).expect("an in-memory store opens")
+}
+
+#[cfg(test)]
+pub(crate) fn test_catalog() -> std::sync::Arc<crate::catalog::Catalog> {
+    std::sync::Arc::new(
+        crate::catalog::Catalog::from_bytes(crate::embedded::EMBEDDED_BUNDLE)
+            .expect("the embedded bundle decodes"),
+    )
+}

@@ -224,3 +224,73 @@ pub fn validate(
     }
     inv
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domains::{test_catalog, test_store};
+
+    fn enrolment(
+        uuid: &str,
+        program: &str,
+        enrolled: &str,
+        completed: Option<&str>,
+    ) -> EnrolmentRecord {
+        EnrolmentRecord {
+            v: 1,
+            uuid: uuid.into(),
+            patient: "patient-1".into(),
+            program: program.into(),
+            location: None,
+            enrolled: enrolled.into(),
+            completed: completed.map(str::to_string),
+            outcome: None,
+            states: Vec::new(),
+            audit: Audit::new("tester", Utc::now()),
+            voiding: Voiding::default(),
+        }
+    }
+
+    #[test]
+    fn one_enrolment_per_programme_at_a_time_and_dates_in_order() {
+        let store = test_store();
+        let clinic = Clinic::new(&store, test_catalog());
+        let program = clinic
+            .catalog
+            .content
+            .programs
+            .iter()
+            .find(|p| !p.retired)
+            .expect("the content has a programme")
+            .uuid
+            .clone();
+        let now = Utc::now();
+        let done = enrolment(
+            "a",
+            &program,
+            "2025-01-01T00:00:00.000Z",
+            Some("2025-06-01T00:00:00.000Z"),
+        );
+        let again = enrolment("b", &program, "2025-03-01T00:00:00.000Z", None);
+        let after = enrolment("c", &program, "2025-07-01T00:00:00.000Z", None);
+        let inv = validate(&clinic, &again, std::slice::from_ref(&done), true, now);
+        assert_eq!(inv.global.len(), 1, "{inv:?}");
+        assert!(validate(&clinic, &after, std::slice::from_ref(&done), true, now).is_empty());
+        let backwards = enrolment(
+            "d",
+            &program,
+            "2025-07-01T00:00:00.000Z",
+            Some("2025-06-01T00:00:00.000Z"),
+        );
+        let inv = validate(&clinic, &backwards, &[], true, now);
+        assert_eq!(
+            inv.fields[0].1,
+            "PatientProgram.error.dateCompletedBeforeDateEnrolled"
+        );
+        let unknown = enrolment("e", "no-such-programme", "2025-07-01T00:00:00.000Z", None);
+        assert_eq!(
+            validate(&clinic, &unknown, &[], true, now).fields[0].0,
+            "program"
+        );
+    }
+}

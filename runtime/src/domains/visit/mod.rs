@@ -257,3 +257,98 @@ pub fn held_against_purge(store: &Store, visit: &str) -> StoreResult<Option<&'st
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domains::{test_catalog, test_store};
+
+    fn visit(uuid: &str, start: &str, stop: Option<&str>, clinic: &Clinic) -> VisitRecord {
+        let visit_type = clinic.catalog.content.visit_types[0].uuid.clone();
+        VisitRecord {
+            v: 1,
+            uuid: uuid.into(),
+            patient: "patient-1".into(),
+            visit_type,
+            location: None,
+            indication: None,
+            start: start.into(),
+            stop: stop.map(str::to_string),
+            audit: Audit::new("tester", Utc::now()),
+            voiding: Voiding::default(),
+            attributes: Vec::new(),
+        }
+    }
+
+    fn allow_overlaps(store: &Store, allowed: bool) {
+        store
+            .put_setting(&crate::store::SettingRecord {
+                v: 1,
+                property: "visits.allowOverlappingVisits".into(),
+                value: allowed.to_string(),
+                description: None,
+                base_fingerprint: String::new(),
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn overlapping_visits_are_refused_only_when_the_setting_forbids_them() {
+        let store = test_store();
+        let clinic = Clinic::new(&store, test_catalog());
+        let first = visit(
+            "a",
+            "2026-01-10T08:00:00.000Z",
+            Some("2026-01-10T12:00:00.000Z"),
+            &clinic,
+        );
+        store::put(&store, None, &first).unwrap();
+        let second = visit("b", "2026-01-10T11:00:00.000Z", None, &clinic);
+        let later = visit("c", "2026-01-10T13:00:00.000Z", None, &clinic);
+        let now = Utc::now();
+        allow_overlaps(&store, true);
+        assert!(validate(&clinic, &second, &[], now).unwrap().is_empty());
+        allow_overlaps(&store, false);
+        let inv = validate(&clinic, &second, &[], now).unwrap();
+        assert_eq!(inv.global.len(), 1, "{inv:?}");
+        assert!(inv.global[0].contains("overlaps"));
+        assert!(validate(&clinic, &later, &[], now).unwrap().is_empty());
+        // A voided visit overlaps nothing.
+        let mut voided = second.clone();
+        voided.voiding.void("tester", now, "error");
+        assert!(validate(&clinic, &voided, &[], now).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_visit_covers_its_encounters_and_ends_after_it_starts() {
+        let store = test_store();
+        let clinic = Clinic::new(&store, test_catalog());
+        let now = Utc::now();
+        let backwards = visit(
+            "a",
+            "2026-01-10T08:00:00.000Z",
+            Some("2026-01-10T07:00:00.000Z"),
+            &clinic,
+        );
+        let inv = validate(&clinic, &backwards, &[], now).unwrap();
+        assert_eq!(inv.fields[0].1, "Visit.error.endDateBeforeStartDate");
+        let short = visit(
+            "b",
+            "2026-01-10T08:00:00.000Z",
+            Some("2026-01-10T09:00:00.000Z"),
+            &clinic,
+        );
+        let inv = validate(&clinic, &short, &["2026-01-10T09:30:00.000Z".into()], now).unwrap();
+        assert_eq!(inv.fields[0].0, "stopDatetime");
+        let inv = validate(&clinic, &short, &["2026-01-10T07:30:00.000Z".into()], now).unwrap();
+        assert_eq!(inv.fields[0].0, "startDatetime");
+        let future = visit(
+            "c",
+            &datetime_key(now + chrono::Duration::hours(1)),
+            None,
+            &clinic,
+        );
+        let inv = validate(&clinic, &future, &[], now).unwrap();
+        assert_eq!(inv.fields[0].1, "Visit.startCannotBeInTheFuture");
+    }
+}
