@@ -228,6 +228,36 @@ fn free_beds_of_voided_patient(store: &Store, patient: &str, user: &str) -> Stor
     Ok(())
 }
 
+/// Every domain's routes, merged into one flat router (one line a domain).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    axum::Router::new()
+        .merge(session::rest::routes(paths))
+        .merge(patient::rest::routes(paths))
+        .merge(allergy::rest::routes(paths))
+        .merge(account::rest::routes(paths))
+        .merge(encounter::rest::routes(paths))
+        .merge(role::rest::routes(paths))
+        .merge(queue_room::rest::routes(paths))
+        .merge(queue::rest::routes(paths))
+        .merge(visit::rest::routes(paths))
+        .merge(diagnosis::rest::routes(paths))
+        .merge(condition::rest::routes(paths))
+        .merge(order::rest::routes(paths))
+        .merge(programme::rest::routes(paths))
+        .merge(provider::rest::routes(paths))
+        .merge(appointment::rest::routes(paths))
+        .merge(attachment::rest::routes(paths))
+        .merge(inpatient::rest::routes(paths))
+        .merge(bed::rest::routes(paths))
+        .merge(bill::rest::routes(paths))
+        .merge(cohort::rest::routes(paths))
+        .merge(relationship::rest::routes(paths))
+        .merge(idgen::rest::routes(paths))
+        .merge(setting::rest::routes(paths))
+        .merge(immunization::fhir::routes(paths))
+        .merge(dispense::fhir::routes(paths))
+}
+
 /// A clinic over an empty store and the content compiled into this binary, for the
 /// domains' unit tests of their rules.
 #[cfg(test)]

@@ -29,6 +29,35 @@ use std::sync::Arc;
 
 pub const SESSION_COOKIE: &str = "JSESSIONID";
 
+/// The full paths of the application's routes, under its path (`EMR_APP_PATH`): each
+/// domain names its routes with them, so that all of them form one flat router.
+pub struct Paths {
+    app_path: String,
+}
+
+impl Paths {
+    pub fn new(app_path: &str) -> Paths {
+        Paths {
+            app_path: app_path.to_string(),
+        }
+    }
+
+    /// A REST path: `/openmrs/ws/rest/v1{p}`.
+    pub fn rest(&self, p: &str) -> String {
+        format!("{}/ws/rest/v1{p}", self.app_path)
+    }
+
+    /// A FHIR path: `/openmrs/ws/fhir2/R4{p}`.
+    pub fn fhir(&self, p: &str) -> String {
+        format!("{}/ws/fhir2/R4{p}", self.app_path)
+    }
+
+    /// A path right under the application's: `/openmrs{p}`.
+    pub fn top(&self, p: &str) -> String {
+        format!("{}{p}", self.app_path)
+    }
+}
+
 /// Who is calling, established once per request by `authenticate`.
 #[derive(Clone)]
 pub struct Caller {

@@ -589,6 +589,35 @@ fn set_password(
     Ok(())
 }
 
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(
+            &paths.rest("/person/{uuid}/attribute"),
+            get(crate::domains::account::user::person_attributes),
+        )
+        .route(
+            &paths.rest("/user"),
+            get(crate::domains::account::rest::search).post(crate::domains::account::rest::create),
+        )
+        .route(
+            &paths.rest("/user/{uuid}"),
+            get(crate::domains::account::user::read)
+                .post(crate::domains::account::rest::update)
+                .delete(crate::domains::account::rest::delete),
+        )
+        .route(
+            &paths.rest("/password"),
+            post(crate::domains::account::rest::change_own),
+        )
+        .route(
+            &paths.rest("/password/{uuid}"),
+            post(crate::domains::account::rest::reset),
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

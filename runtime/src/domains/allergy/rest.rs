@@ -505,3 +505,28 @@ pub async fn list(
         all.iter().skip(w.start).take(w.limit).map(AllergyRes),
     )
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/patient/{uuid}/allergy"),
+            get(crate::domains::allergy::rest::list).post(crate::domains::allergy::rest::create),
+        )
+        .route(
+            &paths.rest("/patient/{uuid}/allergy/{allergy}"),
+            get(crate::domains::allergy::rest::read)
+                .post(crate::domains::allergy::rest::update)
+                .delete(crate::domains::allergy::rest::delete),
+        )
+        .route(
+            &paths.fhir("/AllergyIntolerance"),
+            get(crate::domains::allergy::fhir::search),
+        )
+        .route(
+            &paths.fhir("/AllergyIntolerance/{id}"),
+            get(crate::domains::allergy::fhir::read),
+        )
+}

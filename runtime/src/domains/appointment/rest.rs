@@ -855,3 +855,62 @@ pub async fn summary(
         .collect();
     Ok(crate::http::ok(json!(out)))
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(
+            &paths.rest("/appointmentService/all/{rep}"),
+            get(crate::domains::appointment::rest::services),
+        )
+        .route(
+            &paths.rest("/appointmentService"),
+            get(crate::domains::appointment::rest::service)
+                .post(crate::domains::appointment::rest::service_write)
+                .delete(crate::domains::appointment::rest::service_write),
+        )
+        .route(
+            &paths.rest("/appointment/all"),
+            get(crate::domains::appointment::rest::for_date),
+        )
+        .route(
+            &paths.rest("/appointment"),
+            get(crate::domains::appointment::rest::read_by_query)
+                .post(crate::domains::appointment::rest::save),
+        )
+        .route(
+            &paths.rest("/appointment/search"),
+            post(crate::domains::appointment::rest::search_by_example),
+        )
+        .route(
+            &paths.rest("/appointment/appointmentSummary"),
+            get(crate::domains::appointment::rest::summary),
+        )
+        .route(
+            &paths.rest("/appointment/{uuid}/changeStatus"),
+            post(crate::domains::appointment::rest::change_status),
+        )
+        .route(
+            &paths.rest("/appointments"),
+            get(crate::domains::appointment::rest::for_date)
+                .post(crate::domains::appointment::rest::create),
+        )
+        .route(
+            &paths.rest("/appointments/search"),
+            post(crate::domains::appointment::rest::search),
+        )
+        .route(
+            &paths.rest("/appointments/conflicts"),
+            post(crate::domains::appointment::rest::conflicts),
+        )
+        .route(
+            &paths.rest("/appointments/{uuid}"),
+            get(crate::domains::appointment::rest::read),
+        )
+        .route(
+            &paths.rest("/appointments/{uuid}/status-change"),
+            post(crate::domains::appointment::rest::change_status),
+        )
+}

@@ -497,3 +497,26 @@ pub async fn delete(
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/attachment"),
+            get(crate::domains::attachment::rest::search)
+                // The upload enforces `attachments.maxUploadFileSize` itself, part by part.
+                .post(crate::domains::attachment::rest::create)
+                .layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route(
+            &paths.rest("/attachment/{uuid}"),
+            get(crate::domains::attachment::rest::read)
+                .delete(crate::domains::attachment::rest::delete),
+        )
+        .route(
+            &paths.rest("/attachment/{uuid}/bytes"),
+            get(crate::domains::attachment::rest::bytes),
+        )
+}

@@ -544,3 +544,66 @@ pub async fn delete_tag_map(
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::{delete, get, post};
+    axum::Router::new()
+        .route(
+            &paths.rest("/beds"),
+            get(crate::domains::bed::ward::patient_bed),
+        )
+        .route(
+            &paths.rest("/beds/{id}"),
+            post(crate::domains::bed::ward::assign).delete(crate::domains::bed::ward::unassign),
+        )
+        .route(
+            &paths.rest("/bed"),
+            get(crate::domains::bed::rest::list_beds).post(crate::domains::bed::rest::create_bed),
+        )
+        .route(
+            &paths.rest("/bed/{uuid}"),
+            get(crate::domains::bed::rest::read_bed)
+                .post(crate::domains::bed::rest::update_bed)
+                .delete(crate::domains::bed::rest::delete_bed),
+        )
+        .route(
+            &paths.rest("/bedtype"),
+            get(crate::domains::bed::types::bed_types)
+                .post(crate::domains::bed::types::create_bed_type),
+        )
+        .route(
+            &paths.rest("/bedtype/{uuid}"),
+            get(crate::domains::bed::types::bed_type)
+                .post(crate::domains::bed::types::update_bed_type)
+                .delete(crate::domains::bed::types::delete_bed_type),
+        )
+        .route(
+            &paths.rest("/bedTag"),
+            get(crate::domains::bed::types::bed_tags)
+                .post(crate::domains::bed::types::create_bed_tag),
+        )
+        .route(
+            &paths.rest("/bedTag/{uuid}"),
+            get(crate::domains::bed::types::bed_tag)
+                .post(crate::domains::bed::types::update_bed_tag)
+                .delete(crate::domains::bed::types::delete_bed_tag),
+        )
+        .route(
+            &paths.rest("/bedTagMap"),
+            post(crate::domains::bed::rest::create_tag_map),
+        )
+        .route(
+            &paths.rest("/bedTagMap/{uuid}"),
+            delete(crate::domains::bed::rest::delete_tag_map),
+        )
+        .route(
+            &paths.rest("/admissionLocation"),
+            get(crate::domains::bed::ward::admission_locations),
+        )
+        .route(
+            &paths.rest("/admissionLocation/{uuid}"),
+            get(crate::domains::bed::ward::admission_location),
+        )
+}

@@ -1085,3 +1085,65 @@ pub async fn receipt(
     )
         .into_response())
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(
+            &paths.rest("/billing/paymentMode"),
+            get(crate::domains::bill::metadata::payment_modes)
+                .post(crate::domains::bill::metadata::metadata_write),
+        )
+        .route(
+            &paths.rest("/billing/cashPoint"),
+            get(crate::domains::bill::metadata::cash_points)
+                .post(crate::domains::bill::metadata::metadata_write),
+        )
+        .route(
+            &paths.rest("/billing/billableService"),
+            get(crate::domains::bill::metadata::billable_services)
+                .post(crate::domains::bill::metadata::metadata_write),
+        )
+        .route(
+            &paths.rest("/billing/cashierItemPrice"),
+            post(crate::domains::bill::metadata::metadata_write),
+        )
+        .route(
+            &paths.rest("/billing/api/billable-service"),
+            post(crate::domains::bill::metadata::metadata_write),
+        )
+        .route(
+            &paths.rest("/billing/{kind}/{uuid}"),
+            get(crate::domains::bill::metadata::metadata_read)
+                .post(crate::domains::bill::metadata::metadata_write)
+                .delete(crate::domains::bill::metadata::metadata_write),
+        )
+        .route(
+            &paths.rest("/billing/bill"),
+            get(crate::domains::bill::rest::search).post(crate::domains::bill::rest::create),
+        )
+        .route(
+            &paths.rest("/billing/bill/{uuid}"),
+            get(crate::domains::bill::rest::read)
+                .post(crate::domains::bill::rest::update)
+                .delete(crate::domains::bill::rest::void),
+        )
+        .route(
+            &paths.rest("/billing/bill/{uuid}/payment"),
+            get(crate::domains::bill::rest::payments).post(crate::domains::bill::rest::pay),
+        )
+        .route(
+            &paths.rest("/billing/billLineItem/{uuid}"),
+            axum::routing::delete(crate::domains::bill::rest::void_line_item),
+        )
+        .route(
+            &paths.rest("/billing/patientPaymentStatus/{uuid}"),
+            get(crate::domains::bill::rest::patient_payment_status),
+        )
+        .route(
+            &paths.rest("/billing/receipt"),
+            get(crate::domains::bill::rest::receipt),
+        )
+}

@@ -1000,3 +1000,41 @@ pub async fn member_delete(
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/cohortm/cohorttype"),
+            get(crate::domains::cohort::rest::types).post(crate::domains::cohort::rest::write_type),
+        )
+        .route(
+            &paths.rest("/cohortm/cohorttype/{uuid}"),
+            get(crate::domains::cohort::rest::read_type)
+                .post(crate::domains::cohort::rest::write_type)
+                .delete(crate::domains::cohort::rest::write_type),
+        )
+        .route(
+            &paths.rest("/cohortm/cohort"),
+            get(crate::domains::cohort::rest::search).post(crate::domains::cohort::rest::create),
+        )
+        .route(
+            &paths.rest("/cohortm/cohort/{uuid}"),
+            get(crate::domains::cohort::rest::read)
+                .post(crate::domains::cohort::rest::update)
+                .delete(crate::domains::cohort::rest::delete),
+        )
+        .route(
+            &paths.rest("/cohortm/cohortmember"),
+            get(crate::domains::cohort::rest::member_search)
+                .post(crate::domains::cohort::rest::member_create),
+        )
+        .route(
+            &paths.rest("/cohortm/cohortmember/{uuid}"),
+            get(crate::domains::cohort::rest::member_read)
+                .post(crate::domains::cohort::rest::member_update)
+                .delete(crate::domains::cohort::rest::member_delete),
+        )
+}

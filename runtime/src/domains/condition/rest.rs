@@ -367,3 +367,32 @@ pub async fn search(
         list.iter().map(ConditionRes),
     )
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/condition"),
+            get(crate::domains::condition::rest::search)
+                .post(crate::domains::condition::rest::create),
+        )
+        .route(
+            &paths.rest("/condition/{uuid}"),
+            get(crate::domains::condition::rest::read)
+                .post(crate::domains::condition::rest::update)
+                .delete(crate::domains::condition::rest::delete),
+        )
+        .route(
+            &paths.fhir("/Condition"),
+            get(crate::domains::condition::fhir::search)
+                .post(crate::domains::condition::fhir::create),
+        )
+        .route(
+            &paths.fhir("/Condition/{id}"),
+            get(crate::domains::condition::fhir::read)
+                .put(crate::domains::condition::fhir::update)
+                .delete(crate::domains::condition::fhir::delete),
+        )
+}

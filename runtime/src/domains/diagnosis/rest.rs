@@ -410,3 +410,21 @@ pub async fn search(
         list.iter().map(DiagnosisRes),
     )
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/patientdiagnoses"),
+            get(crate::domains::diagnosis::rest::search)
+                .post(crate::domains::diagnosis::rest::create),
+        )
+        .route(
+            &paths.rest("/patientdiagnoses/{uuid}"),
+            get(crate::domains::diagnosis::rest::read)
+                .post(crate::domains::diagnosis::rest::update)
+                .delete(crate::domains::diagnosis::rest::delete),
+        )
+}

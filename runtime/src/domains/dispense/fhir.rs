@@ -937,3 +937,21 @@ pub fn of_orders_json(
     }
     Ok(out)
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.fhir("/MedicationDispense"),
+            get(crate::domains::dispense::fhir::search)
+                .post(crate::domains::dispense::fhir::create),
+        )
+        .route(
+            &paths.fhir("/MedicationDispense/{id}"),
+            get(crate::domains::dispense::fhir::read)
+                .put(crate::domains::dispense::fhir::update)
+                .delete(crate::domains::dispense::fhir::delete),
+        )
+}

@@ -933,3 +933,56 @@ pub async fn encounter_role(
         &caller.ctx(&state, &catalog),
     )?))
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/obstree"),
+            get(crate::domains::encounter::obstree::obstree),
+        )
+        .route(
+            &paths.rest("/encounter"),
+            get(crate::domains::encounter::rest::search)
+                .post(crate::domains::encounter::rest::create),
+        )
+        .route(
+            &paths.rest("/encounter/{uuid}"),
+            get(crate::domains::encounter::rest::read)
+                .post(crate::domains::encounter::rest::update)
+                .delete(crate::domains::encounter::rest::delete),
+        )
+        .route(
+            &paths.rest("/obs"),
+            get(crate::domains::encounter::rest::obs_search)
+                .post(crate::domains::encounter::rest::obs_create),
+        )
+        .route(
+            &paths.rest("/obs/{uuid}"),
+            get(crate::domains::encounter::rest::obs_read)
+                .post(crate::domains::encounter::rest::obs_update)
+                .delete(crate::domains::encounter::rest::obs_delete),
+        )
+        .route(
+            &paths.rest("/encounterrole"),
+            get(crate::domains::encounter::rest::encounter_roles),
+        )
+        .route(
+            &paths.rest("/encounterrole/{uuid}"),
+            get(crate::domains::encounter::rest::encounter_role),
+        )
+        .route(
+            &paths.fhir("/Observation"),
+            get(crate::domains::encounter::fhir::observations),
+        )
+        .route(
+            &paths.fhir("/Observation/{id}"),
+            get(crate::domains::encounter::fhir::observation),
+        )
+        .route(
+            &paths.fhir("/Encounter/{id}"),
+            get(crate::domains::encounter::fhir::encounter),
+        )
+}

@@ -256,3 +256,22 @@ pub async fn generate(
         .map_err(|e| ApiError::BadRequest(e.to_string()))?;
     Ok(ok(json!({"identifier": identifier})))
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(
+            &paths.rest("/idgen/identifiersource"),
+            get(crate::domains::idgen::rest::sources),
+        )
+        .route(
+            &paths.rest("/idgen/identifiersource/{uuid}/identifier"),
+            post(crate::domains::idgen::rest::generate),
+        )
+        .route(
+            &paths.rest("/idgen/autogenerationoption"),
+            get(crate::domains::idgen::rest::options),
+        )
+}

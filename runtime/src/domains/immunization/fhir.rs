@@ -817,3 +817,21 @@ pub async fn delete(
         Err(id) => not_found("Immunization", &id),
     })
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.fhir("/Immunization"),
+            get(crate::domains::immunization::fhir::search)
+                .post(crate::domains::immunization::fhir::create),
+        )
+        .route(
+            &paths.fhir("/Immunization/{id}"),
+            get(crate::domains::immunization::fhir::read)
+                .put(crate::domains::immunization::fhir::update)
+                .delete(crate::domains::immunization::fhir::delete),
+        )
+}

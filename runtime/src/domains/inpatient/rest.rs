@@ -278,3 +278,18 @@ impl From<crate::domains::inpatient::InpatientError> for crate::http::error::Api
         }
     }
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/emrapi/inpatient/admission"),
+            get(crate::domains::inpatient::rest::search_admissions),
+        )
+        .route(
+            &paths.rest("/emrapi/inpatient/request"),
+            get(crate::domains::inpatient::rest::search_requests),
+        )
+}

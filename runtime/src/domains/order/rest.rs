@@ -998,3 +998,74 @@ pub async fn search(
 pub fn encounter_orders(ctx: &Ctx, encounter: &str) -> Vec<OrderRecord> {
     store::of_encounter(ctx.store, encounter, false).unwrap_or_default()
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(
+            &paths.rest("/order"),
+            get(crate::domains::order::rest::search).post(crate::domains::order::rest::create),
+        )
+        .route(
+            &paths.rest("/order/{uuid}"),
+            get(crate::domains::order::rest::read).delete(crate::domains::order::rest::delete),
+        )
+        .route(
+            &paths.rest("/order/{uuid}/fulfillerdetails"),
+            post(crate::domains::order::rest::fulfiller_details),
+        )
+        .route(
+            &paths.rest("/drug"),
+            get(crate::domains::order::formulary::drugs),
+        )
+        .route(
+            &paths.rest("/drug/{uuid}"),
+            get(crate::domains::order::formulary::drug),
+        )
+        .route(
+            &paths.rest("/orderfrequency"),
+            get(crate::domains::order::formulary::frequencies),
+        )
+        .route(
+            &paths.rest("/orderfrequency/{uuid}"),
+            get(crate::domains::order::formulary::frequency),
+        )
+        .route(
+            &paths.rest("/ordertype"),
+            get(crate::domains::order::formulary::order_types),
+        )
+        .route(
+            &paths.rest("/ordertype/{uuid}"),
+            get(crate::domains::order::formulary::order_type),
+        )
+        .route(
+            &paths.rest("/caresetting"),
+            get(crate::domains::order::formulary::care_settings),
+        )
+        .route(
+            &paths.rest("/caresetting/{uuid}"),
+            get(crate::domains::order::formulary::care_setting),
+        )
+        .route(
+            &paths.rest("/orderentryconfig"),
+            get(crate::domains::order::formulary::order_entry_config),
+        )
+        .route(
+            &paths.fhir("/MedicationRequest"),
+            get(crate::domains::order::fhir::search),
+        )
+        .route(
+            &paths.fhir("/MedicationRequest/{id}"),
+            get(crate::domains::order::fhir::read).patch(crate::domains::order::fhir::patch),
+        )
+        .route(
+            &paths.fhir("/Medication"),
+            get(crate::domains::order::fhir::medications),
+        )
+        .route(
+            &paths.fhir("/Medication/{id}"),
+            get(crate::domains::order::fhir::medication),
+        )
+}

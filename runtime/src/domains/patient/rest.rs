@@ -720,3 +720,41 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     }
     Ok(found)
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::{delete, get, post};
+    axum::Router::new()
+        .route(
+            &paths.rest("/patient"),
+            get(crate::domains::patient::rest::search).post(crate::domains::patient::rest::create),
+        )
+        .route(
+            &paths.rest("/patient/"),
+            get(crate::domains::patient::rest::search).post(crate::domains::patient::rest::create),
+        )
+        .route(
+            &paths.rest("/patient/{uuid}"),
+            get(crate::domains::patient::rest::read)
+                .post(crate::domains::patient::rest::update)
+                .delete(crate::domains::patient::rest::delete),
+        )
+        .route(
+            &paths.rest("/patient/{uuid}/identifier/{identifier}"),
+            post(crate::domains::patient::rest::update_identifier)
+                .delete(crate::domains::patient::rest::delete_identifier),
+        )
+        .route(
+            &paths.rest("/person"),
+            get(crate::domains::patient::rest::person_search),
+        )
+        .route(
+            &paths.rest("/person/{uuid}/{kind}/{item}"),
+            delete(crate::domains::patient::rest::delete_person_item),
+        )
+        .route(
+            &paths.fhir("/Patient/{id}"),
+            get(crate::domains::patient::fhir::patient),
+        )
+}

@@ -740,3 +740,29 @@ pub async fn search(
         enrolments.iter().map(EnrolmentRes),
     )
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/program"),
+            get(crate::domains::programme::rest::programs),
+        )
+        .route(
+            &paths.rest("/program/{uuid}"),
+            get(crate::domains::programme::rest::program),
+        )
+        .route(
+            &paths.rest("/programenrollment"),
+            get(crate::domains::programme::rest::search)
+                .post(crate::domains::programme::rest::create),
+        )
+        .route(
+            &paths.rest("/programenrollment/{uuid}"),
+            get(crate::domains::programme::rest::read)
+                .post(crate::domains::programme::rest::update)
+                .delete(crate::domains::programme::rest::delete),
+        )
+}

@@ -447,3 +447,21 @@ fn respond(
     let p = find(&state.store, uuid)?.ok_or(ApiError::NotFound)?;
     answer(state, caller, &ProviderRes(p), &rep_of(query)?, status)
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/provider"),
+            get(crate::domains::provider::rest::search)
+                .post(crate::domains::provider::rest::create),
+        )
+        .route(
+            &paths.rest("/provider/{uuid}"),
+            get(crate::domains::provider::rest::read)
+                .post(crate::domains::provider::rest::update)
+                .delete(crate::domains::provider::rest::delete),
+        )
+}

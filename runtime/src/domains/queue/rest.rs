@@ -876,3 +876,53 @@ pub async fn number(
         json!({"serviceType": service_type, "visitQueueNumber": number}),
     ))
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(
+            &paths.rest("/queue-entry"),
+            get(crate::domains::queue::rest::search).post(crate::domains::queue::rest::create),
+        )
+        .route(
+            &paths.rest("/queue-entry/transition"),
+            post(crate::domains::queue::rest::transition)
+                .delete(crate::domains::queue::rest::undo_transition),
+        )
+        .route(
+            &paths.rest("/queue-entry/{uuid}"),
+            get(crate::domains::queue::rest::read)
+                .post(crate::domains::queue::rest::update)
+                .delete(crate::domains::queue::rest::delete),
+        )
+        .route(
+            &paths.rest("/visit-queue-entry"),
+            post(crate::domains::queue::rest::create_for_visit),
+        )
+        .route(
+            &paths.rest("/queue/{queue}/entry/{uuid}"),
+            post(crate::domains::queue::rest::update_in_queue),
+        )
+        .route(
+            &paths.rest("/queue-entry-number"),
+            get(crate::domains::queue::rest::number),
+        )
+        .route(
+            &paths.rest("/queue-entry-metrics"),
+            get(crate::domains::queue::metrics::metrics),
+        )
+        .route(
+            &paths.rest("/queue-metrics"),
+            get(crate::domains::queue::metrics::queue_metrics),
+        )
+        .route(
+            &paths.rest("/queueutil/assignticket"),
+            post(crate::domains::queue::metrics::assign_ticket),
+        )
+        .route(
+            &paths.rest("/queueutil/active-tickets"),
+            get(crate::domains::queue::metrics::active_tickets),
+        )
+}

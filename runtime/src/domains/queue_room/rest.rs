@@ -362,3 +362,21 @@ pub async fn delete(
     )
     .await
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/queue-room"),
+            get(crate::domains::queue_room::rest::search)
+                .post(crate::domains::queue_room::rest::create),
+        )
+        .route(
+            &paths.rest("/queue-room/{uuid}"),
+            get(crate::domains::queue_room::rest::read)
+                .post(crate::domains::queue_room::rest::update)
+                .delete(crate::domains::queue_room::rest::delete),
+        )
+}

@@ -399,3 +399,21 @@ pub async fn delete(
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/relationship"),
+            get(crate::domains::relationship::rest::search)
+                .post(crate::domains::relationship::rest::create),
+        )
+        .route(
+            &paths.rest("/relationship/{uuid}"),
+            get(crate::domains::relationship::rest::read)
+                .post(crate::domains::relationship::rest::update)
+                .delete(crate::domains::relationship::rest::delete),
+        )
+}

@@ -682,3 +682,30 @@ pub async fn create_privilege(
         StatusCode::CREATED,
     )
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/role"),
+            get(crate::domains::role::rest::list_roles)
+                .post(crate::domains::role::rest::create_role),
+        )
+        .route(
+            &paths.rest("/role/{uuid}"),
+            get(crate::domains::role::rest::read_role)
+                .post(crate::domains::role::rest::update_role)
+                .delete(crate::domains::role::rest::delete_role),
+        )
+        .route(
+            &paths.rest("/privilege"),
+            get(crate::domains::role::rest::list_privileges)
+                .post(crate::domains::role::rest::create_privilege),
+        )
+        .route(
+            &paths.rest("/privilege/{uuid}"),
+            get(crate::domains::role::rest::read_privilege),
+        )
+}

@@ -259,3 +259,15 @@ fn set_session_cookie(
         res.headers_mut().append(header::SET_COOKIE, v);
     }
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new().route(
+        &paths.rest("/session"),
+        get(crate::domains::session::rest::get)
+            .post(crate::domains::session::rest::post)
+            .delete(crate::domains::session::rest::delete),
+    )
+}

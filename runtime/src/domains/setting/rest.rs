@@ -385,6 +385,23 @@ pub async fn delete(
     ))
 }
 
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/systemsetting"),
+            get(crate::domains::setting::rest::list).post(crate::domains::setting::rest::create),
+        )
+        .route(
+            &paths.rest("/systemsetting/{name}"),
+            get(crate::domains::setting::rest::read)
+                .post(crate::domains::setting::rest::update)
+                .delete(crate::domains::setting::rest::delete),
+        )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

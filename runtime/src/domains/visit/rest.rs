@@ -700,3 +700,43 @@ pub async fn attribute_delete(
     .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
+
+/// This domain's routes, with their full paths (merged into the application's one flat
+/// router by the domains' registry).
+pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
+    use axum::routing::get;
+    axum::Router::new()
+        .route(
+            &paths.rest("/visit"),
+            get(crate::domains::visit::rest::search).post(crate::domains::visit::rest::create),
+        )
+        .route(
+            &paths.rest("/visit/{uuid}"),
+            get(crate::domains::visit::rest::read)
+                .post(crate::domains::visit::rest::update)
+                .delete(crate::domains::visit::rest::delete),
+        )
+        .route(
+            &paths.rest("/visit/{uuid}/attribute"),
+            get(crate::domains::visit::rest::attributes)
+                .post(crate::domains::visit::rest::attribute_create),
+        )
+        .route(
+            &paths.rest("/visit/{uuid}/attribute/{attribute}"),
+            get(crate::domains::visit::rest::attribute_read)
+                .post(crate::domains::visit::rest::attribute_update)
+                .delete(crate::domains::visit::rest::attribute_delete),
+        )
+        .route(
+            &paths.rest("/visittype/{uuid}"),
+            get(crate::domains::visit::rest::visit_type),
+        )
+        .route(
+            &paths.rest("/visitattributetype"),
+            get(crate::domains::visit::rest::attribute_types),
+        )
+        .route(
+            &paths.rest("/visitattributetype/{uuid}"),
+            get(crate::domains::visit::rest::attribute_type),
+        )
+}
