@@ -243,6 +243,11 @@ pub const BUILT_IN: &[(&str, &str, &str)] = &[
         "How an encounter saved without a visit finds one: the patient's open visit",
     ),
     (
+        "drugOrder.requireOutpatientQuantity",
+        "true",
+        "Whether an outpatient drug order needs a quantity and its units (true or false)",
+    ),
+    (
         "concept.true",
         "1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
         "The concept that means yes or true",

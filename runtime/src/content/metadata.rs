@@ -434,6 +434,30 @@ pub async fn encounter_types(
     )
 }
 
+/// `GET encountertype/{uuid or name}`, as webservices.rest finds one (by uuid, then by its
+/// name) — privilege: Get Encounter Types. Retired ones are read too.
+pub async fn encounter_type(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    QueryPairs(query): Q,
+) -> ApiResult<Response> {
+    caller.require(&["Get Encounter Types"])?;
+    let catalog = state.catalog.load();
+    let types = &catalog.content.encounter_types;
+    let t = types
+        .iter()
+        .find(|t| t.uuid == id)
+        .or_else(|| types.iter().find(|t| t.name == id))
+        .ok_or(ApiError::NotFound)?;
+    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
+    Ok(ok(render(
+        &EncounterTypeRes(t),
+        &rep,
+        &caller.ctx(&state, &catalog),
+    )?))
+}
+
 pub async fn queues(
     State(state): State<Arc<AppState>>,
     caller: Caller,

@@ -53,6 +53,10 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
             get(crate::content::metadata::encounter_types),
         )
         .route(
+            &paths.rest("/encountertype/{uuid}"),
+            get(crate::content::metadata::encounter_type),
+        )
+        .route(
             &paths.rest("/queue"),
             get(crate::content::metadata::queues).post(crate::content::metadata::queue_write),
         )

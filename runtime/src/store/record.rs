@@ -164,6 +164,14 @@ impl Registry {
 /// ends ends its queue entries in the same commit).
 pub type Effect = Box<dyn FnOnce(&WriteTransaction) -> StoreResult<()>>;
 
+/// What one domain does to its records when a record of another changes, as an `Effect`:
+/// (store, the changed record's uuid, then two texts the extension names: a time or a
+/// user, a user or a reason).
+pub type Cascade = fn(&crate::store::Store, &str, &str, &str) -> StoreResult<Effect>;
+
+/// Whether a record holds any records of another domain: (store, its uuid).
+pub type Holds = fn(&crate::store::Store, &str) -> StoreResult<bool>;
+
 /// A kind of record that belongs to a patient: a patient holding any cannot be purged.
 pub struct PatientRecords {
     /// What a refused purge names ("visits", "orders").

@@ -259,3 +259,33 @@ async fn home_and_chart_lists_are_valid() {
         StatusCode::UNAUTHORIZED
     );
 }
+
+/// An encounter type is read by uuid or by name, as webservices.rest finds one; an unknown
+/// one is 404.
+#[tokio::test]
+async fn an_encounter_type_is_read_by_uuid_or_name() {
+    let st = state();
+    let (uuid, name) = {
+        let catalog = st.catalog.load();
+        let t = &catalog.content.encounter_types[0];
+        (t.uuid.clone(), t.name.clone())
+    };
+    let mut c = Client::admin(st).await;
+    let r = c
+        .get(&format!("/openmrs/ws/rest/v1/encountertype/{uuid}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["uuid"], uuid.as_str());
+    assert_eq!(r.body["name"], name.as_str());
+    let by_name = c
+        .get(&format!(
+            "/openmrs/ws/rest/v1/encountertype/{}?v=ref",
+            name.replace(' ', "%20")
+        ))
+        .await;
+    assert_eq!(by_name.body["uuid"], uuid.as_str());
+    let r = c
+        .get("/openmrs/ws/rest/v1/encountertype/no-such-type")
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}

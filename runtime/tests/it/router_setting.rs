@@ -166,3 +166,29 @@ async fn built_in_settings_answer_their_defaults() {
         Some("1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
     );
 }
+
+/// A package that leaves a setting the O3 modules read unset gets OpenMRS's built-in
+/// default, as a real server answers it, instead of a 404 (the order basket reads
+/// `drugOrder.requireOutpatientQuantity`).
+#[tokio::test]
+async fn settings_the_modules_read_have_their_built_in_defaults() {
+    let bundle = bundle_of(&[(
+        "openmrs_config/globalproperties/gp.xml",
+        "<config><globalProperties><globalProperty><property>visits.enabled</property>\
+         <value>true</value></globalProperty></globalProperties></config>",
+    )]);
+    let st = state_with(
+        bundle,
+        runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
+    );
+    let mut c = Client::admin(st).await;
+    let r = c
+        .get("/openmrs/ws/rest/v1/systemsetting/drugOrder.requireOutpatientQuantity?v=custom:(value)")
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["value"], "true");
+    let r = c
+        .get("/openmrs/ws/rest/v1/systemsetting/no.such.setting")
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}

@@ -299,7 +299,7 @@ pub fn concepts_param(
 /// none of them.
 pub struct EncounterDependents {
     /// What voiding an encounter writes with it: (store, encounter, user, reason).
-    pub on_void: &'static [fn(&Store, &str, &str, &str) -> StoreResult<Effect>],
+    pub on_void: &'static [crate::store::record::Cascade],
 }
 
 /// What voiding the encounter writes with it.

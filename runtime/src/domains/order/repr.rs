@@ -268,6 +268,10 @@ impl OrderRes<'_> {
     }
 }
 
+/// The FHIR MedicationDispenses of some orders: (state, content, orders, locale).
+pub type DispensesOf =
+    fn(&AppState, &crate::catalog::Catalog, &[&OrderRecord], &str) -> ApiResult<Vec<Value>>;
+
 /// What an order needs of the encounter domain, registered in the domains' registry (the
 /// encounter holds its orders, so the order domain names no encounter).
 pub struct OrderEncounters {
@@ -288,8 +292,7 @@ pub struct OrderEncounters {
         &str,
     ) -> crate::store::StoreResult<Option<Value>>,
     /// The FHIR MedicationDispenses of some orders (`_revinclude=MedicationDispense:prescription`).
-    pub dispenses:
-        fn(&AppState, &crate::catalog::Catalog, &[&OrderRecord], &str) -> ApiResult<Vec<Value>>,
+    pub dispenses: DispensesOf,
 }
 
 /// The order's encounter functions registered with the store.

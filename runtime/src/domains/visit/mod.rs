@@ -13,7 +13,7 @@ pub use attribute::VisitAttribute;
 
 use crate::clinic::Clinic;
 use crate::invalid::Invalid;
-use crate::store::record::{Audit, DAEMON_USER, Effect, Voiding};
+use crate::store::record::{Audit, Cascade, DAEMON_USER, Effect, Holds, Voiding};
 use crate::store::{Store, StoreResult};
 use crate::wire::{CLOCK_SKEW, datetime_key, parse_key};
 use chrono::{DateTime, Utc};
@@ -172,20 +172,26 @@ pub fn close_stale_visits(state: &Clinic, now: DateTime<Utc>) -> StoreResult<usi
     Ok(closed)
 }
 
+/// The times of the records a visit holds: (store, visit).
+pub type HeldTimes = fn(&Store, &str) -> StoreResult<Vec<String>>;
+
+/// Why a visit may not take a shape, if so: (store, the visit as it would be saved).
+pub type Refusal = fn(&Store, &VisitRecord) -> StoreResult<Option<&'static str>>;
+
 /// What the domains that hang on visits (encounters, queue entries, beds) do when one
 /// changes, registered in the domains' registry: a visit names none of them.
 pub struct VisitDependents {
     /// The times of the records a visit holds, which its start and stop must cover.
-    pub times: &'static [fn(&Store, &str) -> StoreResult<Vec<String>>],
+    pub times: &'static [HeldTimes],
     /// Why the visit may not take this shape (a queue entry outside it), if so.
-    pub refusals: &'static [fn(&Store, &VisitRecord) -> StoreResult<Option<&'static str>>],
+    pub refusals: &'static [Refusal],
     /// What ending a visit writes with it: (store, visit, stop, user).
-    pub on_end: &'static [fn(&Store, &str, &str, &str) -> StoreResult<Effect>],
+    pub on_end: &'static [Cascade],
     /// What voiding a visit writes with it: (store, visit, user, reason).
-    pub on_void: &'static [fn(&Store, &str, &str, &str) -> StoreResult<Effect>],
+    pub on_void: &'static [Cascade],
     /// What a visit may hold that forbids purging it: (what the refusal names, whether it
     /// holds any).
-    pub held: &'static [(&'static str, fn(&Store, &str) -> StoreResult<bool>)],
+    pub held: &'static [(&'static str, Holds)],
 }
 
 static NO_DEPENDENTS: VisitDependents = VisitDependents {
