@@ -248,6 +248,26 @@ pub const BUILT_IN: &[(&str, &str, &str)] = &[
         "Whether an outpatient drug order needs a quantity and its units (true or false)",
     ),
     (
+        "emr.loginThrottle.perAddressAndUsername",
+        "5",
+        "Failed logins allowed for one user name from one client address within the window, before its logins from there wait (below the account lockout, so one address cannot lock an account)",
+    ),
+    (
+        "emr.loginThrottle.perAddress",
+        "30",
+        "Failed logins allowed from one client address within the window, whatever the user names (stops password spraying)",
+    ),
+    (
+        "emr.loginThrottle.perUsername",
+        "20",
+        "Failed logins allowed for one user name within the window, whatever the addresses",
+    ),
+    (
+        "emr.loginThrottle.windowMinutes",
+        "5",
+        "The login throttle's window, in minutes",
+    ),
+    (
         "concept.true",
         "1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
         "The concept that means yes or true",

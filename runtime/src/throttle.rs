@@ -1,80 +1,162 @@
-//! Failed logins counted per client address, so that password guessing from one machine
-//! slows to a trickle and cannot lock other people's accounts: past `LIMIT` failures within
-//! `WINDOW`, that address's logins are answered 429 with `Retry-After` until its oldest
-//! failure leaves the window. The account lockout (`auth::login`) still applies, but a
-//! single address reaches this limit first.
+//! Failed logins counted three ways, so that password guessing slows to a trickle without
+//! locking colleagues out (several people behind one NAT or one reception workstation share
+//! an address):
+//! - per (client address, user name): past `Limits::per_address_and_name` failures within
+//!   the window, that name's logins from that address are answered 429 with `Retry-After`;
+//!   below the account lockout's 7, so one address cannot lock an account;
+//! - per address, more generously (`per_address`): password spraying across many names from
+//!   one machine is stopped, while a colleague's correct login after a few typos of others
+//!   goes through;
+//! - per user name across addresses (`per_name`): guessing one name from many machines.
 //!
-//! The client address is the connection's peer, unless the peer is a trusted proxy
-//! (`EMR_TRUSTED_PROXIES`: the gateway), whose `X-Real-IP` then names the client. Nobody
-//! else can choose the address they are counted under.
+//! The account lockout (`auth::login`) still applies. The limits are settings
+//! (`emr.loginThrottle.*`, docs/api.md). The client address is the connection's peer, unless
+//! the peer is a trusted proxy (`EMR_TRUSTED_PROXIES`: the gateway), whose `X-Real-IP` then
+//! names the client. Nobody else can choose the address they are counted under.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Failed logins allowed per address within `WINDOW` (below the account lockout's 7, so
-/// one address cannot lock an account).
-pub const LIMIT: usize = 5;
-pub const WINDOW: Duration = Duration::from_secs(300);
-/// Addresses tracked at most; past it the oldest half is forgotten.
+/// How many failed logins each count allows within `window`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub per_address_and_name: usize,
+    pub per_address: usize,
+    pub per_name: usize,
+    pub window: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            per_address_and_name: 5,
+            per_address: 30,
+            per_name: 20,
+            window: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Keys tracked at most in each count; past it the oldest half is forgotten.
 const TRACKED: usize = 100_000;
+
+/// The times of recent failures, per key.
+struct Failures<K>(HashMap<K, VecDeque<Instant>>);
+
+impl<K: Hash + Eq + Clone> Failures<K> {
+    /// How long `key` must wait, if it has reached `limit` failures within `window`.
+    fn wait(&mut self, key: &K, limit: usize, window: Duration, now: Instant) -> Option<Duration> {
+        let list = self.0.get_mut(key)?;
+        while list
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= window)
+        {
+            list.pop_front();
+        }
+        if list.len() < limit.max(1) {
+            if list.is_empty() {
+                self.0.remove(key);
+            }
+            return None;
+        }
+        // The failure whose leaving the window brings the count below the limit.
+        let deciding = list[list.len() - limit.max(1)];
+        Some(window.saturating_sub(now.duration_since(deciding)))
+    }
+
+    fn failed(&mut self, key: K, limit: usize, now: Instant) {
+        if self.0.len() >= TRACKED && !self.0.contains_key(&key) {
+            let mut by_age: Vec<(K, Instant)> = self
+                .0
+                .iter()
+                .filter_map(|(k, v)| v.back().map(|t| (k.clone(), *t)))
+                .collect();
+            by_age.sort_by_key(|(_, t)| *t);
+            for (k, _) in by_age.into_iter().take(TRACKED / 2) {
+                self.0.remove(&k);
+            }
+        }
+        let list = self.0.entry(key).or_default();
+        list.push_back(now);
+        while list.len() > limit.max(1) {
+            list.pop_front();
+        }
+    }
+}
+
+impl<K> Default for Failures<K> {
+    fn default() -> Self {
+        Failures(HashMap::new())
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    by_pair: Failures<(IpAddr, String)>,
+    by_address: Failures<IpAddr>,
+    by_name: Failures<String>,
+}
 
 #[derive(Default)]
 pub struct LoginThrottle {
-    failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
+    counts: Mutex<Counts>,
+}
+
+/// User names are counted in lower case, as logins find them.
+fn name_key(name: &str) -> String {
+    name.trim().to_lowercase()
 }
 
 impl LoginThrottle {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, VecDeque<Instant>>> {
-        match self.failures.lock() {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        match self.counts.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         }
     }
 
-    /// How long this address must wait before trying again, if it must.
-    pub fn wait(&self, ip: IpAddr) -> Option<Duration> {
-        let now = Instant::now();
-        let mut map = self.lock();
-        let list = map.get_mut(&ip)?;
-        while list
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= WINDOW)
-        {
-            list.pop_front();
-        }
-        if list.len() < LIMIT {
-            if list.is_empty() {
-                map.remove(&ip);
-            }
-            return None;
-        }
-        let oldest = *list.front()?;
-        Some(WINDOW.saturating_sub(now.duration_since(oldest)))
+    /// How long a login as `name` from `ip` must wait before trying again, if it must: the
+    /// longest wait of the counts it has exhausted.
+    pub fn wait(&self, ip: IpAddr, name: &str, limits: &Limits) -> Option<Duration> {
+        self.wait_at(ip, name, limits, Instant::now())
     }
 
-    pub fn failed(&self, ip: IpAddr) {
-        let mut map = self.lock();
-        if map.len() >= TRACKED && !map.contains_key(&ip) {
-            let mut by_age: Vec<(IpAddr, Instant)> = map
-                .iter()
-                .filter_map(|(k, v)| v.back().map(|t| (*k, *t)))
-                .collect();
-            by_age.sort_by_key(|(_, t)| *t);
-            for (k, _) in by_age.into_iter().take(TRACKED / 2) {
-                map.remove(&k);
-            }
-        }
-        let list = map.entry(ip).or_default();
-        list.push_back(Instant::now());
-        while list.len() > LIMIT {
-            list.pop_front();
-        }
+    fn wait_at(&self, ip: IpAddr, name: &str, limits: &Limits, now: Instant) -> Option<Duration> {
+        let name = name_key(name);
+        let mut c = self.lock();
+        let w = limits.window;
+        [
+            c.by_pair
+                .wait(&(ip, name.clone()), limits.per_address_and_name, w, now),
+            c.by_address.wait(&ip, limits.per_address, w, now),
+            c.by_name.wait(&name, limits.per_name, w, now),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
     }
 
-    pub fn succeeded(&self, ip: IpAddr) {
-        self.lock().remove(&ip);
+    pub fn failed(&self, ip: IpAddr, name: &str, limits: &Limits) {
+        self.failed_at(ip, name, limits, Instant::now())
+    }
+
+    fn failed_at(&self, ip: IpAddr, name: &str, limits: &Limits, now: Instant) {
+        let name = name_key(name);
+        let mut c = self.lock();
+        c.by_pair
+            .failed((ip, name.clone()), limits.per_address_and_name, now);
+        c.by_address.failed(ip, limits.per_address, now);
+        c.by_name.failed(name, limits.per_name, now);
+    }
+
+    /// A correct login clears its own (address, name) count; the address's and the name's
+    /// counts age out, so one valid account cannot launder a spray of guesses.
+    pub fn succeeded(&self, ip: IpAddr, name: &str) {
+        let name = name_key(name);
+        self.lock().by_pair.0.remove(&(ip, name));
     }
 }
 
@@ -240,6 +322,82 @@ pub fn client_address(peer: Option<IpAddr>, real_ip: Option<&str>, trusted: &Net
 mod tests {
     use super::*;
 
+    fn ip(n: u8) -> IpAddr {
+        IpAddr::from([10, 9, 0, n])
+    }
+
+    #[test]
+    fn a_name_guessed_from_one_address_waits_while_colleagues_log_in() {
+        let t = LoginThrottle::default();
+        let limits = Limits::default();
+        let now = Instant::now();
+        for n in 0..5 {
+            assert_eq!(t.wait_at(ip(1), &format!("typo{n}"), &limits, now), None);
+            t.failed_at(ip(1), &format!("typo{n}"), &limits, now);
+        }
+        // Five failures for other names: a colleague's login from the same address passes.
+        assert_eq!(t.wait_at(ip(1), "nurse", &limits, now), None);
+        for _ in 0..5 {
+            t.failed_at(ip(1), "Nurse", &limits, now);
+        }
+        // A sixth guess at the same name (any case) waits for the window…
+        let wait = t.wait_at(ip(1), "NURSE", &limits, now).unwrap();
+        assert_eq!(wait, limits.window);
+        // …from that address only, and no longer once the window has passed.
+        assert_eq!(t.wait_at(ip(2), "nurse", &limits, now), None);
+        assert_eq!(
+            t.wait_at(ip(1), "nurse", &limits, now + limits.window),
+            None
+        );
+    }
+
+    #[test]
+    fn spraying_names_from_one_address_and_one_name_from_many_are_stopped() {
+        let t = LoginThrottle::default();
+        let limits = Limits::default();
+        let now = Instant::now();
+        let mut stopped_at = None;
+        for n in 0..50 {
+            if t.wait_at(ip(3), &format!("user{n}"), &limits, now)
+                .is_some()
+            {
+                stopped_at = Some(n);
+                break;
+            }
+            t.failed_at(ip(3), &format!("user{n}"), &limits, now);
+        }
+        assert_eq!(stopped_at, Some(limits.per_address));
+        let mut stopped_at = None;
+        for n in 0..50u8 {
+            if t.wait_at(ip(100 + n), "admin", &limits, now).is_some() {
+                stopped_at = Some(n as usize);
+                break;
+            }
+            t.failed_at(ip(100 + n), "admin", &limits, now);
+        }
+        assert_eq!(stopped_at, Some(limits.per_name));
+    }
+
+    #[test]
+    fn a_success_clears_its_own_count_only() {
+        let t = LoginThrottle::default();
+        let limits = Limits {
+            per_address: 6,
+            ..Limits::default()
+        };
+        let now = Instant::now();
+        for _ in 0..4 {
+            t.failed_at(ip(4), "clerk", &limits, now);
+        }
+        t.succeeded(ip(4), "clerk");
+        for _ in 0..2 {
+            t.failed_at(ip(4), "clerk", &limits, now);
+        }
+        // The pair starts again at two; the address's count kept its six failures.
+        assert!(t.wait_at(ip(4), "other", &limits, now).is_some());
+        assert!(t.lock().by_pair.0[&(ip(4), "clerk".to_string())].len() == 2);
+    }
+
     #[tokio::test]
     async fn the_password_gate_holds_one_place_per_address_and_bounds_its_queue() {
         let gate = PasswordGate::new();
@@ -302,22 +460,5 @@ mod tests {
             client_address(stranger, Some("192.168.1.20"), &trusted),
             "10.0.0.9".parse::<IpAddr>().unwrap()
         );
-    }
-
-    #[test]
-    fn an_address_waits_after_the_limit_and_is_forgiven_on_success() {
-        let t = LoginThrottle::default();
-        let ip: IpAddr = "192.168.1.20".parse().unwrap();
-        let other: IpAddr = "192.168.1.21".parse().unwrap();
-        for _ in 0..LIMIT - 1 {
-            t.failed(ip);
-            assert_eq!(t.wait(ip), None);
-        }
-        t.failed(ip);
-        let wait = t.wait(ip).expect("throttled at the limit");
-        assert!(wait <= WINDOW && wait > WINDOW - Duration::from_secs(5));
-        assert_eq!(t.wait(other), None, "another address is not affected");
-        t.succeeded(ip);
-        assert_eq!(t.wait(ip), None);
     }
 }

@@ -303,15 +303,16 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 headers.get("x-real-ip").and_then(|v| v.to_str().ok()),
                 &state.config.trusted_proxies,
             );
-            if let Some(wait) = state.login_throttle.wait(client) {
+            let limits = state.login_limits();
+            if let Some(wait) = state.login_throttle.wait(client, &name, &limits) {
                 return Err(ApiError::TooManyLogins {
                     retry_after_secs: wait.as_secs().max(1),
                 });
             }
             let outcome = basic_login(state, &name, &pass, client).await;
             match &outcome {
-                Ok(Some(_)) => state.login_throttle.succeeded(client),
-                Ok(None) => state.login_throttle.failed(client),
+                Ok(Some(_)) => state.login_throttle.succeeded(client, &name),
+                Ok(None) => state.login_throttle.failed(client, &name, &limits),
                 Err(_) => {}
             }
             user = outcome?;

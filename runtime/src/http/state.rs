@@ -239,6 +239,29 @@ impl AppState {
         }
     }
 
+    /// The login throttle's limits (`emr.loginThrottle.*`; at least one failure each).
+    pub fn login_limits(&self) -> crate::throttle::Limits {
+        let defaults = crate::throttle::Limits::default();
+        let count =
+            |name: &str, default: usize| (self.int_setting(name, default as u64) as usize).max(1);
+        crate::throttle::Limits {
+            per_address_and_name: count(
+                "emr.loginThrottle.perAddressAndUsername",
+                defaults.per_address_and_name,
+            ),
+            per_address: count("emr.loginThrottle.perAddress", defaults.per_address),
+            per_name: count("emr.loginThrottle.perUsername", defaults.per_name),
+            window: std::time::Duration::from_secs(
+                60 * self
+                    .int_setting(
+                        "emr.loginThrottle.windowMinutes",
+                        defaults.window.as_secs() / 60,
+                    )
+                    .clamp(1, 24 * 60),
+            ),
+        }
+    }
+
     pub fn lockout(&self) -> crate::auth::Lockout {
         crate::auth::Lockout {
             allowed_failures: self.int_setting("security.allowedFailedLoginsBeforeLockout", 7)

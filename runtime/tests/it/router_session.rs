@@ -76,32 +76,131 @@ async fn login_from(c: &mut Client, ip: &str, user: &str, password: &str) -> Res
 }
 
 #[tokio::test]
-async fn failed_logins_are_throttled_per_address_with_retry_after() {
+async fn failed_logins_are_throttled_per_address_and_name_with_retry_after() {
     let st = state();
+    let limits = runtime::throttle::Limits::default();
     let mut c = Client::new(st.clone());
-    for _ in 0..runtime::throttle::LIMIT {
+    for _ in 0..limits.per_address_and_name {
         let r = login_from(&mut c, "192.168.10.5", "admin", "wrong-password").await;
         assert_eq!(r.status, StatusCode::OK);
         assert_eq!(r.body["authenticated"], false);
     }
-    // Past the limit, that address waits, even with the right password…
+    // Past the limit, that name waits from that address, even with the right password…
     let r = login_from(&mut c, "192.168.10.5", "admin", PASSWORD).await;
     assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{:?}", r.body);
     let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
-    assert!(wait > 0 && wait <= runtime::throttle::WINDOW.as_secs());
+    assert!(wait > 0 && wait <= limits.window.as_secs());
     assert_eq!(r.body["error"]["code"], "emr.login.throttled");
     // …while the account is not locked and another address logs in.
     let r = login_from(&mut c, "192.168.10.6", "admin", PASSWORD).await;
     assert_eq!(r.body["authenticated"], true);
-    // An unknown user name counts the same.
-    for _ in 0..runtime::throttle::LIMIT {
-        login_from(&mut Client::new(st.clone()), "192.168.10.7", "nobody", "x").await;
+}
+
+/// Behind one NAT or at one reception desk, one person's typos must not lock colleagues
+/// out: five failures for other names, then a colleague's correct login from the same
+/// address is accepted, and an integration authenticating with Basic on every call keeps
+/// working; a sixth guess at one name is refused.
+#[tokio::test]
+async fn a_colleagues_login_from_an_address_where_others_failed_is_accepted() {
+    let st = state();
+    for n in 0..5 {
+        let r = login_from(
+            &mut Client::new(st.clone()),
+            "192.168.20.1",
+            &format!("made-up-{n}"),
+            "x",
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     }
     let r = login_from(
         &mut Client::new(st.clone()),
-        "192.168.10.7",
+        "192.168.20.1",
         "admin",
         PASSWORD,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["authenticated"], true);
+    for _ in 0..5 {
+        login_from(
+            &mut Client::new(st.clone()),
+            "192.168.20.1",
+            "made-up-0",
+            "x",
+        )
+        .await;
+        // An API client's Basic calls between the guesses still pass.
+        let r = login_from(
+            &mut Client::new(st.clone()),
+            "192.168.20.1",
+            "admin",
+            PASSWORD,
+        )
+        .await;
+        assert_eq!(r.body["authenticated"], true);
+    }
+    let r = login_from(
+        &mut Client::new(st.clone()),
+        "192.168.20.1",
+        "made-up-0",
+        "x",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn spraying_many_names_from_one_address_is_stopped_and_the_limits_are_settings() {
+    let st = state();
+    let limits = runtime::throttle::Limits::default();
+    let mut refused_at = None;
+    for n in 0..50 {
+        let r = login_from(
+            &mut Client::new(st.clone()),
+            "192.168.30.1",
+            &format!("name-{n}"),
+            "guess",
+        )
+        .await;
+        if r.status == StatusCode::TOO_MANY_REQUESTS {
+            refused_at = Some(n);
+            break;
+        }
+    }
+    assert_eq!(refused_at, Some(limits.per_address));
+    // Even the administrator's right password waits there now: the address is spraying.
+    let r = login_from(
+        &mut Client::new(st.clone()),
+        "192.168.30.1",
+        "admin",
+        PASSWORD,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    // The limits are system settings: with two per name and address, the third guess waits.
+    let mut admin = Client::admin(st.clone()).await;
+    let r = admin
+        .post(
+            "/openmrs/ws/rest/v1/systemsetting/emr.loginThrottle.perAddressAndUsername",
+            r#"{"value":"2"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    for _ in 0..2 {
+        login_from(
+            &mut Client::new(st.clone()),
+            "192.168.30.2",
+            "someone",
+            "guess",
+        )
+        .await;
+    }
+    let r = login_from(
+        &mut Client::new(st.clone()),
+        "192.168.30.2",
+        "someone",
+        "guess",
     )
     .await;
     assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
