@@ -226,18 +226,13 @@ impl Resource for QueueRes<'_> {
                 .concept(u)
                 .map(crate::content::concept::ConceptRes)
         };
-        let members = |set: &Option<String>| -> Value {
-            let list: Vec<crate::content::concept::ConceptRes> = set
-                .as_deref()
-                .and_then(|s| ctx.catalog.content.concept(s))
-                .map(|s| {
-                    s.set_members
-                        .iter()
-                        .filter_map(|m| ctx.catalog.content.concept(m))
-                        .map(crate::content::concept::ConceptRes)
-                        .collect()
-                })
-                .unwrap_or_default();
+        let members = |set: &Option<String>, setting: &str| -> Value {
+            let list: Vec<crate::content::concept::ConceptRes> =
+                queue_set_members(ctx.store, ctx.catalog, set.as_deref(), setting)
+                    .iter()
+                    .filter_map(|m| ctx.catalog.content.concept(m))
+                    .map(crate::content::concept::ConceptRes)
+                    .collect();
             crate::http::repr::nested_list(list.iter().map(|r| r as &dyn Resource), rep, ctx)
         };
         Some(match name {
@@ -259,8 +254,8 @@ impl Resource for QueueRes<'_> {
                 rep,
                 ctx,
             ),
-            "allowedPriorities" => members(&self.0.priority_concept_set),
-            "allowedStatuses" => members(&self.0.status_concept_set),
+            "allowedPriorities" => members(&self.0.priority_concept_set, PRIORITY_SET_SETTING),
+            "allowedStatuses" => members(&self.0.status_concept_set, STATUS_SET_SETTING),
             "retired" => json!(self.0.retired),
             _ => return None,
         })
@@ -456,6 +451,48 @@ pub async fn encounter_type(
         &rep,
         &caller.ctx(&state, &catalog),
     )?))
+}
+
+/// The queue module's settings naming the status and priority sets of queues that name
+/// none of their own.
+pub const STATUS_SET_SETTING: &str = "queue.statusConceptSetName";
+pub const PRIORITY_SET_SETTING: &str = "queue.priorityConceptSetName";
+
+/// The members of a queue's status or priority set (in the set's order), as the queue module
+/// finds them: the queue's own set when it has members, else the set its setting names (a
+/// concept's name, uuid or `SOURCE:CODE`). Packages often leave the queues' own sets empty
+/// and configure the settings only.
+pub fn queue_set_members(
+    store: &crate::store::Store,
+    catalog: &crate::catalog::Catalog,
+    own: Option<&str>,
+    setting: &str,
+) -> Vec<String> {
+    let members_of = |c: &model::Concept| c.set_members.clone();
+    if let Some(members) = own
+        .and_then(|s| catalog.concept(s))
+        .map(members_of)
+        .filter(|m| !m.is_empty())
+    {
+        return members;
+    }
+    let Some(named) = crate::clinic::setting(store, catalog, setting) else {
+        return Vec::new();
+    };
+    let named = named.trim();
+    catalog
+        .concept(named)
+        .or_else(|| {
+            catalog
+                .content
+                .indexes
+                .concept_by_name
+                .get(&named.to_lowercase())
+                .and_then(|found| found.first())
+                .and_then(|&i| catalog.content.concepts.get(i as usize))
+        })
+        .map(members_of)
+        .unwrap_or_default()
 }
 
 pub async fn queues(
@@ -654,4 +691,67 @@ pub async fn queue_write(caller: Caller) -> ApiResult<Response> {
         "Queues are defined by the content package (queues/ of openmrs_config): change them there"
             .into(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domains::{test_catalog, test_store};
+    use crate::store::SettingRecord;
+
+    fn set_setting(store: &crate::store::Store, property: &str, value: &str) {
+        store
+            .put_setting(&SettingRecord {
+                v: 1,
+                property: property.into(),
+                value: value.into(),
+                description: None,
+                base_fingerprint: String::new(),
+            })
+            .unwrap();
+    }
+
+    /// A queue that names no status set of its own takes the set the queue module's
+    /// setting names, by name or by uuid, as the module falls back to it.
+    #[test]
+    fn a_queue_without_its_own_sets_takes_the_ones_the_settings_name() {
+        let store = test_store();
+        let catalog = test_catalog();
+        let set = catalog
+            .content
+            .queues
+            .iter()
+            .find_map(|q| q.status_concept_set.clone())
+            .expect("a queue of the content names its status set");
+        let members = catalog.concept(&set).unwrap().set_members.clone();
+        assert!(!members.is_empty());
+        let own = queue_set_members(&store, &catalog, Some(&set), STATUS_SET_SETTING);
+        assert_eq!(own, members);
+        // No set of its own, none set: nothing is allowed (every entry is refused).
+        assert!(queue_set_members(&store, &catalog, None, STATUS_SET_SETTING).is_empty());
+        let position = catalog
+            .content
+            .concepts
+            .iter()
+            .position(|c| c.uuid == set)
+            .unwrap() as u32;
+        let name = catalog
+            .content
+            .indexes
+            .concept_by_name
+            .iter()
+            .find(|(_, found)| found.contains(&position))
+            .map(|(name, _)| name.clone())
+            .expect("the set has a name");
+        set_setting(&store, STATUS_SET_SETTING, &name.to_uppercase());
+        assert_eq!(
+            queue_set_members(&store, &catalog, None, STATUS_SET_SETTING),
+            members
+        );
+        set_setting(&store, STATUS_SET_SETTING, &set);
+        assert_eq!(
+            queue_set_members(&store, &catalog, None, STATUS_SET_SETTING),
+            members
+        );
+    }
 }

@@ -96,7 +96,7 @@ pub fn parse_obs(
             );
             None
         }
-        (_, Some(v)) => match value_of(state, concept, v) {
+        (_, Some(v)) => match value_of(&state.clinic(), concept, v) {
             Ok(v) => Some(v),
             Err(message) => {
                 inv.field(&field("value"), "error.invalid", &message);
@@ -158,8 +158,12 @@ pub fn parse_obs(
 }
 
 /// A value of the concept's datatype, or why it is not one.
-fn value_of(state: &AppState, concept: &model::Concept, v: &Value) -> Result<ObsValue, String> {
-    let catalog = state.catalog.load();
+fn value_of(
+    state: &crate::clinic::Clinic,
+    concept: &model::Concept,
+    v: &Value,
+) -> Result<ObsValue, String> {
+    let catalog = state.catalog.clone();
     let text = || match v {
         Value::String(s) => Some(s.trim().to_string()),
         Value::Number(n) => Some(n.to_string()),
@@ -214,7 +218,27 @@ fn value_of(state: &AppState, concept: &model::Concept, v: &Value) -> Result<Obs
             Value::String(s) if s.eq_ignore_ascii_case("false") => Ok(ObsValue::Boolean(false)),
             Value::Number(n) if n.as_f64() == Some(1.0) => Ok(ObsValue::Boolean(true)),
             Value::Number(n) if n.as_f64() == Some(0.0) => Ok(ObsValue::Boolean(false)),
-            _ => Err(format!("{v} is not true or false")),
+            // The yes and no concepts (the settings `concept.true` and `concept.false`), as
+            // OpenMRS stores a Boolean answer and as forms send it: by uuid or reference.
+            other => {
+                let answer = crate::http::body::ref_uuid(other)
+                    .and_then(|r| catalog.concept(&r))
+                    .map(|c| c.uuid.clone());
+                let named = |setting: &str| {
+                    state
+                        .setting(setting)
+                        .and_then(|value| catalog.concept(value.trim()).map(|c| c.uuid.clone()))
+                };
+                match answer {
+                    Some(a) if Some(&a) == named("concept.true").as_ref() => {
+                        Ok(ObsValue::Boolean(true))
+                    }
+                    Some(a) if Some(&a) == named("concept.false").as_ref() => {
+                        Ok(ObsValue::Boolean(false))
+                    }
+                    _ => Err(format!("{v} is not true or false")),
+                }
+            }
         },
         "Date" => {
             let s = text().ok_or_else(|| format!("{v} is not a date"))?;
@@ -238,5 +262,46 @@ fn value_of(state: &AppState, concept: &model::Concept, v: &Value) -> Result<Obs
         "N/A" => Err("This concept takes no value (it is a question group or a heading)".into()),
         "Complex" => Err("Complex observations (files) are not supported yet".into()),
         other => Err(format!("Values of datatype {other} are not supported")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domains::{test_catalog, test_store};
+    use serde_json::json;
+
+    const YES: &str = "1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    const NO: &str = "1066AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+    /// A yes/no question answered as forms answer it: true and false, 1 and 0, or the yes
+    /// and no concepts (`concept.true`, `concept.false`) by uuid or reference.
+    #[test]
+    fn a_boolean_takes_the_yes_and_no_concepts_as_openmrs_does() {
+        let store = test_store();
+        let clinic = crate::clinic::Clinic::new(&store, test_catalog());
+        let mut question = clinic.catalog.content.concepts[0].clone();
+        question.datatype = "Boolean".into();
+        let value = |v: Value| value_of(&clinic, &question, &v);
+        assert_eq!(value(json!(true)), Ok(ObsValue::Boolean(true)));
+        assert_eq!(value(json!("false")), Ok(ObsValue::Boolean(false)));
+        assert_eq!(value(json!(1)), Ok(ObsValue::Boolean(true)));
+        assert_eq!(value(json!(YES)), Ok(ObsValue::Boolean(true)));
+        assert_eq!(value(json!(NO)), Ok(ObsValue::Boolean(false)));
+        assert_eq!(
+            value(json!({"uuid": NO, "display": "Non"})),
+            Ok(ObsValue::Boolean(false))
+        );
+        // Another concept, or text, is no answer to a yes/no question.
+        let other = clinic
+            .catalog
+            .content
+            .concepts
+            .iter()
+            .map(|c| c.uuid.clone())
+            .find(|u| u != YES && u != NO)
+            .unwrap();
+        assert!(value(json!(other)).is_err());
+        assert!(value(json!("peut-être")).is_err());
     }
 }

@@ -16,6 +16,7 @@ pub mod rest;
 pub mod store;
 
 use crate::clinic::Clinic;
+use crate::content::metadata::{PRIORITY_SET_SETTING, STATUS_SET_SETTING};
 use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
@@ -60,12 +61,10 @@ impl QueueEntryRecord {
     }
 }
 
-/// The members of a queue's status or priority concept set (in the set's order).
-pub fn allowed(state: &Clinic, set: Option<&str>) -> Vec<String> {
-    let catalog = state.catalog.clone();
-    set.and_then(|s| catalog.concept(s))
-        .map(|s| s.set_members.clone())
-        .unwrap_or_default()
+/// The members of a queue's status or priority concept set (in the set's order), or of the
+/// set the queue module's setting names when the queue has none (`setting`).
+pub fn allowed(state: &Clinic, set: Option<&str>, setting: &str) -> Vec<String> {
+    crate::content::metadata::queue_set_members(state.store, &state.catalog, set, setting)
 }
 
 /// Checks an entry about to be saved (the duplicate rule is `duplicate`).
@@ -76,14 +75,22 @@ pub fn validate(state: &Clinic, e: &QueueEntryRecord) -> Invalid {
     match queue {
         None => inv.field("queue", "error.invalid", "Unable to find queue"),
         Some(q) => {
-            if !allowed(state, q.status_concept_set.as_deref()).contains(&e.status) {
+            if !allowed(state, q.status_concept_set.as_deref(), STATUS_SET_SETTING)
+                .contains(&e.status)
+            {
                 inv.field(
                     "status",
                     "queueEntry.status.invalid",
                     "The property status should be a member of configured queue status conceptSet.",
                 );
             }
-            if !allowed(state, q.priority_concept_set.as_deref()).contains(&e.priority) {
+            if !allowed(
+                state,
+                q.priority_concept_set.as_deref(),
+                PRIORITY_SET_SETTING,
+            )
+            .contains(&e.priority)
+            {
                 inv.field(
                     "priority",
                     "queueEntry.priority.invalid",
