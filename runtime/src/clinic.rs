@@ -24,21 +24,26 @@ impl<'a> Clinic<'a> {
 
     /// A true/false setting; `default` when unset or unreadable.
     pub fn bool_setting(&self, property: &str, default: bool) -> bool {
-        match self
-            .setting(property)
-            .map(|v| v.trim().to_ascii_lowercase())
-        {
-            Some(v) if v == "true" => true,
-            Some(v) if v == "false" => false,
-            _ => default,
-        }
+        as_bool(self.setting(property), default)
     }
 
     pub fn int_setting(&self, property: &str, default: u64) -> u64 {
-        self.setting(property)
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(default)
+        as_int(self.setting(property), default)
     }
+}
+
+/// A setting's value as true or false (any case); `default` when unset or neither.
+pub fn as_bool(value: Option<String>, default: bool) -> bool {
+    match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        Some("true") => true,
+        Some("false") => false,
+        _ => default,
+    }
+}
+
+/// A setting's value as a whole number; `default` when unset or not one.
+pub fn as_int(value: Option<String>, default: u64) -> u64 {
+    value.and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
 /// A setting's value: the API-made one, else the content's, else OpenMRS's built-in

@@ -272,3 +272,33 @@ pub(crate) fn test_catalog() -> std::sync::Arc<crate::catalog::Catalog> {
             .expect("the embedded bundle decodes"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A domain that finds no extension of its type treats it as "no dependents": every
+    /// extension the domains look up must therefore be registered, or ending a visit would
+    /// silently leave its queue entries open.
+    #[test]
+    fn every_extension_the_domains_look_up_is_registered() {
+        assert!(REGISTRY.extension::<visit::VisitDependents>().is_some());
+        assert!(REGISTRY.extension::<visit::rest::VisitNesting>().is_some());
+        assert!(
+            REGISTRY
+                .extension::<encounter::EncounterDependents>()
+                .is_some()
+        );
+        assert!(
+            REGISTRY
+                .extension::<encounter::repr::EncounterNesting>()
+                .is_some()
+        );
+        assert!(
+            REGISTRY
+                .extension::<order::repr::OrderEncounters>()
+                .is_some()
+        );
+        assert_eq!(REGISTRY.extensions.len(), 5);
+    }
+}

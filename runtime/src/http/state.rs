@@ -209,20 +209,11 @@ impl AppState {
 
     /// A true/false setting; `default` when unset or unreadable.
     pub fn bool_setting(&self, property: &str, default: bool) -> bool {
-        match self
-            .setting(property)
-            .map(|v| v.trim().to_ascii_lowercase())
-        {
-            Some(v) if v == "true" => true,
-            Some(v) if v == "false" => false,
-            _ => default,
-        }
+        crate::clinic::as_bool(self.setting(property), default)
     }
 
     pub fn int_setting(&self, property: &str, default: u64) -> u64 {
-        self.setting(property)
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(default)
+        crate::clinic::as_int(self.setting(property), default)
     }
 
     /// The password rules (OpenMRS's `security.password*` settings and their defaults).
