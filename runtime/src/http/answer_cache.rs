@@ -207,8 +207,10 @@ mod tests {
     fn write_something(store: &Store) {
         store
             .write(|txn| {
-                txn.open_table(redb::TableDefinition::<&str, &str>::new("scratch"))?
-                    .insert("a", "b")?;
+                txn.open_table(crate::store::kv::TableDefinition::<&str, &str>::new(
+                    "scratch",
+                ))?
+                .insert("a", "b")?;
                 Ok(())
             })
             .unwrap();

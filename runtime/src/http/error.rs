@@ -58,6 +58,9 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::Unwritable(f) => ApiError::StoreUnavailable {
                 disk_full: f.disk_full,
             },
+            crate::store::StoreError::Unavailable(_) => {
+                ApiError::StoreUnavailable { disk_full: false }
+            }
             other => ApiError::Internal(other.to_string()),
         }
     }

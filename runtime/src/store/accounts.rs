@@ -20,7 +20,7 @@ impl Store {
 
     pub fn user_count(&self) -> StoreResult<u64> {
         let txn = self.begin_read()?;
-        Ok(txn.open_table(USERS)?.len()?)
+        txn.open_table(USERS)?.len()
     }
 
     pub fn user(&self, uuid: &str) -> StoreResult<Option<UserRecord>> {
@@ -177,7 +177,7 @@ impl Store {
             let mut removed = Vec::new();
             let mut t = txn.open_table(SETTINGS)?;
             for p in properties {
-                if t.remove(p.as_str())?.is_some() {
+                if t.remove(p.as_str())? {
                     removed.push(p.clone());
                 }
             }

@@ -11,6 +11,7 @@
 //! transaction that is never committed, then compares them with the stored ones key by key
 //! (both sorted), so memory stays flat however large the store is.
 
+use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
 use crate::store::medium::{catch_panic, open_file};
 use crate::store::record::Registry;
 use crate::store::record::decodes;
@@ -18,7 +19,7 @@ use crate::store::{
     COUNTERS, IDENTIFIERS, META, PATIENT_SEARCH, PATIENTS, PatientRecord, SETTINGS, SettingRecord,
     StoreError, USERNAMES, USERS, UserRecord,
 };
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableHandle};
+use redb::{Database, ReadableDatabase};
 use std::path::Path;
 
 /// What a check found.
@@ -86,7 +87,7 @@ fn check_tables(
     registry: &Registry,
     report: &mut CheckReport,
 ) -> Result<(), StoreError> {
-    let txn = db.begin_read()?;
+    let txn = ReadTransaction::Redb(db.begin_read()?);
     // Records decode.
     macro_rules! decode_all {
         ($def:expr, $name:literal, $ty:ty) => {{
@@ -194,7 +195,7 @@ fn check_tables(
     }
 
     // Clinical indexes: rebuild them in a transaction that is never committed, compare.
-    let rebuild = db.begin_write()?;
+    let rebuild = WriteTransaction::Redb(db.begin_write()?);
     for table in registry.records {
         for index in table.indexes {
             rebuild.delete_table(*index)?;
@@ -218,7 +219,9 @@ fn check_tables(
             compare(name, &stored, &expected, report)?;
         }
     }
-    rebuild.abort()?;
+    if let WriteTransaction::Redb(rebuild) = rebuild {
+        rebuild.abort()?;
+    }
     Ok(())
 }
 

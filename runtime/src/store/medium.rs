@@ -157,14 +157,16 @@ pub enum Medium {
     File(PathBuf),
     Memory,
     Custom(CustomMedium),
+    /// A database server (PostgreSQL): nothing to open again, its own disk.
+    Server,
 }
 
 impl Medium {
     pub fn open(&self) -> Result<Database, StoreError> {
         match self {
             Medium::File(path) => open_file(path),
-            Medium::Memory => Err(StoreError::Redb(
-                "a store in memory cannot be opened again".into(),
+            Medium::Memory | Medium::Server => Err(StoreError::Redb(
+                "a store in memory or on a server cannot be opened again".into(),
             )),
             Medium::Custom(c) => (c.open)().map_err(|e| classify(e.into())),
         }
@@ -179,7 +181,7 @@ impl Medium {
                     Err(_) => true,
                 }
             }
-            Medium::Memory => true,
+            Medium::Memory | Medium::Server => true,
             Medium::Custom(c) => (c.has_room)(),
         }
     }

@@ -9,8 +9,10 @@
 pub mod accounts;
 pub mod check;
 pub mod group_commit;
+pub mod kv;
 pub mod medium;
 pub mod patients;
+pub mod pg;
 pub mod projection;
 pub mod record;
 mod snapshot;
@@ -19,11 +21,9 @@ pub use medium::{CustomMedium, WriteFailure};
 pub use snapshot::{RestoreError, verify as verify_snapshot};
 
 use crate::store::record::Registry;
+use kv::{ReadTransaction, TableDefinition, WriteTransaction};
 use medium::{Medium, WriteHealth};
-use redb::{
-    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
-    TableDefinition, WriteTransaction,
-};
+use redb::{Database, ReadableDatabase};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,6 +57,10 @@ pub enum StoreError {
     Corrupt { table: &'static str, detail: String },
     #[error("the store has schema version {found}, newer than this runtime's {supported}")]
     TooNew { found: u32, supported: u32 },
+    /// The database server cannot be reached (PostgreSQL down, restarting, out of
+    /// connections): 503, try again; the runtime reconnects by itself.
+    #[error("the database cannot be reached: {0}")]
+    Unavailable(String),
     #[error("identifier {0} is already in use")]
     IdentifierInUse(String),
     /// A write failed (full disk, I/O error); reads keep working.
@@ -203,21 +207,31 @@ pub struct Store {
     /// Serialises the read-check-write sequences of the clinical domains (reading a record,
     /// validating the change against others, writing it), so two of them cannot interleave.
     clinical_writes: std::sync::Mutex<()>,
-    users_by_uuid: ReadCache<UserRecord>,
+    users_by_uuid: Arc<ReadCache<UserRecord>>,
     /// By lower-case username or system id; only names that exist are kept.
-    users_by_name: ReadCache<UserRecord>,
-    settings: ReadCache<SettingRecord>,
+    users_by_name: Arc<ReadCache<UserRecord>>,
+    settings: Arc<ReadCache<SettingRecord>>,
     /// Counts committed writes (and reopenings of the file): a reader that notes it before
     /// reading knows its result is current while the count has not moved
     /// (`answer_cache`). Raised after each commit, so a count read after a write's commit
     /// always comes with a view that includes the write.
-    commit_count: std::sync::atomic::AtomicU64,
+    commit_count: Arc<std::sync::atomic::AtomicU64>,
+    /// The PostgreSQL engine when the store lives there (`connect`); `None` on redb.
+    pg: Option<Arc<pg::Engine>>,
+    /// What the layers above keep in memory from the store and refresh when another
+    /// runtime changes it (`on_remote_change`).
+    remote_hooks: Arc<std::sync::RwLock<Vec<RemoteHook>>>,
     /// The domains' tables: created at open, walked by backups, restores and checks.
     registry: &'static Registry,
 }
 
-/// The clinical write lock, held; releasing it lets a gathering flush go on.
+/// Called with every change notice from another runtime (`Store::on_remote_change`).
+pub type RemoteHook = Arc<dyn Fn(&pg::Notice) + Send + Sync>;
+
+/// The clinical write lock, held; releasing it lets a gathering flush go on. On
+/// PostgreSQL it is also held across runtimes (`pg::Lock::Clinical`).
 pub struct ClinicalWriteGuard<'a> {
+    _shared: Option<pg::HeldLock>,
     _guard: Option<std::sync::MutexGuard<'a, ()>>,
     commits: &'a group_commit::GroupCommit,
 }
@@ -225,9 +239,18 @@ pub struct ClinicalWriteGuard<'a> {
 impl Drop for ClinicalWriteGuard<'_> {
     fn drop(&mut self) {
         group_commit::holding_lock(false);
+        CLINICAL_LOCK_MISSING.set(false);
+        self._shared.take();
         self._guard.take();
         self.commits.leave();
     }
+}
+
+thread_local! {
+    /// Raised while this thread runs a read-check-write sequence whose lock could not be
+    /// taken across runtimes (the database unreachable): its writes are refused, since
+    /// another runtime could interleave with it.
+    static CLINICAL_LOCK_MISSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Decoded records of one table, kept because requests read them far more often than the
@@ -393,16 +416,79 @@ impl Store {
     }
 
     fn init(db: Database, medium: Medium, registry: &'static Registry) -> StoreResult<Store> {
+        Store::init_on(Some(db), None, medium, registry)
+    }
+
+    /// The store in a PostgreSQL database, in `schema` (created if missing): several
+    /// runtimes may open the same one (`store::pg`). Tables are created, and the schema
+    /// version checked and recorded, in one write transaction, so runtimes starting
+    /// together do it one at a time.
+    pub fn connect(url: &str, schema: &str, registry: &'static Registry) -> StoreResult<Store> {
+        let engine = pg::Engine::connect(url, schema)?;
+        let store = Store::init_on(None, Some(engine.clone()), Medium::Server, registry)?;
+        let (by_uuid, by_name, settings) = (
+            store.users_by_uuid.clone(),
+            store.users_by_name.clone(),
+            store.settings.clone(),
+        );
+        let (count, hooks) = (store.commit_count.clone(), store.remote_hooks.clone());
+        engine.listen(Arc::new(move |notice: pg::Notice| {
+            let touches = |names: &[&str]| match &notice {
+                pg::Notice::Lost => true,
+                pg::Notice::Changed(t) => names.iter().any(|n| t.contains_key(*n)),
+            };
+            if touches(&["users", "usernames"]) {
+                by_uuid.invalidate();
+                by_name.invalidate();
+            }
+            if touches(&["settings"]) {
+                settings.invalidate();
+            }
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            for hook in hooks.read().map(|h| h.clone()).unwrap_or_default() {
+                hook(&notice);
+            }
+        }));
+        Ok(store)
+    }
+
+    /// Whether other runtimes may share this store (PostgreSQL).
+    pub fn is_shared(&self) -> bool {
+        self.pg.is_some()
+    }
+
+    /// The PostgreSQL engine, when the store lives there.
+    pub fn server(&self) -> Option<&Arc<pg::Engine>> {
+        self.pg.as_ref()
+    }
+
+    /// Calls `hook` with each change another runtime makes (never on redb, which has one
+    /// process): what the runtime keeps in memory beside the store (sessions, the patient
+    /// search index, roles) refreshes itself there.
+    pub fn on_remote_change(&self, hook: RemoteHook) {
+        if let Ok(mut hooks) = self.remote_hooks.write() {
+            hooks.push(hook);
+        }
+    }
+
+    fn init_on(
+        db: Option<Database>,
+        pg: Option<Arc<pg::Engine>>,
+        medium: Medium,
+        registry: &'static Registry,
+    ) -> StoreResult<Store> {
         let store = Store {
-            db: arc_swap::ArcSwapOption::from_pointee(db),
+            db: arc_swap::ArcSwapOption::new(db.map(Arc::new)),
             medium,
             health: Arc::default(),
             commits: Arc::default(),
             clinical_writes: std::sync::Mutex::new(()),
-            users_by_uuid: ReadCache::default(),
-            users_by_name: ReadCache::default(),
-            settings: ReadCache::default(),
+            users_by_uuid: Arc::default(),
+            users_by_name: Arc::default(),
+            settings: Arc::default(),
             commit_count: Default::default(),
+            pg,
+            remote_hooks: Arc::default(),
             registry,
         };
         let schema = medium::catch_panic(|| {
@@ -455,7 +541,10 @@ impl Store {
 
     /// A read transaction (reads keep working while writes fail).
     pub fn begin_read(&self) -> StoreResult<ReadTransaction> {
-        Ok(self.database()?.begin_read()?)
+        if let Some(pg) = &self.pg {
+            return Ok(ReadTransaction::Pg(pg::Txn::read(pg)?));
+        }
+        Ok(ReadTransaction::Redb(self.database()?.begin_read()?))
     }
 
     /// Runs `f` in one write transaction and commits it durably; any error leaves nothing
@@ -465,6 +554,22 @@ impl Store {
     /// Inside `group_commit::durable_after` the wait for the disk is left to the caller
     /// (after its locks are released); elsewhere this returns once the commit is durable.
     pub fn write<T>(&self, f: impl FnOnce(&WriteTransaction) -> StoreResult<T>) -> StoreResult<T> {
+        if let Some(pg) = &self.pg {
+            if CLINICAL_LOCK_MISSING.get() {
+                return Err(StoreError::Unavailable(
+                    "the clinical write lock could not be taken".into(),
+                ));
+            }
+            let txn = WriteTransaction::Pg(pg::Txn::write(pg)?);
+            let out = f(&txn)?;
+            let WriteTransaction::Pg(txn) = txn else {
+                unreachable!("made above")
+            };
+            txn.commit()?;
+            self.commit_count
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return Ok(out);
+        }
         if self.health.failed() && !self.try_recover() {
             return Err(self.noted(StoreError::Unwritable(WriteFailure::latched())));
         }
@@ -472,7 +577,11 @@ impl Store {
         let mut txn = db.begin_write().map_err(|e| self.noted(e.into()))?;
         txn.set_durability(redb::Durability::None)
             .map_err(|e| StoreError::Redb(e.to_string()))?;
+        let txn = WriteTransaction::Redb(txn);
         let out = f(&txn).map_err(|e| self.noted(e))?;
+        let WriteTransaction::Redb(txn) = txn else {
+            unreachable!("made above")
+        };
         let seq = self.commits.assign();
         txn.commit().map_err(|e| self.noted(e.into()))?;
         self.commit_count
@@ -508,7 +617,7 @@ impl Store {
         if !self.health.failed() {
             return true;
         }
-        if matches!(self.medium, Medium::Memory)
+        if matches!(self.medium, Medium::Memory | Medium::Server)
             || !self.medium.has_room()
             || !self.health.attempt_due()
         {
@@ -540,7 +649,7 @@ impl Store {
         }
         let probe = (|| -> StoreResult<()> {
             let txn = self.database()?.begin_write()?;
-            txn.open_table(META)?
+            txn.open_table(META.redb())?
                 .insert("write_probe", chrono::Utc::now().to_rfc3339().as_str())?;
             txn.commit()?;
             Ok(())
@@ -571,7 +680,19 @@ impl Store {
             Err(poisoned) => poisoned.into_inner(),
         };
         group_commit::holding_lock(true);
+        let shared = self
+            .pg
+            .as_ref()
+            .and_then(|pg| match pg.hold(pg::Lock::Clinical) {
+                Ok(held) => Some(held),
+                Err(e) => {
+                    tracing::warn!("the clinical write lock cannot be taken: {e}");
+                    CLINICAL_LOCK_MISSING.set(true);
+                    None
+                }
+            });
         ClinicalWriteGuard {
+            _shared: shared,
             _guard: Some(guard),
             commits: &self.commits,
         }
@@ -614,7 +735,7 @@ impl Store {
 
 /// The next value of a counter (0 first), in the caller's transaction: what it numbers is
 /// written in the same commit, so a number is never given twice nor lost.
-pub fn next_counter_in(txn: &redb::WriteTransaction, name: &str) -> StoreResult<u64> {
+pub fn next_counter_in(txn: &WriteTransaction, name: &str) -> StoreResult<u64> {
     let mut t = txn.open_table(COUNTERS)?;
     let current = t.get(name)?.map_or(0, |v| v.value());
     t.insert(name, current + 1)?;
@@ -623,7 +744,7 @@ pub fn next_counter_in(txn: &redb::WriteTransaction, name: &str) -> StoreResult<
 
 /// Makes a counter give at least `used` next (numbers from it are its value + 1, so the
 /// number `used` is never given again): a restore rebuilding records keeps it ahead.
-pub fn raise_counter_in(txn: &redb::WriteTransaction, name: &str, used: u64) -> StoreResult<()> {
+pub fn raise_counter_in(txn: &WriteTransaction, name: &str, used: u64) -> StoreResult<()> {
     let mut t = txn.open_table(COUNTERS)?;
     let current = t.get(name)?.map_or(0, |v| v.value());
     if current < used {

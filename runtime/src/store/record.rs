@@ -2,10 +2,10 @@
 //! the record-table and blob-table descriptions backups walk, index keys, and the key-only
 //! scans that page newest first.
 
+use crate::store::kv::{ReadableTable, TableDefinition, WriteTransaction};
 use crate::store::{StoreError, StoreResult};
 use crate::wire::datetime_key;
 use chrono::{DateTime, Utc};
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
 /// The flags an index entry carries.
@@ -86,7 +86,7 @@ impl Voiding {
 /// `store::check` can rebuild them and compare).
 pub struct RecordTable {
     pub name: &'static str,
-    pub table: TableDefinition<'static, &'static str, &'static [u8]>,
+    pub table: TableDefinition<&'static str, &'static [u8]>,
     pub indexes: &'static [Index],
     pub create: fn(&WriteTransaction) -> StoreResult<()>,
     pub reindex: fn(&WriteTransaction, &[u8]) -> StoreResult<()>,
@@ -129,10 +129,10 @@ fn checked_json<T: for<'a> Deserialize<'a>>(v: &serde_json::Value) -> Result<Vec
 /// and restores write back as they were. Its owner's `RecordTable::create` makes it.
 pub struct BlobTable {
     pub name: &'static str,
-    pub table: TableDefinition<'static, &'static str, &'static [u8]>,
+    pub table: TableDefinition<&'static str, &'static [u8]>,
     /// Checks every stored blob against what its record says of it (`check-store`),
     /// reporting each problem; answers how many blobs it read.
-    pub check: fn(&redb::ReadTransaction, &mut dyn FnMut(String)) -> StoreResult<u64>,
+    pub check: fn(&crate::store::kv::ReadTransaction, &mut dyn FnMut(String)) -> StoreResult<u64>,
 }
 
 /// The tables the domains own, handed to the store when it is opened: it creates them,
@@ -185,7 +185,7 @@ pub struct PatientRecords {
 pub type PatientVoided = fn(&crate::store::Store, &str, &str) -> StoreResult<()>;
 
 /// An index table: key → flags.
-pub type Index = TableDefinition<'static, &'static str, u8>;
+pub type Index = TableDefinition<&'static str, u8>;
 
 /// `a|b|c`
 pub fn key(parts: &[&str]) -> String {

@@ -8,13 +8,13 @@
 //! a backup holds records alone (plus the identifier and username indexes, which are
 //! small and carry the uniqueness rules).
 
+use crate::store::kv::TableDefinition;
 use crate::store::record::{BlobTable, RecordTable, Registry};
 use crate::store::{
     COUNTERS, IDENTIFIERS, META, PATIENTS, PatientRecord, SCHEMA_VERSION, SETTINGS, SettingRecord,
     Store, StoreError, USERNAMES, USERS, UserRecord,
 };
 use base64::Engine;
-use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::{BufRead, Read, Seek, Write};
@@ -147,36 +147,21 @@ impl Store {
             })
         };
         for (def, name) in CORE_TEXT {
-            for row in txn
-                .open_table(*def)
-                .map_err(StoreError::from)?
-                .iter()
-                .map_err(StoreError::from)?
-            {
-                let (k, v) = row.map_err(StoreError::from)?;
+            for row in txn.open_table(*def)?.iter()? {
+                let (k, v) = row?;
                 record(&mut out, name, k.value(), v.value().into())?;
             }
         }
         for (def, name) in CORE_JSON {
-            for row in txn
-                .open_table(*def)
-                .map_err(StoreError::from)?
-                .iter()
-                .map_err(StoreError::from)?
-            {
-                let (k, v) = row.map_err(StoreError::from)?;
+            for row in txn.open_table(*def)?.iter()? {
+                let (k, v) = row?;
                 let value = json(name, v.value())?;
                 record(&mut out, name, k.value(), value)?;
             }
         }
         for table in self.registry.records {
-            for row in txn
-                .open_table(table.table)
-                .map_err(StoreError::from)?
-                .iter()
-                .map_err(StoreError::from)?
-            {
-                let (k, v) = row.map_err(StoreError::from)?;
+            for row in txn.open_table(table.table)?.iter()? {
+                let (k, v) = row?;
                 let value =
                     (table.codec.to_json)(v.value()).map_err(|detail| StoreError::Corrupt {
                         table: table.name,
@@ -186,24 +171,14 @@ impl Store {
             }
         }
         for blob in self.registry.blobs {
-            for row in txn
-                .open_table(blob.table)
-                .map_err(StoreError::from)?
-                .iter()
-                .map_err(StoreError::from)?
-            {
-                let (k, v) = row.map_err(StoreError::from)?;
+            for row in txn.open_table(blob.table)?.iter()? {
+                let (k, v) = row?;
                 let text = base64::engine::general_purpose::STANDARD.encode(v.value());
                 record(&mut out, blob.name, k.value(), text.into())?;
             }
         }
-        for row in txn
-            .open_table(COUNTERS)
-            .map_err(StoreError::from)?
-            .iter()
-            .map_err(StoreError::from)?
-        {
-            let (k, v) = row.map_err(StoreError::from)?;
+        for row in txn.open_table(COUNTERS)?.iter()? {
+            let (k, v) = row?;
             record(&mut out, "counters", k.value(), v.value().into())?;
         }
         let digest = hex(&out.digest.clone().finalize());

@@ -15,9 +15,37 @@ pub const PASSWORD: &str = "Test-password-1";
 pub const MOD30: &str = "org.openmrs.module.idgen.validator.LuhnMod30IdentifierValidator";
 
 pub fn state() -> Arc<AppState> {
-    state_with(
-        EMBEDDED_BUNDLE.to_vec(),
-        Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
+    state_with(EMBEDDED_BUNDLE.to_vec(), test_store())
+}
+
+/// A new, empty store on the backend the suite runs on: redb in memory, or, when
+/// `EMR_TEST_DATABASE_URL` names a PostgreSQL server, a schema of its own there (so tests
+/// stay independent and run in parallel).
+pub fn test_store() -> Store {
+    match test_database() {
+        Some(url) => Store::connect(&url, &new_schema(), &runtime::domains::REGISTRY).unwrap(),
+        None => Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
+    }
+}
+
+/// The PostgreSQL server the suite runs against, if any.
+pub fn test_database() -> Option<String> {
+    std::env::var("EMR_TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+}
+
+/// A schema name no other test of any run uses.
+pub fn new_schema() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "t{}_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     )
 }
 

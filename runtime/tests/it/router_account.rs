@@ -456,7 +456,7 @@ async fn api_roles_and_privileges_survive_a_backup_and_restore() {
     assert_eq!(r.status, StatusCode::CREATED);
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(snapshot)).unwrap();
     let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut admin2 = Client::admin(st2).await;

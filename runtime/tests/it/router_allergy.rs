@@ -3,7 +3,6 @@
 
 use crate::common::*;
 use axum::http::StatusCode;
-use runtime::store::Store;
 use serde_json::{Value, json};
 
 const REST: &str = "/openmrs/ws/rest/v1";
@@ -180,7 +179,7 @@ async fn the_allergies_widget_records_reads_edits_and_deletes_an_allergy() {
     // A backup keeps allergies; a restore rebuilds their index.
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
     let mut c2 = Client::admin(state_with(
         runtime::embedded::EMBEDDED_BUNDLE.to_vec(),

@@ -378,7 +378,7 @@ async fn a_backup_restores_beds_their_occupants_and_numbering() {
 
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
     let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;

@@ -4,7 +4,7 @@
 use crate::common::*;
 use axum::http::StatusCode;
 use runtime::auth::hash_password;
-use runtime::store::{Store, UserRecord};
+use runtime::store::UserRecord;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -524,7 +524,7 @@ async fn a_backup_restores_every_visit_encounter_and_observation_with_their_inde
     assert_eq!(r.status, StatusCode::CREATED);
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
     let st2: Arc<runtime::http::AppState> =
         state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);

@@ -3,7 +3,6 @@
 
 use crate::common::*;
 use axum::http::StatusCode;
-use runtime::store::Store;
 use serde_json::{Value, json};
 
 const REST: &str = "/openmrs/ws/rest/v1";
@@ -421,7 +420,7 @@ async fn a_search_without_a_category_answers_the_visit_notes_diagnoses_too_and_b
 
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
     let mut c2 = Client::admin(state_with(
         runtime::embedded::EMBEDDED_BUNDLE.to_vec(),

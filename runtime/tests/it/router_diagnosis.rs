@@ -3,7 +3,6 @@
 
 use crate::common::*;
 use axum::http::StatusCode;
-use runtime::store::Store;
 use serde_json::{Value, json};
 
 const REST: &str = "/openmrs/ws/rest/v1";
@@ -111,7 +110,7 @@ async fn a_note_records_its_diagnoses_on_the_encounter() {
     // A backup keeps them; a restore rebuilds their indexes.
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
     let mut c2 = Client::admin(state_with(
         runtime::embedded::EMBEDDED_BUNDLE.to_vec(),

@@ -4,7 +4,6 @@
 
 use crate::common::*;
 use axum::http::StatusCode;
-use runtime::store::Store;
 use serde_json::{Value, json};
 
 const REST: &str = "/openmrs/ws/rest/v1";
@@ -188,7 +187,7 @@ async fn an_enrolment_records_states_and_completion_durably() {
     // A backup holds the enrolments; a restore rebuilds their index.
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
     let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2).await;

@@ -562,7 +562,7 @@ async fn a_backup_restores_queue_entries_with_their_indexes() {
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
     let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;
@@ -704,7 +704,7 @@ async fn queue_rooms_are_made_changed_retired_and_kept() {
     // Kept through a backup.
     let mut snapshot = Vec::new();
     st.store.snapshot(&mut snapshot).unwrap();
-    let restored = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    let restored = crate::common::test_store();
     restored.restore(std::io::Cursor::new(&snapshot)).unwrap();
     let st2 = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), restored);
     let mut c2 = Client::admin(st2.clone()).await;

@@ -177,10 +177,7 @@ async fn settings_the_modules_read_have_their_built_in_defaults() {
         "<config><globalProperties><globalProperty><property>visits.enabled</property>\
          <value>true</value></globalProperty></globalProperties></config>",
     )]);
-    let st = state_with(
-        bundle,
-        runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
-    );
+    let st = state_with(bundle, crate::common::test_store());
     let mut c = Client::admin(st).await;
     let r = c
         .get("/openmrs/ws/rest/v1/systemsetting/drugOrder.requireOutpatientQuantity?v=custom:(value)")

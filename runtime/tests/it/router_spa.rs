@@ -8,7 +8,6 @@ use runtime::app::start::start;
 use runtime::embedded::EMBEDDED_BUNDLE;
 use runtime::http::{AppState, Config};
 use runtime::spa_pack;
-use runtime::store::Store;
 use std::io::Read;
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -33,7 +32,7 @@ fn state_with_front_end(app_path: &str) -> Arc<AppState> {
     start(
         config,
         EMBEDDED_BUNDLE.to_vec(),
-        Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
+        crate::common::test_store(),
     )
     .expect("starts")
     .0

@@ -1,9 +1,9 @@
 //! The allergy table and its index by patient (`patient|created|uuid`).
 
 use crate::domains::allergy::AllergyRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("allergies");
 const BY_PATIENT: Index = TableDefinition::new("allergies_by_patient");

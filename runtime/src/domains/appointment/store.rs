@@ -2,9 +2,9 @@
 //! (`patient|start|uuid`).
 
 use crate::domains::appointment::AppointmentRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("appointments");
 const BY_START: Index = TableDefinition::new("appointments_by_start");

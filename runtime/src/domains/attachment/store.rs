@@ -2,9 +2,9 @@
 //! table (uuid → the file as uploaded), which backups carry as base64 (the registry's blob tables, `domains::REGISTRY`).
 
 use crate::domains::attachment::AttachmentRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{BlobTable, Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("attachments");
 const BY_PATIENT: Index = TableDefinition::new("attachments_by_patient");
@@ -121,10 +121,9 @@ pub fn purge(store: &Store, a: &AttachmentRecord) -> StoreResult<()> {
 /// For `check-store`: every attachment has its bytes, whose SHA-256 is the one recorded,
 /// and every file belongs to an attachment. Answers the number of files read.
 pub fn check_bytes(
-    txn: &redb::ReadTransaction,
+    txn: &crate::store::kv::ReadTransaction,
     problem: &mut dyn FnMut(String),
 ) -> StoreResult<u64> {
-    use redb::ReadableTable;
     use sha2::Digest;
     let records = txn.open_table(TABLE)?;
     let files = txn.open_table(BYTES)?;

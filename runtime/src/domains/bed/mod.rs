@@ -23,9 +23,9 @@ pub mod types;
 pub mod ward;
 
 use crate::domains::bed::store::{ASSIGNMENTS, BEDS, beds, beds_in_use, put, stay};
+use crate::store::kv::WriteTransaction;
 use crate::store::record::{Audit, Voiding};
 use crate::store::{Store, StoreResult};
-use redb::WriteTransaction;
 use serde::{Deserialize, Serialize};
 
 pub const AVAILABLE: &str = "AVAILABLE";

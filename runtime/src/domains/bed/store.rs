@@ -2,9 +2,9 @@
 //! uuid and read whole; beds and tags numbered from counters.
 
 use crate::domains::bed::{AssignmentRecord, BedRecord, BedTagRecord, BedTypeRecord};
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::RecordTable;
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 use serde::Serialize;
 
 pub(crate) const BED_TYPES: TableDefinition<&str, &[u8]> = TableDefinition::new("bed_types");

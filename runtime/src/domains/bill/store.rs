@@ -4,9 +4,9 @@
 //! each line item's bill (`item|bill`).
 
 use crate::domains::bill::BillRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{Index, Page, RecordTable, VOIDED, Window, key, scan, uuid_of};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("bills");
 const BY_PATIENT: Index = TableDefinition::new("bills_by_patient");

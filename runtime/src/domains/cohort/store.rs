@@ -2,9 +2,9 @@
 //! (`cohort|created|uuid`) and by patient (`patient|cohort|uuid`).
 
 use crate::domains::cohort::{CohortRecord, MemberRecord};
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const COHORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("cohorts");
 const MEMBERS: TableDefinition<&str, &[u8]> = TableDefinition::new("cohort_members");

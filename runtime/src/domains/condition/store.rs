@@ -3,9 +3,9 @@
 //! active conditions is read from keys alone.
 
 use crate::domains::condition::ConditionRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("conditions");
 const BY_PATIENT: Index = TableDefinition::new("conditions_by_patient");

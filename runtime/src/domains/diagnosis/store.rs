@@ -2,9 +2,9 @@
 //! `diagnoses`) and by patient (`patient|created|uuid`, newest first).
 
 use crate::domains::diagnosis::DiagnosisRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("diagnoses");
 const BY_ENCOUNTER: Index = TableDefinition::new("diagnoses_by_encounter");

@@ -3,9 +3,9 @@
 //! are removed before its new ones are written (a correction may name another order).
 
 use crate::domains::dispense::DispenseRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{Index, RecordTable, VOIDED, key, uuid_of};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("medication_dispenses");
 const BY_PATIENT: Index = TableDefinition::new("medication_dispenses_by_patient");

@@ -7,9 +7,9 @@
 //! observations in binary (`encode_obs`; JSON ones of earlier stores are still read).
 
 use crate::domains::encounter::{EncounterRecord, ObsRecord};
+use crate::store::kv::{ReadableTable, TableDefinition, WriteTransaction};
 use crate::store::record::{Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 const ENCOUNTERS: TableDefinition<&str, &[u8]> = TableDefinition::new("encounters");
 const ENC_BY_PATIENT: Index = TableDefinition::new("encounters_by_patient");

@@ -394,7 +394,7 @@ impl Placed {
     /// number there; answers the orders as stored.
     pub fn write_in(
         mut self,
-        txn: &redb::WriteTransaction,
+        txn: &crate::store::kv::WriteTransaction,
     ) -> crate::store::StoreResult<Vec<OrderRecord>> {
         for o in &mut self.orders {
             o.order_number = store::next_number_in(txn)?;

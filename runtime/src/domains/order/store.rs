@@ -5,9 +5,9 @@
 //! same transaction as the order, so two orders never share one.
 
 use crate::domains::order::OrderRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{ENDED, Index, RecordTable, VOIDED, key, uuid_of};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("orders");
 const BY_PATIENT: Index = TableDefinition::new("orders_by_patient");

@@ -2,9 +2,9 @@
 //! completed), which the chart's programme list and the overlap rule read.
 
 use crate::domains::programme::EnrolmentRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("programenrollments");
 const BY_PATIENT: Index = TableDefinition::new("programenrollments_by_patient");

@@ -2,9 +2,9 @@
 //! providers), no index.
 
 use crate::domains::provider::ProviderRecord;
+use crate::store::kv::TableDefinition;
 use crate::store::record::RecordTable;
 use crate::store::{Store, StoreResult};
-use redb::TableDefinition;
 
 const PROVIDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("providers");
 

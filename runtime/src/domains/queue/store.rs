@@ -5,9 +5,9 @@
 //! the history grows.
 
 use crate::domains::queue::QueueEntryRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{ENDED, Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("queue_entries");
 const BY_PATIENT: Index = TableDefinition::new("queue_entries_by_patient");

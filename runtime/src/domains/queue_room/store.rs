@@ -1,9 +1,9 @@
 //! The queue rooms' table: one small table keyed by uuid, read whole.
 
 use crate::domains::queue_room::QueueRoomRecord;
+use crate::store::kv::TableDefinition;
 use crate::store::record::RecordTable;
 use crate::store::{Store, StoreResult};
-use redb::TableDefinition;
 
 pub(crate) const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("queue_rooms");
 /// The queue module's `queue_room.name` column.

@@ -2,9 +2,9 @@
 //! of the two persons).
 
 use crate::domains::relationship::RelationshipRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{Index, RecordTable, VOIDED, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("relationships");
 const BY_PERSON: Index = TableDefinition::new("relationships_by_person");

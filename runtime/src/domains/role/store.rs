@@ -2,9 +2,9 @@
 //! has tens of roles), no index.
 
 use crate::access::{PrivilegeRecord, RoleRecord};
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::RecordTable;
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const ROLES: TableDefinition<&str, &[u8]> = TableDefinition::new("roles");
 const PRIVILEGES: TableDefinition<&str, &[u8]> = TableDefinition::new("privileges");

@@ -4,9 +4,9 @@
 //! visits of a whole facility are read without scanning its history).
 
 use crate::domains::visit::VisitRecord;
+use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
-use redb::{TableDefinition, WriteTransaction};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("visits");
 const BY_PATIENT: Index = TableDefinition::new("visits_by_patient");

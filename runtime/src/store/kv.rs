@@ -1,0 +1,319 @@
+//! The storage seam: named tables of ordered keys and values, read in snapshot transactions
+//! and written in serialised write transactions, over one of two engines.
+//!
+//! - **redb** (the default): the embedded file, one process. Each type here wraps redb's
+//!   own, so the embedded path costs one enum match.
+//! - **PostgreSQL** (`store::pg`, chosen by `EMR_DATABASE_URL`): one SQL table per table
+//!   here (`k bytea primary key, v bytea`), shared by several runtimes. A write
+//!   transaction first takes one transaction-scoped advisory lock, so write transactions
+//!   run one at a time across every runtime exactly as redb runs them in one process;
+//!   every rule the domains check inside a write transaction (unique identifiers,
+//!   counters) therefore holds across runtimes too. Reads are `REPEATABLE READ` snapshots.
+//!
+//! The names and signatures follow redb's (`TableDefinition`, `open_table`, `get`,
+//! `range`, `insert`), which the domains' `store.rs` files were written against: a domain
+//! names its tables and indexes once and never learns which engine it runs on. Keys are
+//! ordered by their bytes on both engines (redb's order for `&str` keys, PostgreSQL's for
+//! `bytea`), so range scans return the same rows in the same order.
+
+use crate::store::pg;
+use crate::store::{StoreError, StoreResult};
+pub use redb::{Key, Value};
+use std::borrow::Borrow;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+/// A table's name and the types of its keys and values.
+pub struct TableDefinition<K: Key + 'static, V: Value + 'static> {
+    name: &'static str,
+    redb: redb::TableDefinition<'static, K, V>,
+}
+
+impl<K: Key + 'static, V: Value + 'static> Clone for TableDefinition<K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K: Key + 'static, V: Value + 'static> Copy for TableDefinition<K, V> {}
+
+impl<K: Key + 'static, V: Value + 'static> TableDefinition<K, V> {
+    pub const fn new(name: &'static str) -> Self {
+        TableDefinition {
+            name,
+            redb: redb::TableDefinition::new(name),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The same table as redb names it (`store::check` reads a file with redb directly).
+    pub fn redb(&self) -> redb::TableDefinition<'static, K, V> {
+        self.redb
+    }
+}
+
+/// A snapshot: every read in it sees the store as it was when it began.
+pub enum ReadTransaction {
+    Redb(redb::ReadTransaction),
+    Pg(pg::Txn),
+}
+
+/// The one write transaction running (per store file, or per database across runtimes).
+#[allow(clippy::large_enum_variant)] // one per write, on the stack of its writer
+pub enum WriteTransaction {
+    Redb(redb::WriteTransaction),
+    Pg(pg::Txn),
+}
+
+impl ReadTransaction {
+    pub fn open_table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> StoreResult<ReadOnlyTable<'_, K, V>> {
+        Ok(match self {
+            ReadTransaction::Redb(t) => ReadOnlyTable::Redb(t.open_table(def.redb)?),
+            ReadTransaction::Pg(t) => ReadOnlyTable::Pg(t.table(def.name)?, PhantomData),
+        })
+    }
+}
+
+impl WriteTransaction {
+    /// The table, created if it does not exist yet.
+    pub fn open_table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> StoreResult<Table<'_, K, V>> {
+        Ok(match self {
+            WriteTransaction::Redb(t) => Table::Redb(t.open_table(def.redb)?),
+            WriteTransaction::Pg(t) => Table::Pg(t.create_table(def.name)?, PhantomData),
+        })
+    }
+
+    /// Removes every row of the table (redb drops the table, which the next `open_table`
+    /// creates again empty; PostgreSQL keeps it, since other runtimes may be reading it).
+    pub fn delete_table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> StoreResult<()> {
+        match self {
+            WriteTransaction::Redb(t) => {
+                t.delete_table(def.redb)?;
+            }
+            WriteTransaction::Pg(t) => t.create_table(def.name)?.clear()?,
+        }
+        Ok(())
+    }
+}
+
+/// A stored key or value, borrowed from the engine's page (redb) or owned (PostgreSQL).
+pub enum AccessGuard<'a, V: Value + 'static> {
+    Redb(redb::AccessGuard<'a, V>),
+    Owned(Vec<u8>),
+}
+
+impl<V: Value + 'static> AccessGuard<'_, V> {
+    pub fn value(&self) -> V::SelfType<'_> {
+        match self {
+            AccessGuard::Redb(g) => g.value(),
+            AccessGuard::Owned(bytes) => V::from_bytes(bytes),
+        }
+    }
+}
+
+/// Rows of a table in key order, either way (`rev`).
+pub enum Range<'a, K: Key + 'static, V: Value + 'static> {
+    Redb(redb::Range<'a, K, V>),
+    Pg(pg::Rows<'a>, PhantomData<(K, V)>),
+}
+
+type Row<'a, K, V> = StoreResult<(AccessGuard<'a, K>, AccessGuard<'a, V>)>;
+
+impl<'a, K: Key + 'static, V: Value + 'static> Iterator for Range<'a, K, V> {
+    type Item = Row<'a, K, V>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Range::Redb(r) => r.next().map(|row| {
+                row.map(|(k, v)| (AccessGuard::Redb(k), AccessGuard::Redb(v)))
+                    .map_err(StoreError::from)
+            }),
+            Range::Pg(rows, _) => rows
+                .next()
+                .map(|row| row.map(|(k, v)| (AccessGuard::Owned(k), AccessGuard::Owned(v)))),
+        }
+    }
+}
+
+impl<K: Key + 'static, V: Value + 'static> DoubleEndedIterator for Range<'_, K, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            Range::Redb(r) => r.next_back().map(|row| {
+                row.map(|(k, v)| (AccessGuard::Redb(k), AccessGuard::Redb(v)))
+                    .map_err(StoreError::from)
+            }),
+            Range::Pg(rows, _) => rows
+                .next_back()
+                .map(|row| row.map(|(k, v)| (AccessGuard::Owned(k), AccessGuard::Owned(v)))),
+        }
+    }
+}
+
+/// What reading a table offers, in a read or a write transaction.
+pub trait ReadableTable<K: Key + 'static, V: Value + 'static> {
+    fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>)
+    -> StoreResult<Option<AccessGuard<'_, V>>>;
+
+    fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> StoreResult<Range<'_, K, V>>
+    where
+        KR: Borrow<K::SelfType<'a>> + 'a;
+
+    fn iter(&self) -> StoreResult<Range<'_, K, V>> {
+        self.range::<K::SelfType<'_>>(..)
+    }
+
+    /// How many rows the table holds.
+    fn len(&self) -> StoreResult<u64>;
+
+    fn is_empty(&self) -> StoreResult<bool> {
+        Ok(self.iter()?.next().transpose()?.is_none())
+    }
+}
+
+/// A table opened in a read transaction.
+pub enum ReadOnlyTable<'t, K: Key + 'static, V: Value + 'static> {
+    Redb(redb::ReadOnlyTable<K, V>),
+    Pg(pg::TableRef<'t>, PhantomData<(K, V)>),
+}
+
+/// A table opened in a write transaction.
+pub enum Table<'t, K: Key + 'static, V: Value + 'static> {
+    Redb(redb::Table<'t, K, V>),
+    Pg(pg::TableRef<'t>, PhantomData<(K, V)>),
+}
+
+fn key_bytes<K: Key + 'static>(key: &K::SelfType<'_>) -> Vec<u8> {
+    K::as_bytes(key).as_ref().to_vec()
+}
+
+fn bound_bytes<'a, K: Key + 'static, KR: Borrow<K::SelfType<'a>>>(b: Bound<&KR>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(key_bytes::<K>(k.borrow())),
+        Bound::Excluded(k) => Bound::Excluded(key_bytes::<K>(k.borrow())),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+macro_rules! readable {
+    ($table:ident) => {
+        // Inherent, as redb's are, so that reading needs no trait in scope.
+        impl<K: Key + 'static, V: Value + 'static> $table<'_, K, V> {
+            pub fn get<'a>(
+                &self,
+                key: impl Borrow<K::SelfType<'a>>,
+            ) -> StoreResult<Option<AccessGuard<'_, V>>> {
+                #[allow(unused_imports)]
+                use redb::ReadableTable as _;
+                Ok(match self {
+                    $table::Redb(t) => t.get(key)?.map(AccessGuard::Redb),
+                    $table::Pg(t, _) => t
+                        .get(&key_bytes::<K>(key.borrow()))?
+                        .map(AccessGuard::Owned),
+                })
+            }
+
+            pub fn range<'a, KR>(
+                &self,
+                range: impl RangeBounds<KR> + 'a,
+            ) -> StoreResult<Range<'_, K, V>>
+            where
+                KR: Borrow<K::SelfType<'a>> + 'a,
+            {
+                #[allow(unused_imports)]
+                use redb::ReadableTable as _;
+                Ok(match self {
+                    $table::Redb(t) => Range::Redb(t.range(range)?),
+                    $table::Pg(t, _) => Range::Pg(
+                        t.range(
+                            bound_bytes::<K, KR>(range.start_bound()),
+                            bound_bytes::<K, KR>(range.end_bound()),
+                        ),
+                        PhantomData,
+                    ),
+                })
+            }
+
+            pub fn iter(&self) -> StoreResult<Range<'_, K, V>> {
+                self.range::<K::SelfType<'_>>(..)
+            }
+
+            pub fn len(&self) -> StoreResult<u64> {
+                use redb::ReadableTableMetadata as _;
+                match self {
+                    $table::Redb(t) => Ok(t.len()?),
+                    $table::Pg(t, _) => t.len(),
+                }
+            }
+
+            pub fn is_empty(&self) -> StoreResult<bool> {
+                Ok(self.iter()?.next().transpose()?.is_none())
+            }
+        }
+
+        impl<K: Key + 'static, V: Value + 'static> ReadableTable<K, V> for $table<'_, K, V> {
+            fn get<'a>(
+                &self,
+                key: impl Borrow<K::SelfType<'a>>,
+            ) -> StoreResult<Option<AccessGuard<'_, V>>> {
+                $table::get(self, key)
+            }
+
+            fn range<'a, KR>(
+                &self,
+                range: impl RangeBounds<KR> + 'a,
+            ) -> StoreResult<Range<'_, K, V>>
+            where
+                KR: Borrow<K::SelfType<'a>> + 'a,
+            {
+                $table::range(self, range)
+            }
+
+            fn len(&self) -> StoreResult<u64> {
+                $table::len(self)
+            }
+        }
+    };
+}
+
+readable!(ReadOnlyTable);
+readable!(Table);
+
+impl<K: Key + 'static, V: Value + 'static> Table<'_, K, V> {
+    /// Writes a row, replacing any with the same key.
+    pub fn insert<'k, 'v>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+        value: impl Borrow<V::SelfType<'v>>,
+    ) -> StoreResult<()> {
+        match self {
+            Table::Redb(t) => {
+                t.insert(key, value)?;
+            }
+            Table::Pg(t, _) => t.put(
+                &key_bytes::<K>(key.borrow()),
+                V::as_bytes(value.borrow()).as_ref(),
+            )?,
+        }
+        Ok(())
+    }
+
+    /// Removes a row; answers whether there was one.
+    pub fn remove<'a>(&mut self, key: impl Borrow<K::SelfType<'a>>) -> StoreResult<bool> {
+        match self {
+            Table::Redb(t) => Ok(t.remove(key)?.is_some()),
+            Table::Pg(t, _) => t.delete(&key_bytes::<K>(key.borrow())),
+        }
+    }
+}

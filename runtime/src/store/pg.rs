@@ -1,0 +1,762 @@
+//! The PostgreSQL engine behind `store::kv`: several runtimes on one database.
+//!
+//! Each table of the store is one SQL table `(k bytea primary key, v bytea not null)` in
+//! the schema the runtime is configured with, created by the write transaction that first
+//! opens it (the store creates every table when it opens, so in practice at start-up).
+//!
+//! **One writer at a time, across runtimes.** A write transaction begins with
+//! `pg_advisory_xact_lock(<schema>, WRITE)`: write transactions are serialised exactly as
+//! redb serialises them in one process, so what a domain checks inside a write (a unique
+//! identifier, a counter's next value, a username) cannot be raced by another runtime, and
+//! the lock is released by the commit itself (or by the server when a runtime dies
+//! mid-transaction). A read-check-write sequence that reads before it writes (the
+//! visit-overlap rule) holds the clinical lock (`ClinicalLock`), a session-level advisory
+//! lock, for its whole sequence. Reads are `REPEATABLE READ, READ ONLY` snapshots and take
+//! no lock. A commit returns once PostgreSQL has made it durable (`synchronous_commit` on),
+//! so an acknowledged write survives the loss of any runtime.
+//!
+//! **Change notices.** After a commit, the runtime that wrote sends one `NOTIFY` on
+//! `emr_changes` naming the tables it touched (and the keys, when few), in the same round
+//! trip as the `COMMIT` but outside the transaction. Every other runtime listens on a
+//! connection of its own (`listen`) and drops or refreshes what it keeps in memory; a
+//! listener that loses its connection reports it, so the store drops every cache rather
+//! than trust what it may have missed.
+//!
+//! **Threads.** The client's connections are driven by a small runtime of this engine's own;
+//! callers block on the answers (`futures_executor::block_on`) from whatever thread they
+//! run on, as they block on redb's disk reads.
+
+use crate::store::{StoreError, StoreResult, WriteFailure};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::ops::Bound;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Statement};
+
+/// The channel change notices travel on.
+pub const CHANNEL: &str = "emr_changes";
+/// Keys a notice names per table at most; past it, the notice says "every key".
+const KEYS_PER_NOTICE: usize = 64;
+/// Idle connections kept for reuse.
+const IDLE_CONNECTIONS: usize = 32;
+
+/// The advisory locks of one schema (the second key of `pg_advisory_*lock(int, int)`).
+#[derive(Clone, Copy)]
+pub enum Lock {
+    /// Held by every write transaction, released by its commit.
+    Write = 1,
+    /// Held by a clinical read-check-write sequence.
+    Clinical = 2,
+    /// Held by the runtime running a background job (the visits' auto-close).
+    Jobs = 3,
+}
+
+/// What a committed write transaction changed: table → its keys, or `None` for "any".
+pub type Touched = BTreeMap<String, Option<BTreeSet<String>>>;
+
+/// A change notice from another runtime, or the loss of the notices.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    Changed(Touched),
+    /// The listener lost its connection (and has it again): anything may have changed.
+    Lost,
+}
+
+pub struct Engine {
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    handle: tokio::runtime::Handle,
+    config: tokio_postgres::Config,
+    schema: String,
+    /// The first key of this schema's advisory locks.
+    lock_space: i32,
+    idle: Mutex<Vec<Conn>>,
+    /// Tables known to exist.
+    created: Mutex<HashSet<String>>,
+    /// This runtime's name in change notices, so it skips its own.
+    instance: String,
+}
+
+struct Conn {
+    client: Client,
+    statements: HashMap<String, Statement>,
+}
+
+fn wait<F: std::future::Future>(f: F) -> F::Output {
+    futures_executor::block_on(f)
+}
+
+/// A PostgreSQL error as the store reports it: the server or the connection gone is
+/// `Unavailable` (503, try again), a full disk `Unwritable` (507), anything else a store
+/// error.
+fn classify(e: tokio_postgres::Error) -> StoreError {
+    use tokio_postgres::error::SqlState;
+    match e.code() {
+        Some(c) if *c == SqlState::DISK_FULL => StoreError::Unwritable(WriteFailure {
+            disk_full: true,
+            detail: e.to_string(),
+            since: chrono::Utc::now().to_rfc3339(),
+        }),
+        Some(c)
+            if c.code().starts_with("08")
+                || c.code().starts_with("57P")
+                || *c == SqlState::TOO_MANY_CONNECTIONS =>
+        {
+            StoreError::Unavailable(e.to_string())
+        }
+        Some(_) => StoreError::Redb(format!("PostgreSQL: {e}")),
+        None => StoreError::Unavailable(e.to_string()),
+    }
+}
+
+fn quote(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
+impl Engine {
+    /// Connects to `url` (a `postgres://` URL or key=value string) and works in `schema`,
+    /// created if missing.
+    pub fn connect(url: &str, schema: &str) -> StoreResult<Arc<Engine>> {
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError::Redb(format!("EMR_DATABASE_URL: {e}")))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(5));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Redb(e.to_string()))?;
+        let handle = runtime.handle().clone();
+        let lock_space = {
+            use sha2::Digest;
+            let d = sha2::Sha256::digest(schema.as_bytes());
+            i32::from_be_bytes([d[0], d[1], d[2], d[3]])
+        };
+        let engine = Arc::new(Engine {
+            runtime: Mutex::new(Some(runtime)),
+            handle,
+            config,
+            schema: schema.to_string(),
+            lock_space,
+            idle: Mutex::new(Vec::new()),
+            created: Mutex::new(HashSet::new()),
+            instance: crate::store::record::new_uuid(),
+        });
+        let conn = engine.connect_raw(false)?;
+        wait(
+            conn.client
+                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {}", quote(schema))),
+        )
+        .or_else(|e| {
+            // Two runtimes creating the schema at once: one wins, the other finds it.
+            if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+                Ok(())
+            } else {
+                Err(classify(e))
+            }
+        })?;
+        drop(conn);
+        Ok(engine)
+    }
+
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    fn connect_raw(&self, in_schema: bool) -> StoreResult<Conn> {
+        let config = self.config.clone();
+        let set_path = in_schema.then(|| format!("SET search_path TO {}", quote(&self.schema)));
+        let client = wait(self.handle.spawn(async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            if let Some(sql) = set_path {
+                client.batch_execute(&sql).await?;
+            }
+            Ok::<_, tokio_postgres::Error>(client)
+        }))
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?
+        .map_err(classify)?;
+        Ok(Conn {
+            client,
+            statements: HashMap::new(),
+        })
+    }
+
+    fn checkout(&self) -> StoreResult<Conn> {
+        loop {
+            let conn = self.idle.lock().expect("idle connections").pop();
+            match conn {
+                Some(c) if c.client.is_closed() => continue,
+                Some(c) => return Ok(c),
+                None => return self.connect_raw(true),
+            }
+        }
+    }
+
+    fn checkin(&self, conn: Conn) {
+        if conn.client.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().expect("idle connections");
+        if idle.len() < IDLE_CONNECTIONS {
+            idle.push(conn);
+        }
+    }
+
+    /// Whether the database answers (`health/started`).
+    pub fn reachable(&self) -> StoreResult<()> {
+        let conn = self.checkout()?;
+        wait(conn.client.simple_query("SELECT 1")).map_err(classify)?;
+        self.checkin(conn);
+        Ok(())
+    }
+
+    fn lock_args(&self, lock: Lock) -> (i32, i32) {
+        (self.lock_space, lock as i32)
+    }
+
+    /// Holds `lock` (session level) until the answer is dropped.
+    pub fn hold(self: &Arc<Self>, lock: Lock) -> StoreResult<HeldLock> {
+        let conn = self.checkout()?;
+        let (a, b) = self.lock_args(lock);
+        wait(
+            conn.client
+                .execute("SELECT pg_advisory_lock($1, $2)", &[&a, &b]),
+        )
+        .map_err(classify)?;
+        Ok(HeldLock {
+            engine: self.clone(),
+            conn: Some(conn),
+            lock,
+        })
+    }
+
+    /// Takes `lock` if no other runtime holds it.
+    pub fn try_hold(self: &Arc<Self>, lock: Lock) -> StoreResult<Option<HeldLock>> {
+        let conn = self.checkout()?;
+        let (a, b) = self.lock_args(lock);
+        let row = wait(
+            conn.client
+                .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&a, &b]),
+        )
+        .map_err(classify)?;
+        if row.get::<_, bool>(0) {
+            Ok(Some(HeldLock {
+                engine: self.clone(),
+                conn: Some(conn),
+                lock,
+            }))
+        } else {
+            self.checkin(conn);
+            Ok(None)
+        }
+    }
+
+    /// Listens for other runtimes' change notices, calling `on` with each (and with
+    /// `Notice::Lost` whenever the listening connection was lost), until the engine is
+    /// dropped. Reconnects by itself.
+    pub fn listen(self: &Arc<Self>, on: Arc<dyn Fn(Notice) + Send + Sync>) {
+        let weak = Arc::downgrade(self);
+        let config = self.config.clone();
+        self.handle.spawn(async move {
+            let mut first = true;
+            loop {
+                let Some(instance) = weak.upgrade().map(|e| e.instance.clone()) else {
+                    return;
+                };
+                if let Ok((client, mut connection)) = config.connect(NoTls).await {
+                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                    let pump = tokio::spawn(async move {
+                        let mut messages =
+                            futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                        use futures_util::StreamExt;
+                        while let Some(Ok(m)) = messages.next().await {
+                            if let tokio_postgres::AsyncMessage::Notification(n) = m
+                                && tx.send(n.payload().to_string()).is_err()
+                            {
+                                break;
+                            }
+                        }
+                    });
+                    if client
+                        .batch_execute(&format!("LISTEN {CHANNEL}"))
+                        .await
+                        .is_ok()
+                    {
+                        if !first {
+                            on(Notice::Lost);
+                        }
+                        while let Some(payload) = rx.recv().await {
+                            if let Some(touched) = parse_notice(&payload, &instance) {
+                                on(Notice::Changed(touched));
+                            }
+                        }
+                        on(Notice::Lost);
+                    }
+                    pump.abort();
+                }
+                first = false;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        });
+    }
+
+    /// Names the tables of this runtime's schema (`store::check`, backups).
+    pub fn tables(&self) -> StoreResult<Vec<String>> {
+        let conn = self.checkout()?;
+        let rows = wait(conn.client.query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1",
+            &[&self.schema],
+        ))
+        .map_err(classify)?;
+        self.checkin(conn);
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.lock().ok().and_then(|mut r| r.take()) {
+            // Dropping a runtime inside another's context panics; this never waits.
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A notice's payload: `{"from": instance, "tables": {table: [keys] | null}}`.
+fn notice_payload(instance: &str, touched: &Touched) -> String {
+    serde_json::json!({ "from": instance, "tables": touched }).to_string()
+}
+
+fn parse_notice(payload: &str, own: &str) -> Option<Touched> {
+    let v: serde_json::Value = serde_json::from_str(payload).ok()?;
+    if v.get("from")?.as_str()? == own {
+        return None;
+    }
+    serde_json::from_value(v.get("tables")?.clone()).ok()
+}
+
+/// A session-level advisory lock, released when dropped.
+pub struct HeldLock {
+    engine: Arc<Engine>,
+    conn: Option<Conn>,
+    lock: Lock,
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            let (a, b) = self.engine.lock_args(self.lock);
+            if wait(
+                conn.client
+                    .execute("SELECT pg_advisory_unlock($1, $2)", &[&a, &b]),
+            )
+            .is_ok()
+            {
+                self.engine.checkin(conn);
+            }
+            // Otherwise the connection is dropped, and the server releases the lock with it.
+        }
+    }
+}
+
+/// One transaction on one connection.
+pub struct Txn {
+    engine: Arc<Engine>,
+    conn: RefCell<Option<Conn>>,
+    write: bool,
+    touched: RefCell<Touched>,
+    created: RefCell<Vec<String>>,
+    finished: Cell<bool>,
+}
+
+impl Txn {
+    /// A snapshot for reading.
+    pub fn read(engine: &Arc<Engine>) -> StoreResult<Txn> {
+        Txn::begin(
+            engine,
+            false,
+            "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY".into(),
+        )
+    }
+
+    /// The write transaction: waits until no other runtime's is running.
+    pub fn write(engine: &Arc<Engine>) -> StoreResult<Txn> {
+        let (a, b) = engine.lock_args(Lock::Write);
+        Txn::begin(
+            engine,
+            true,
+            format!("BEGIN; SELECT pg_advisory_xact_lock({a}, {b})"),
+        )
+    }
+
+    fn begin(engine: &Arc<Engine>, write: bool, sql: String) -> StoreResult<Txn> {
+        let conn = engine.checkout()?;
+        wait(conn.client.batch_execute(&sql)).map_err(classify)?;
+        Ok(Txn {
+            engine: engine.clone(),
+            conn: RefCell::new(Some(conn)),
+            write,
+            touched: RefCell::default(),
+            created: RefCell::default(),
+            finished: Cell::new(false),
+        })
+    }
+
+    /// Commits durably, then tells the other runtimes what changed (outside the
+    /// transaction, in the same round trip). Answers what changed.
+    pub fn commit(self) -> StoreResult<Touched> {
+        let touched = self.touched.take();
+        let mut sql = String::from("COMMIT");
+        if !touched.is_empty() {
+            let payload = notice_payload(&self.engine.instance, &touched);
+            if payload.len() < 7900 {
+                sql.push_str(&format!(
+                    "; SELECT pg_notify('{CHANNEL}', '{}')",
+                    payload.replace('\'', "''")
+                ));
+            } else {
+                let all: Touched = touched.keys().map(|t| (t.clone(), None)).collect();
+                sql.push_str(&format!(
+                    "; SELECT pg_notify('{CHANNEL}', '{}')",
+                    notice_payload(&self.engine.instance, &all).replace('\'', "''")
+                ));
+            }
+        }
+        let result = {
+            let conn = self.conn.borrow();
+            let conn = conn
+                .as_ref()
+                .expect("an open transaction has its connection");
+            wait(conn.client.batch_execute(&sql))
+        };
+        self.finished.set(true);
+        match result {
+            Ok(()) => {
+                let mut created = self.engine.created.lock().expect("created tables");
+                created.extend(self.created.take());
+                Ok(touched)
+            }
+            Err(e) => {
+                // The connection's state is unknown: it is not reused.
+                self.conn.borrow_mut().take();
+                Err(classify(e))
+            }
+        }
+    }
+
+    fn statement(&self, conn: &mut Conn, sql: &str) -> StoreResult<Statement> {
+        if let Some(s) = conn.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = wait(conn.client.prepare(sql)).map_err(classify)?;
+        conn.statements.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+
+    fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> StoreResult<Vec<tokio_postgres::Row>> {
+        let mut conn = self.conn.borrow_mut();
+        let conn = conn
+            .as_mut()
+            .expect("an open transaction has its connection");
+        let statement = self.statement(conn, sql)?;
+        wait(conn.client.query(&statement, params)).map_err(classify)
+    }
+
+    fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
+        let mut conn = self.conn.borrow_mut();
+        let conn = conn
+            .as_mut()
+            .expect("an open transaction has its connection");
+        let statement = self.statement(conn, sql)?;
+        wait(conn.client.execute(&statement, params)).map_err(classify)
+    }
+
+    /// A table to read (it must exist).
+    pub fn table(&self, name: &'static str) -> StoreResult<TableRef<'_>> {
+        Ok(TableRef { txn: self, name })
+    }
+
+    /// A table to write, created if it does not exist yet.
+    pub fn create_table(&self, name: &'static str) -> StoreResult<TableRef<'_>> {
+        let known = self
+            .engine
+            .created
+            .lock()
+            .expect("created tables")
+            .contains(name)
+            || self.created.borrow().iter().any(|c| c == name);
+        if !known {
+            self.execute(
+                &format!(
+                    "CREATE TABLE IF NOT EXISTS {} (k bytea PRIMARY KEY, v bytea NOT NULL)",
+                    quote(name)
+                ),
+                &[],
+            )?;
+            self.created.borrow_mut().push(name.to_string());
+        }
+        Ok(TableRef { txn: self, name })
+    }
+
+    fn touch(&self, table: &str, key: Option<&[u8]>) {
+        if !self.write {
+            return;
+        }
+        let mut touched = self.touched.borrow_mut();
+        let entry = touched
+            .entry(table.to_string())
+            .or_insert_with(|| Some(BTreeSet::new()));
+        match (entry.as_mut(), key) {
+            (Some(keys), Some(k)) if keys.len() < KEYS_PER_NOTICE => {
+                keys.insert(String::from_utf8_lossy(k).into_owned());
+            }
+            (Some(_), _) => *entry = None,
+            (None, _) => {}
+        }
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.get_mut().take() {
+            // An unfinished transaction is rolled back before its connection is reused.
+            if self.finished.get() || wait(conn.client.batch_execute("ROLLBACK")).is_ok() {
+                self.engine.checkin(conn);
+            }
+        }
+    }
+}
+
+/// A table opened in a transaction.
+pub struct TableRef<'t> {
+    txn: &'t Txn,
+    name: &'static str,
+}
+
+impl<'t> TableRef<'t> {
+    pub fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        let rows = self.txn.query(
+            &format!("SELECT v FROM {} WHERE k = $1", quote(self.name)),
+            &[&key],
+        )?;
+        Ok(rows.first().map(|r| r.get::<_, Vec<u8>>(0)))
+    }
+
+    pub fn put(&self, key: &[u8], value: &[u8]) -> StoreResult<()> {
+        self.txn.execute(
+            &format!(
+                "INSERT INTO {} (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+                quote(self.name)
+            ),
+            &[&key, &value],
+        )?;
+        self.txn.touch(self.name, Some(key));
+        Ok(())
+    }
+
+    pub fn delete(&self, key: &[u8]) -> StoreResult<bool> {
+        let n = self.txn.execute(
+            &format!("DELETE FROM {} WHERE k = $1", quote(self.name)),
+            &[&key],
+        )?;
+        self.txn.touch(self.name, Some(key));
+        Ok(n > 0)
+    }
+
+    pub fn clear(&self) -> StoreResult<()> {
+        self.txn
+            .execute(&format!("DELETE FROM {}", quote(self.name)), &[])?;
+        self.txn.touch(self.name, None);
+        Ok(())
+    }
+
+    #[allow(clippy::len_without_is_empty)] // `kv::ReadableTable::is_empty` reads one row
+    pub fn len(&self) -> StoreResult<u64> {
+        let rows = self
+            .txn
+            .query(&format!("SELECT count(*) FROM {}", quote(self.name)), &[])?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0)) as u64)
+    }
+
+    pub fn range(&self, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> Rows<'t> {
+        Rows {
+            table: TableRef {
+                txn: self.txn,
+                name: self.name,
+            },
+            lower,
+            upper,
+            front: VecDeque::new(),
+            back: VecDeque::new(),
+            front_done: false,
+            back_done: false,
+            chunk: 32,
+        }
+    }
+}
+
+type Pair = (Vec<u8>, Vec<u8>);
+
+/// A range read in chunks from either end, as it is consumed: a page of newest-first keys
+/// reads only the page's rows, not the whole range.
+pub struct Rows<'t> {
+    table: TableRef<'t>,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    front: VecDeque<Pair>,
+    back: VecDeque<Pair>,
+    front_done: bool,
+    back_done: bool,
+    chunk: i64,
+}
+
+fn above(k: &[u8], lower: &Bound<Vec<u8>>) -> bool {
+    match lower {
+        Bound::Included(l) => k >= l.as_slice(),
+        Bound::Excluded(l) => k > l.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+fn below(k: &[u8], upper: &Bound<Vec<u8>>) -> bool {
+    match upper {
+        Bound::Included(u) => k <= u.as_slice(),
+        Bound::Excluded(u) => k < u.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+impl Rows<'_> {
+    fn fetch(&mut self, ascending: bool) -> StoreResult<Vec<Pair>> {
+        let mut conditions = Vec::new();
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        let lower = match &self.lower {
+            Bound::Included(l) => Some((">=", l)),
+            Bound::Excluded(l) => Some((">", l)),
+            Bound::Unbounded => None,
+        };
+        let upper = match &self.upper {
+            Bound::Included(u) => Some(("<=", u)),
+            Bound::Excluded(u) => Some(("<", u)),
+            Bound::Unbounded => None,
+        };
+        for (op, bound) in lower.into_iter().chain(upper) {
+            params.push(bound);
+            conditions.push(format!("k {op} ${}", params.len()));
+        }
+        params.push(&self.chunk);
+        let sql = format!(
+            "SELECT k, v FROM {}{}{} ORDER BY k {} LIMIT ${}",
+            quote(self.table.name),
+            if conditions.is_empty() { "" } else { " WHERE " },
+            conditions.join(" AND "),
+            if ascending { "ASC" } else { "DESC" },
+            params.len()
+        );
+        let rows = self.table.txn.query(&sql, &params)?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
+            .collect())
+    }
+
+    fn refill(&mut self, ascending: bool) -> StoreResult<()> {
+        let rows = self.fetch(ascending)?;
+        let complete = (rows.len() as i64) < self.chunk;
+        self.chunk = (self.chunk * 2).min(2048);
+        if ascending {
+            self.front.extend(rows);
+            self.front_done = complete;
+        } else {
+            self.back.extend(rows);
+            self.back_done = complete;
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for Rows<'_> {
+    type Item = StoreResult<Pair>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some((k, v)) = self.front.pop_front() {
+                if !below(&k, &self.upper) {
+                    self.front.clear();
+                    self.front_done = true;
+                    return None;
+                }
+                self.lower = Bound::Excluded(k.clone());
+                return Some(Ok((k, v)));
+            }
+            if self.front_done {
+                return None;
+            }
+            if let Err(e) = self.refill(true) {
+                self.front_done = true;
+                self.back_done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+impl DoubleEndedIterator for Rows<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some((k, v)) = self.back.pop_front() {
+                if !above(&k, &self.lower) {
+                    self.back.clear();
+                    self.back_done = true;
+                    return None;
+                }
+                self.upper = Bound::Excluded(k.clone());
+                return Some(Ok((k, v)));
+            }
+            if self.back_done {
+                return None;
+            }
+            if let Err(e) = self.refill(false) {
+                self.front_done = true;
+                self.back_done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notices_name_their_sender_and_skip_their_own() {
+        let mut touched = Touched::new();
+        touched.insert("patients".into(), Some(["p1".to_string()].into()));
+        touched.insert("settings".into(), None);
+        let payload = notice_payload("me", &touched);
+        assert_eq!(parse_notice(&payload, "me"), None);
+        assert_eq!(parse_notice(&payload, "other"), Some(touched));
+        assert_eq!(parse_notice("not json", "other"), None);
+    }
+
+    #[test]
+    fn bounds_keep_a_range_inside_them() {
+        let lower = Bound::Excluded(b"b".to_vec());
+        let upper = Bound::Included(b"d".to_vec());
+        assert!(!above(b"b", &lower) && above(b"c", &lower));
+        assert!(below(b"d", &upper) && !below(b"e", &upper));
+        assert!(above(b"", &Bound::Unbounded) && below(b"\xff", &Bound::Unbounded));
+    }
+}
