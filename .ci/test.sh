@@ -21,8 +21,17 @@ for site in $(ls sites); do
   ./target/debug/compiler check --deny-warnings --build-type site --site "$site"
 done
 
-step "tests"
+step "a private PostgreSQL server for the second storage backend's tests"
+pg_dir=$(mktemp -d /tmp/emr-pg.XXXXXX)
+EMR_TEST_POSTGRES=$(bash tools/pg-test-cluster.sh start "$pg_dir")
+export EMR_TEST_POSTGRES
+trap 'bash tools/pg-test-cluster.sh stop "$pg_dir" || true' EXIT
+
+step "tests (the integration suite on redb; several runtimes on one PostgreSQL database)"
 cargo test --workspace --locked
+
+step "the integration suite again, every store in PostgreSQL"
+EMR_TEST_BACKEND=postgres cargo test --locked -p runtime --test it
 
 step "the worked examples of docs/api.md, run against a real runtime"
 python3 .ci/api_examples.py target/debug/runtime

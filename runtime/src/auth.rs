@@ -218,9 +218,18 @@ pub struct Session {
     pub location: Option<String>,
     created: Instant,
     last_seen: Instant,
+    /// When this runtime last wrote `last_seen` to a shared store.
+    synced: Instant,
 }
 
-/// Sessions live in memory: a restart logs everyone out, nothing else is lost.
+/// How often a runtime sharing its store tells the others a session is still in use.
+const SESSION_SYNC: Duration = Duration::from_secs(60);
+
+/// Sessions live in memory on redb: a restart logs everyone out, nothing else is lost. On
+/// a store shared by several runtimes (PostgreSQL) they are also kept in the store
+/// (`store::SessionRecord`), so a login made on one runtime is valid on every other and a
+/// logout, a password change or a retired account ends it on all of them; the memory is a
+/// cache there, dropped for the sessions another runtime changed (`forget`).
 pub struct Sessions {
     map: Mutex<HashMap<String, Session>>,
     idle: Duration,
@@ -228,6 +237,10 @@ pub struct Sessions {
     /// SHA-256 of `username:password` and the stored hash → user uuid, so scripts sending
     /// Basic credentials on every call do not pay for argon2 each time.
     basic_cache: Mutex<HashMap<CredentialsKey, (String, Instant)>>,
+}
+
+fn unix_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
 }
 
 impl Sessions {
@@ -244,63 +257,159 @@ impl Sessions {
         self.max_age
     }
 
-    pub fn create(&self, user_uuid: &str, location: Option<String>) -> String {
+    fn live(&self, s: &Session, now: Instant) -> bool {
+        now.duration_since(s.last_seen) < self.idle && now.duration_since(s.created) < self.max_age
+    }
+
+    fn expired_record(&self, r: &crate::store::SessionRecord, now_ms: i64) -> bool {
+        now_ms - r.last_seen_ms >= self.idle.as_millis() as i64
+            || now_ms - r.created_ms >= self.max_age.as_millis() as i64
+    }
+
+    fn record_of(s: &Session, now: Instant, now_ms: i64) -> crate::store::SessionRecord {
+        crate::store::SessionRecord {
+            user_uuid: s.user_uuid.clone(),
+            locale: s.locale.clone(),
+            location: s.location.clone(),
+            created_ms: now_ms - now.duration_since(s.created).as_millis() as i64,
+            last_seen_ms: now_ms - now.duration_since(s.last_seen).as_millis() as i64,
+        }
+    }
+
+    pub fn create(
+        &self,
+        store: &Store,
+        user_uuid: &str,
+        location: Option<String>,
+    ) -> Result<String, StoreError> {
         let id = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
         let now = Instant::now();
+        let session = Session {
+            user_uuid: user_uuid.into(),
+            locale: None,
+            location,
+            created: now,
+            last_seen: now,
+            synced: now,
+        };
+        if store.is_shared() {
+            let now_ms = unix_ms();
+            store.put_session(&id, &Sessions::record_of(&session, now, now_ms))?;
+            // Each login is a moment to drop the sessions nobody ended.
+            if let Err(e) = store.remove_sessions(None, None, |r| self.expired_record(r, now_ms)) {
+                tracing::warn!("expired sessions not removed: {e}");
+            }
+        }
         let mut map = self.map.lock().expect("sessions lock");
         if map.len() > 10_000 {
-            map.retain(|_, s| {
-                now.duration_since(s.last_seen) < self.idle
-                    && now.duration_since(s.created) < self.max_age
-            });
+            map.retain(|_, s| self.live(s, now));
         }
-        map.insert(
-            id.clone(),
-            Session {
-                user_uuid: user_uuid.into(),
-                locale: None,
-                location,
-                created: now,
-                last_seen: now,
-            },
-        );
-        id
+        map.insert(id.clone(), session);
+        Ok(id)
     }
 
     /// The live session with this id, refreshing its idle timer.
-    pub fn get(&self, id: &str) -> Option<Session> {
+    pub fn get(&self, store: &Store, id: &str) -> Result<Option<Session>, StoreError> {
         let now = Instant::now();
-        let mut map = self.map.lock().expect("sessions lock");
-        let live = map.get(id).is_some_and(|s| {
-            now.duration_since(s.last_seen) < self.idle
-                && now.duration_since(s.created) < self.max_age
-        });
-        if !live {
-            map.remove(id);
-            return None;
+        let mut sync = None;
+        {
+            let mut map = self.map.lock().expect("sessions lock");
+            match map.get_mut(id) {
+                Some(s) if self.live(s, now) => {
+                    s.last_seen = now;
+                    if store.is_shared() && now.duration_since(s.synced) >= SESSION_SYNC {
+                        s.synced = now;
+                        sync = Some(s.clone());
+                    } else {
+                        return Ok(Some(s.clone()));
+                    }
+                }
+                Some(_) => {
+                    map.remove(id);
+                }
+                None => {}
+            }
         }
-        let s = map.get_mut(id).expect("checked above");
-        s.last_seen = now;
-        Some(s.clone())
+        if let Some(s) = sync {
+            store.put_session(id, &Sessions::record_of(&s, now, unix_ms()))?;
+            return Ok(Some(s));
+        }
+        if !store.is_shared() {
+            return Ok(None);
+        }
+        // Another runtime's login, or one this runtime thought idle while others saw it
+        // used.
+        let now_ms = unix_ms();
+        let Some(r) = store.session(id)? else {
+            return Ok(None);
+        };
+        if self.expired_record(&r, now_ms) {
+            store.remove_sessions(Some(id), None, |_| false)?;
+            return Ok(None);
+        }
+        let ago = |ms: i64| {
+            now.checked_sub(Duration::from_millis((now_ms - ms).max(0) as u64))
+                .unwrap_or(now)
+        };
+        let s = Session {
+            user_uuid: r.user_uuid,
+            locale: r.locale,
+            location: r.location,
+            created: ago(r.created_ms),
+            last_seen: now,
+            synced: ago(r.last_seen_ms),
+        };
+        self.map
+            .lock()
+            .expect("sessions lock")
+            .insert(id.to_string(), s.clone());
+        Ok(Some(s))
     }
 
-    pub fn update(&self, id: &str, f: impl FnOnce(&mut Session)) {
-        if let Some(s) = self.map.lock().expect("sessions lock").get_mut(id) {
-            f(s);
+    pub fn update(
+        &self,
+        store: &Store,
+        id: &str,
+        f: impl FnOnce(&mut Session),
+    ) -> Result<(), StoreError> {
+        let changed = {
+            let mut map = self.map.lock().expect("sessions lock");
+            map.get_mut(id).map(|s| {
+                f(s);
+                s.clone()
+            })
+        };
+        if let Some(s) = changed
+            && store.is_shared()
+        {
+            store.put_session(id, &Sessions::record_of(&s, Instant::now(), unix_ms()))?;
         }
+        Ok(())
     }
 
-    pub fn remove(&self, id: &str) {
+    pub fn remove(&self, store: &Store, id: &str) -> Result<(), StoreError> {
+        if store.is_shared() {
+            store.remove_sessions(Some(id), None, |_| false)?;
+        }
         self.map.lock().expect("sessions lock").remove(id);
+        Ok(())
     }
 
     /// Ends every session of a user (e.g. after a password change).
-    pub fn remove_user(&self, user_uuid: &str) {
-        self.remove_user_except(user_uuid, None);
+    pub fn remove_user(&self, store: &Store, user_uuid: &str) -> Result<(), StoreError> {
+        self.remove_user_except(store, user_uuid, None)
     }
 
     /// Ends every session of a user but `keep` (the one that changed its own password).
-    pub fn remove_user_except(&self, user_uuid: &str, keep: Option<&str>) {
+    pub fn remove_user_except(
+        &self,
+        store: &Store,
+        user_uuid: &str,
+        keep: Option<&str>,
+    ) -> Result<(), StoreError> {
+        if store.is_shared() {
+            store.remove_sessions(None, Some((user_uuid, keep)), |_| false)?;
+        }
         self.map
             .lock()
             .expect("sessions lock")
@@ -309,6 +418,20 @@ impl Sessions {
             .lock()
             .expect("cache lock")
             .retain(|_, (u, _)| u != user_uuid);
+        Ok(())
+    }
+
+    /// Drops what this runtime remembers of sessions another runtime changed (`None`:
+    /// all of them) and of verified credentials, so they are read again from the store.
+    pub fn forget(&self, ids: Option<&std::collections::BTreeSet<String>>) {
+        {
+            let mut map = self.map.lock().expect("sessions lock");
+            match ids {
+                Some(ids) => map.retain(|id, _| !ids.contains(id)),
+                None => map.clear(),
+            }
+        }
+        self.basic_cache.lock().expect("cache lock").clear();
     }
 
     /// Whether these credentials were verified for this user in the last five minutes.
@@ -469,24 +592,26 @@ mod tests {
 
     #[test]
     fn sessions_expire_when_idle() {
+        let store = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let s = Sessions::new(Duration::from_millis(0), Duration::from_secs(60));
-        let id = s.create("u", None);
-        assert!(s.get(&id).is_none());
+        let id = s.create(&store, "u", None).unwrap();
+        assert!(s.get(&store, &id).unwrap().is_none());
         let s = Sessions::new(Duration::from_secs(60), Duration::from_secs(60));
-        let id = s.create("u", None);
-        assert_eq!(s.get(&id).unwrap().user_uuid, "u");
-        s.remove(&id);
-        assert!(s.get(&id).is_none());
+        let id = s.create(&store, "u", None).unwrap();
+        assert_eq!(s.get(&store, &id).unwrap().unwrap().user_uuid, "u");
+        s.remove(&store, &id).unwrap();
+        assert!(s.get(&store, &id).unwrap().is_none());
     }
 
     #[test]
     fn sessions_end_at_their_absolute_limit_however_active() {
         // EMR_SESSION_MAX_HOURS: an active session (idle limit far away) still ends.
+        let store = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let s = Sessions::new(Duration::from_secs(3600), Duration::from_millis(0));
-        let id = s.create("u", None);
-        assert!(s.get(&id).is_none());
+        let id = s.create(&store, "u", None).unwrap();
+        assert!(s.get(&store, &id).unwrap().is_none());
         let s = Sessions::new(Duration::from_secs(3600), Duration::from_secs(3600));
-        let id = s.create("u", None);
-        assert!(s.get(&id).is_some());
+        let id = s.create(&store, "u", None).unwrap();
+        assert!(s.get(&store, &id).unwrap().is_some());
     }
 }

@@ -94,6 +94,12 @@ fn main() -> ExitCode {
                 }
             };
         }
+        Some(Command::CheckStore | Command::CompactStore) if config.database.is_some() => {
+            tracing::error!(
+                "check-store and compact-store read the redb file; a PostgreSQL store is checked and compacted with PostgreSQL's own tools (pg_amcheck, VACUUM)"
+            );
+            return ExitCode::from(2);
+        }
         Some(Command::CheckStore) => return check_store(&config),
         Some(Command::CompactStore) => {
             let path = config.data_dir.join("store.redb");

@@ -13,6 +13,11 @@ use crate::store::{Store, StoreResult};
 
 const BUNDLE_HASH: &str = "bundle_hash";
 
+/// The content hash of the bundle the store was last served with (`None` for a new store).
+pub fn served_content(store: &Store) -> StoreResult<Option<String>> {
+    store.meta(BUNDLE_HASH)
+}
+
 /// Applies the start-up rule; returns the properties whose API-made values were dropped.
 pub fn apply_new_bundle(store: &Store, catalog: &Catalog) -> StoreResult<Vec<String>> {
     let hash = &catalog.header.content_hash;

@@ -11,6 +11,25 @@ use axum::response::{IntoResponse, Response};
 pub async fn started(
     axum::extract::State(state): axum::extract::State<std::sync::Arc<crate::http::AppState>>,
 ) -> Response {
+    let st = state.clone();
+    let unreachable = match state.store.server() {
+        Some(_) => tokio::task::spawn_blocking(move || {
+            st.store.server().and_then(|pg| pg.reachable().err())
+        })
+        .await
+        .ok()
+        .flatten(),
+        None => None,
+    };
+    if let Some(e) = unreachable {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::json!({"status": "database-unreachable", "detail": e.to_string()})
+                .to_string(),
+        )
+            .into_response();
+    }
     let (status, body) = match state.store.write_failure() {
         None => (StatusCode::OK, serde_json::json!({"status": "started"})),
         Some(f) => (

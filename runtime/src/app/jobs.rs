@@ -11,8 +11,19 @@ pub fn spawn_auto_close(state: std::sync::Arc<AppState>, every: std::time::Durat
         loop {
             tick.tick().await;
             let st = state.clone();
-            match tokio::task::spawn_blocking(move || close_stale_visits(&st.clinic(), Utc::now()))
-                .await
+            match tokio::task::spawn_blocking(move || {
+                // Several runtimes on one database: the one that takes the jobs' lock runs
+                // it, the others skip this round.
+                let _alone = match st.store.server() {
+                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::Jobs)? {
+                        Some(held) => Some(held),
+                        None => return Ok(0),
+                    },
+                    None => None,
+                };
+                close_stale_visits(&st.clinic(), Utc::now())
+            })
+            .await
             {
                 Ok(Ok(0)) => {}
                 Ok(Ok(n)) => tracing::info!(

@@ -279,7 +279,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         let mut session_id = None;
         let mut session = None;
         if let Some(id) = cookie(headers, SESSION_COOKIE)
-            && let Some(s) = state.sessions.get(&id)
+            && let Some(s) = state.sessions.get(&state.store, &id)?
         {
             match state.store.user_shared(&s.user_uuid) {
                 Ok(Some(u)) if !u.retired => {
@@ -287,7 +287,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                     session_id = Some(id);
                     session = Some(s);
                 }
-                Ok(_) => state.sessions.remove(&id),
+                Ok(_) => state.sessions.remove(&state.store, &id)?,
                 Err(e) => return Err(ApiError::from(e)),
             }
         }

@@ -43,6 +43,30 @@ pub struct Config {
     /// at once, and how long a request's headers (or a kept-alive connection's next ones)
     /// may take to arrive.
     pub connections: crate::serve::Limits,
+    /// `EMR_DATABASE_URL` (with `EMR_DATABASE_PASSWORD` and `EMR_DATABASE_SCHEMA`, default
+    /// `emr`): the store in PostgreSQL, shared by every runtime given the same; without
+    /// it, the redb file in the data directory.
+    pub database: Option<Database>,
+    /// `EMR_CONTENT_UPGRADE=true`: this runtime may serve a shared store whose content was
+    /// last served by a runtime built with other content (the first runtime of an upgrade,
+    /// once the old ones are stopped). Without it such a runtime refuses to start.
+    pub content_upgrade: bool,
+}
+
+/// Where the shared store lives.
+#[derive(Clone)]
+pub struct Database {
+    pub url: String,
+    /// Kept out of the URL, so that it is not written where URLs are.
+    pub password: Option<String>,
+    pub schema: String,
+}
+
+impl std::fmt::Debug for Database {
+    // The URL may carry a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Database {{ schema: {:?} }}", self.schema)
+    }
 }
 
 impl Config {
@@ -78,7 +102,14 @@ impl Config {
             })
             .transpose()?
             .unwrap_or(1024 * 1024);
+        let database = var("EMR_DATABASE_URL").map(|url| Database {
+            url,
+            password: var("EMR_DATABASE_PASSWORD"),
+            schema: var("EMR_DATABASE_SCHEMA").unwrap_or_else(|| "emr".into()),
+        });
         Ok(Config {
+            database,
+            content_upgrade: var("EMR_CONTENT_UPGRADE").is_some_and(|v| v == "true" || v == "1"),
             app_path,
             listen,
             data_dir: var("EMR_DATA_DIR")
@@ -115,6 +146,8 @@ impl Config {
             spa: &[],
             trusted_proxies: crate::throttle::Networks::default(),
             connections: crate::serve::Limits::default(),
+            database: None,
+            content_upgrade: false,
         }
     }
 }

@@ -187,4 +187,49 @@ impl Store {
         self.count_cache_change();
         removed
     }
+
+    // Sessions shared by the runtimes of one database.
+
+    pub fn session(&self, id: &str) -> StoreResult<Option<SessionRecord>> {
+        let txn = self.begin_read()?;
+        let t = txn.open_table(SESSIONS)?;
+        t.get(id)?
+            .map(|v| decode("sessions", v.value()))
+            .transpose()
+    }
+
+    pub fn put_session(&self, id: &str, session: &SessionRecord) -> StoreResult<()> {
+        self.write(|txn| {
+            txn.open_table(SESSIONS)?
+                .insert(id, encode(session).as_slice())?;
+            Ok(())
+        })
+    }
+
+    /// Ends sessions: `id` alone, or every one of `user` but `keep`, and those idle or
+    /// older than allowed (`expired`).
+    pub fn remove_sessions(
+        &self,
+        id: Option<&str>,
+        user: Option<(&str, Option<&str>)>,
+        expired: impl Fn(&SessionRecord) -> bool,
+    ) -> StoreResult<()> {
+        self.write(|txn| {
+            let mut t = txn.open_table(SESSIONS)?;
+            let mut gone = Vec::new();
+            for row in t.iter()? {
+                let (k, v) = row?;
+                let s: SessionRecord = decode("sessions", v.value())?;
+                let key = k.value();
+                let of_user = user.is_some_and(|(u, keep)| s.user_uuid == u && keep != Some(key));
+                if Some(key) == id || of_user || expired(&s) {
+                    gone.push(key.to_string());
+                }
+            }
+            for key in gone {
+                t.remove(key.as_str())?;
+            }
+            Ok(())
+        })
+    }
 }

@@ -48,6 +48,10 @@ const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
 const USERNAMES: TableDefinition<&str, &str> = TableDefinition::new("usernames");
 const SETTINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("settings");
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
+/// Session id → `SessionRecord`: logins shared by the runtimes of one PostgreSQL store
+/// (on redb sessions live in the process's memory and this table stays empty). Not in
+/// backups: a restored system starts with everyone logged out.
+const SESSIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("sessions");
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -186,6 +190,20 @@ pub struct UserRecord {
     /// Why and by whom the account was retired.
     #[serde(default)]
     pub retiring: Option<crate::store::record::Voiding>,
+}
+
+/// A login shared by several runtimes (`Store::put_session`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub user_uuid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// Unix milliseconds.
+    pub created_ms: i64,
+    /// Unix milliseconds of the last request seen by any runtime (kept to the minute).
+    pub last_seen_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -424,7 +442,17 @@ impl Store {
     /// version checked and recorded, in one write transaction, so runtimes starting
     /// together do it one at a time.
     pub fn connect(url: &str, schema: &str, registry: &'static Registry) -> StoreResult<Store> {
-        let engine = pg::Engine::connect(url, schema)?;
+        Store::connect_with(url, None, schema, registry)
+    }
+
+    /// `connect`, with the password apart from the URL.
+    pub fn connect_with(
+        url: &str,
+        password: Option<&str>,
+        schema: &str,
+        registry: &'static Registry,
+    ) -> StoreResult<Store> {
+        let engine = pg::Engine::connect(url, password, schema)?;
         let store = Store::init_on(None, Some(engine.clone()), Medium::Server, registry)?;
         let (by_uuid, by_name, settings) = (
             store.users_by_uuid.clone(),
@@ -502,6 +530,7 @@ impl Store {
                 txn.open_table(USERNAMES)?;
                 txn.open_table(SETTINGS)?;
                 txn.open_table(COUNTERS)?;
+                txn.open_table(SESSIONS)?;
                 for table in store.registry.records {
                     (table.create)(txn)?;
                 }

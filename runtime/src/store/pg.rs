@@ -117,10 +117,16 @@ fn quote(ident: &str) -> String {
 impl Engine {
     /// Connects to `url` (a `postgres://` URL or key=value string) and works in `schema`,
     /// created if missing.
-    pub fn connect(url: &str, schema: &str) -> StoreResult<Arc<Engine>> {
+    pub fn connect(url: &str, password: Option<&str>, schema: &str) -> StoreResult<Arc<Engine>> {
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::Redb(format!("EMR_DATABASE_URL: {e}")))?;
+        if let Some(p) = password {
+            config.password(p);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("emr-runtime");
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(5));
         }
@@ -217,7 +223,9 @@ impl Engine {
         Ok(())
     }
 
-    fn lock_args(&self, lock: Lock) -> (i32, i32) {
+    /// The two keys of `lock` in this schema, as `pg_advisory_lock(int, int)` takes them
+    /// (`pg_locks` shows them as `classid` and `objid`).
+    pub fn lock_args(&self, lock: Lock) -> (i32, i32) {
         (self.lock_space, lock as i32)
     }
 
@@ -260,8 +268,22 @@ impl Engine {
 
     /// Listens for other runtimes' change notices, calling `on` with each (and with
     /// `Notice::Lost` whenever the listening connection was lost), until the engine is
-    /// dropped. Reconnects by itself.
+    /// dropped. Reconnects by itself. `on` runs on a thread of its own, in the order the
+    /// notices came, and may read the store (this engine's own thread drives the
+    /// connections, so it must never wait for one).
     pub fn listen(self: &Arc<Self>, on: Arc<dyn Fn(Notice) + Send + Sync>) {
+        let (deliver, notices) = std::sync::mpsc::channel::<Notice>();
+        let spawned = std::thread::Builder::new()
+            .name("store-changes".into())
+            .spawn(move || {
+                for notice in notices {
+                    on(notice);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot follow other runtimes' changes: {e}");
+            return;
+        }
         let weak = Arc::downgrade(self);
         let config = self.config.clone();
         self.handle.spawn(async move {
@@ -289,15 +311,23 @@ impl Engine {
                         .await
                         .is_ok()
                     {
-                        if !first {
-                            on(Notice::Lost);
+                        // Whatever changed while no one listened is unknown.
+                        if !first && deliver.send(Notice::Lost).is_err() {
+                            return;
                         }
                         while let Some(payload) = rx.recv().await {
-                            if let Some(touched) = parse_notice(&payload, &instance) {
-                                on(Notice::Changed(touched));
+                            if let Some(touched) = parse_notice(&payload, &instance)
+                                && deliver.send(Notice::Changed(touched)).is_err()
+                            {
+                                return;
                             }
                         }
-                        on(Notice::Lost);
+                        tracing::warn!(
+                            "the connection that follows other runtimes' changes was lost"
+                        );
+                        if deliver.send(Notice::Lost).is_err() {
+                            return;
+                        }
                     }
                     pump.abort();
                 }

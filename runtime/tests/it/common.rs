@@ -18,9 +18,9 @@ pub fn state() -> Arc<AppState> {
     state_with(EMBEDDED_BUNDLE.to_vec(), test_store())
 }
 
-/// A new, empty store on the backend the suite runs on: redb in memory, or, when
-/// `EMR_TEST_DATABASE_URL` names a PostgreSQL server, a schema of its own there (so tests
-/// stay independent and run in parallel).
+/// A new, empty store on the backend the suite runs on: redb in memory, or, with
+/// `EMR_TEST_BACKEND=postgres`, a schema of its own on the `EMR_TEST_POSTGRES` server (so
+/// tests stay independent and run in parallel).
 pub fn test_store() -> Store {
     match test_database() {
         Some(url) => Store::connect(&url, &new_schema(), &runtime::domains::REGISTRY).unwrap(),
@@ -28,11 +28,13 @@ pub fn test_store() -> Store {
     }
 }
 
-/// The PostgreSQL server the suite runs against, if any.
+/// The PostgreSQL server the suite runs against, if it runs against one.
 pub fn test_database() -> Option<String> {
-    std::env::var("EMR_TEST_DATABASE_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
+    match std::env::var("EMR_TEST_BACKEND").as_deref() {
+        Ok("postgres") => Some(crate::cluster::server()),
+        Ok("redb") | Ok("") | Err(_) => None,
+        Ok(other) => panic!("EMR_TEST_BACKEND={other}: redb or postgres"),
+    }
 }
 
 /// A schema name no other test of any run uses.

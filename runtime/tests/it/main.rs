@@ -1,12 +1,15 @@
 //! The runtime's one integration-test binary.
 //!
 //! - `router_*`: the API through `app(state).oneshot(…)`, without a socket, over an
-//!   in-memory store and the embedded distribution bundle (or fixture bundles);
+//!   in-memory store (or, with `EMR_TEST_BACKEND=postgres`, a PostgreSQL schema of its
+//!   own) and the embedded distribution bundle (or fixture bundles);
 //! - `lifecycle`: start-up rules (overlay of a new bundle, reload, restart);
 //! - `process`: the real binary over TCP: crash safety, SIGTERM, the operating procedure;
+//! - `cluster`: several runtime processes on one PostgreSQL database (`EMR_TEST_POSTGRES`);
 //! - `store_faults`: injected faults: a full disk, a stalled backup, altered backups,
 //!   damaged store files, `check-store`.
 
+mod cluster;
 mod common;
 mod layering;
 mod lifecycle;

@@ -395,7 +395,7 @@ pub async fn update(
                             ));
                         };
                         user.locked_until = Some(from + lock_wait_ms);
-                        st.sessions.remove_user(&user.uuid);
+                        st.sessions.remove_user(&st.store, &user.uuid)?;
                     }
                     None => {
                         user.locked_until = None;
@@ -432,11 +432,11 @@ pub async fn update(
             user.password_hash = crate::auth::hash_password(&p);
             user.failed_logins = 0;
             user.locked_until = None;
-            st.sessions.remove_user(&user.uuid);
+            st.sessions.remove_user(&st.store, &user.uuid)?;
         }
         match retired {
             Some(true) if !user.retired => {
-                retire(&st, &mut user, &editor, "retired through the API")
+                retire(&st, &mut user, &editor, "retired through the API")?
             }
             Some(false) => {
                 user.retired = false;
@@ -461,12 +461,17 @@ pub async fn update(
 }
 
 /// Marks an account retired and ends its sessions.
-fn retire(state: &AppState, user: &mut UserRecord, by: &str, reason: &str) {
+fn retire(
+    state: &AppState,
+    user: &mut UserRecord,
+    by: &str,
+    reason: &str,
+) -> Result<(), crate::store::StoreError> {
     let mut v = Voiding::default();
     v.void(by, chrono::Utc::now(), reason);
     user.retired = true;
     user.retiring = Some(v);
-    state.sessions.remove_user(&user.uuid);
+    state.sessions.remove_user(&state.store, &user.uuid)
 }
 
 /// `DELETE user/{uuid}[?reason=…][&purge=true]`: retires the account (its sessions end at
@@ -493,10 +498,10 @@ pub async fn delete(
         let _one_writer = st.store.write_lock();
         let mut user = st.store.user(&uuid)?.ok_or(ApiError::NotFound)?;
         if purge {
-            st.sessions.remove_user(&user.uuid);
+            st.sessions.remove_user(&st.store, &user.uuid)?;
             st.store.remove_user(&user)?;
         } else {
-            retire(&st, &mut user, &by, &reason);
+            retire(&st, &mut user, &by, &reason)?;
             st.store.put_user(&user)?;
         }
         Ok(())
@@ -533,7 +538,7 @@ pub async fn change_own(
         set_password(&st, &mut user, &new, policy)?;
         // Other sessions of this user end; the one that changed it stays.
         st.sessions
-            .remove_user_except(&user.uuid, session.as_deref());
+            .remove_user_except(&st.store, &user.uuid, session.as_deref())?;
         Ok(())
     })
     .await?;
@@ -557,7 +562,7 @@ pub async fn reset(
         let _one_writer = st.store.write_lock();
         let mut user = st.store.user(&uuid)?.ok_or(ApiError::NotFound)?;
         set_password(&st, &mut user, &new, policy)?;
-        st.sessions.remove_user(&user.uuid);
+        st.sessions.remove_user(&st.store, &user.uuid)?;
         Ok(())
     })
     .await?;

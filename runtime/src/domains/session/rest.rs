@@ -102,7 +102,7 @@ pub async fn get(
     let new_session = if method == axum::http::Method::HEAD {
         None
     } else {
-        open_session(&state, &mut caller)
+        open_session(&state, &mut caller)?
     };
     let mut res = ok(session_body(&state, &caller)?);
     if let Some(id) = new_session {
@@ -119,21 +119,26 @@ pub async fn get(
 
 /// Gives a caller authenticated by Basic credentials (and no session yet) a session;
 /// returns its id, for the cookie.
-fn open_session(state: &AppState, caller: &mut Caller) -> Option<String> {
+fn open_session(
+    state: &AppState,
+    caller: &mut Caller,
+) -> Result<Option<String>, crate::store::StoreError> {
     if caller.session.is_some() {
-        return None;
+        return Ok(None);
     }
-    let user = caller.user.as_ref()?;
+    let Some(user) = caller.user.as_ref() else {
+        return Ok(None);
+    };
     let catalog = state.catalog.load();
     let location = user
         .properties
         .get("defaultLocation")
         .filter(|l| catalog.location(l).is_some())
         .cloned();
-    let id = state.sessions.create(&user.uuid, location);
-    caller.session = state.sessions.get(&id);
+    let id = state.sessions.create(&state.store, &user.uuid, location)?;
+    caller.session = state.sessions.get(&state.store, &id)?;
     caller.session_id = Some(id.clone());
-    Some(id)
+    Ok(Some(id))
 }
 
 /// Accepts `fr`, `en-GB` or `en_GB` if the content allows it; returns the OpenMRS form.
@@ -197,17 +202,17 @@ pub async fn post(
     }
     // Basic credentials log in here as with GET (OpenMRS clients, the O3 end-to-end
     // tooling, post their credentials).
-    let new_session = open_session(&state, &mut caller);
+    let new_session = open_session(&state, &mut caller)?;
     if let Some(id) = caller.session_id.clone() {
-        state.sessions.update(&id, |s| {
+        state.sessions.update(&state.store, &id, |s| {
             if let Some(l) = &locale {
                 s.locale = Some(l.clone());
             }
             if let Some(l) = &location {
                 s.location = Some(l.clone());
             }
-        });
-        caller.session = state.sessions.get(&id);
+        })?;
+        caller.session = state.sessions.get(&state.store, &id)?;
     }
     let mut res = ok(session_body(&state, &caller)?);
     if let Some(id) = new_session {
@@ -223,9 +228,9 @@ pub async fn post(
 }
 
 /// `DELETE session`: ends the session; 204 and an expired cookie.
-pub async fn delete(State(state): State<Arc<AppState>>, caller: Caller) -> Response {
+pub async fn delete(State(state): State<Arc<AppState>>, caller: Caller) -> ApiResult<Response> {
     if let Some(id) = &caller.session_id {
-        state.sessions.remove(id);
+        state.sessions.remove(&state.store, id)?;
     }
     let mut res = StatusCode::NO_CONTENT.into_response();
     set_session_cookie(&mut res, &state, &caller, "", 0);
@@ -233,7 +238,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, caller: Caller) -> Respo
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json;charset=UTF-8"),
     );
-    res
+    Ok(res)
 }
 
 /// Sets the session cookie (an empty value with no age expires it): `HttpOnly`,

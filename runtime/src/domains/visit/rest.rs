@@ -282,6 +282,9 @@ pub async fn create(
     let rep = rep_of(&query)?;
     let st = state.clone();
     let v = blocking(move || {
+        // The overlap rule reads the patient's other visits: two new visits checked at once
+        // would each find none.
+        let _one_writer = st.store.write_lock();
         if store::get(&st.store, &v.uuid)?.is_some() {
             return Err(ApiError::BadRequest(format!(
                 "A visit with uuid {} already exists",

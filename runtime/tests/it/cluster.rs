@@ -1,0 +1,648 @@
+//! Several runtime processes on one PostgreSQL database (`EMR_TEST_POSTGRES`, a server the
+//! test command starts with `tools/pg-test-cluster.sh`): the rules that redb's single
+//! writer keeps in one process, raced across processes, and what one runtime's change does
+//! to the others' memory (sessions, the search index). Each test works in a schema of its
+//! own.
+
+use crate::common::new_schema;
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const PASSWORD: &str = "Cluster-pass-1";
+const REST: &str = "/openmrs/ws/rest/v1";
+const OUTPATIENT: &str = "f19c6fdb-bd43-41e7-bb4c-cc892e489c25";
+
+/// The PostgreSQL server of the multi-runtime tests.
+pub fn server() -> String {
+    std::env::var("EMR_TEST_POSTGRES").ok().filter(|u| !u.is_empty()).expect(
+        "the multi-runtime tests need a PostgreSQL server: \
+         EMR_TEST_POSTGRES=$(bash tools/pg-test-cluster.sh start /tmp/emr-pg) (the test command, .ci/test.sh, starts one)",
+    )
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runtimes sharing one schema; killed when dropped.
+struct Cluster {
+    schema: String,
+    data: tempfile::TempDir,
+    runtimes: Vec<(Child, u16)>,
+}
+
+impl Cluster {
+    fn new(n: usize) -> Cluster {
+        let mut c = Cluster {
+            schema: new_schema(),
+            data: tempfile::tempdir().unwrap(),
+            runtimes: Vec::new(),
+        };
+        for _ in 0..n {
+            c.add();
+        }
+        c
+    }
+
+    fn command(&self, port: u16) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_runtime"));
+        cmd.env("EMR_DATABASE_URL", server())
+            .env("EMR_DATABASE_SCHEMA", &self.schema)
+            .env("EMR_DATA_DIR", self.data.path())
+            .env("EMR_LISTEN", format!("127.0.0.1:{port}"))
+            .env("EMR_ADMIN_PASSWORD", PASSWORD)
+            .env("EMR_LOG", "warn")
+            .stdout(Stdio::null());
+        cmd
+    }
+
+    /// Starts one more runtime and waits until it serves.
+    fn add(&mut self) -> u16 {
+        let port = free_port();
+        let child = self.command(port).stderr(Stdio::null()).spawn().unwrap();
+        wait_ready(port);
+        self.runtimes.push((child, port));
+        port
+    }
+
+    fn port(&self, i: usize) -> u16 {
+        self.runtimes[i % self.runtimes.len()].1
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (child, _) in &mut self.runtimes {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+enum Auth<'a> {
+    Basic,
+    Cookie(&'a str),
+}
+
+struct Answer {
+    status: u16,
+    head: String,
+    body: serde_json::Value,
+}
+
+/// One HTTP/1.1 exchange on its own connection; `None` when the runtime does not answer.
+fn http(port: u16, method: &str, path: &str, body: Option<&str>, auth: Auth) -> Option<Answer> {
+    use base64::Engine;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let auth = match auth {
+        Auth::Basic => format!(
+            "Authorization: Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"))
+        ),
+        Auth::Cookie(c) => format!("Cookie: JSESSIONID={c}"),
+    };
+    let body = body.unwrap_or("");
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let status = out.split_whitespace().nth(1)?.parse().ok()?;
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    Some(Answer {
+        status,
+        head: head.to_string(),
+        body: serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    })
+}
+
+fn wait_ready(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Some(Answer { status: 200, .. }) =
+            http(port, "GET", "/openmrs/health/started", None, Auth::Basic)
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the runtime did not become ready");
+}
+
+/// Waits for `done` (another runtime's change reaches this one by a notice, a few
+/// milliseconds later), failing after ten seconds.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{what}: not seen within ten seconds");
+}
+
+fn identifier_type() -> String {
+    runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE)
+        .unwrap()
+        .identifier_type("Numéro patient DSE")
+        .unwrap()
+        .uuid
+        .clone()
+}
+
+fn new_patient(port: u16, given: &str, identifier: &str, type_uuid: &str) -> Option<String> {
+    let body = serde_json::json!({
+        "person": {"names": [{"givenName": given, "familyName": "Kabongo"}], "gender": "F", "birthdate": "1990-05-01"},
+        "identifiers": [{"identifier": identifier, "identifierType": type_uuid, "preferred": true}]
+    })
+    .to_string();
+    let a = http(
+        port,
+        "POST",
+        &format!("{REST}/patient"),
+        Some(&body),
+        Auth::Basic,
+    )?;
+    (a.status == 201).then(|| a.body["uuid"].as_str().unwrap().to_string())
+}
+
+fn generated(port: u16, source: &str) -> String {
+    let a = http(
+        port,
+        "POST",
+        &format!("{REST}/idgen/identifiersource/{source}/identifier"),
+        Some("{}"),
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.body["identifier"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn runtimes_racing_never_give_an_identifier_twice() {
+    let cluster = Cluster::new(3);
+    let sources = http(
+        cluster.port(0),
+        "GET",
+        &format!("{REST}/idgen/identifiersource"),
+        None,
+        Auth::Basic,
+    )
+    .unwrap();
+    let source = sources.body["results"][0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let type_uuid = identifier_type();
+    let given = Arc::new(Mutex::new(Vec::new()));
+    let patients = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|s| {
+        for t in 0..12 {
+            let (port, source, type_uuid) = (cluster.port(t), &source, &type_uuid);
+            let (given, patients) = (given.clone(), patients.clone());
+            s.spawn(move || {
+                for n in 0..15 {
+                    let id = generated(port, source);
+                    given.lock().unwrap().push(id.clone());
+                    // Every third one registers a patient with it, as registration does.
+                    if n % 3 == 0 {
+                        let p = new_patient(port, &format!("Course{t}x{n}"), &id, type_uuid);
+                        patients.lock().unwrap().push(p.expect("registered"));
+                    }
+                }
+            });
+        }
+    });
+    let given = given.lock().unwrap();
+    assert_eq!(given.len(), 180);
+    assert_eq!(
+        given.iter().collect::<HashSet<_>>().len(),
+        given.len(),
+        "an identifier was given twice"
+    );
+    assert_eq!(patients.lock().unwrap().len(), 60);
+    // The same identifier entered on two runtimes at once: one registration only.
+    let taken = Arc::new(Mutex::new(0));
+    let id = generated(cluster.port(0), &source);
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let (port, id, type_uuid, taken) = (cluster.port(t), &id, &type_uuid, taken.clone());
+            s.spawn(move || {
+                if new_patient(port, "Doublon", id, type_uuid).is_some() {
+                    *taken.lock().unwrap() += 1;
+                }
+            });
+        }
+    });
+    assert_eq!(*taken.lock().unwrap(), 1);
+}
+
+#[test]
+fn the_visit_overlap_rule_holds_across_runtimes() {
+    let cluster = Cluster::new(2);
+    let type_uuid = identifier_type();
+    let source = http(
+        cluster.port(0),
+        "GET",
+        &format!("{REST}/idgen/identifiersource"),
+        None,
+        Auth::Basic,
+    )
+    .unwrap()
+    .body["results"][0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for round in 0..10 {
+        let id = generated(cluster.port(0), &source);
+        let patient =
+            new_patient(cluster.port(0), &format!("Visite{round}"), &id, &type_uuid).unwrap();
+        let started = Arc::new(Mutex::new(Vec::new()));
+        let together = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (port, patient, started, together) =
+                    (cluster.port(t), &patient, started.clone(), &together);
+                s.spawn(move || {
+                    let body = serde_json::json!({"patient": patient, "visitType": OUTPATIENT})
+                        .to_string();
+                    together.wait();
+                    let a = http(
+                        port,
+                        "POST",
+                        &format!("{REST}/visit"),
+                        Some(&body),
+                        Auth::Basic,
+                    )
+                    .unwrap();
+                    started.lock().unwrap().push(a.status);
+                });
+            }
+        });
+        let statuses = started.lock().unwrap().clone();
+        assert_eq!(
+            statuses.iter().filter(|s| **s == 201).count(),
+            1,
+            "round {round}: {statuses:?}"
+        );
+        assert!(
+            statuses.iter().all(|s| *s == 201 || *s == 400),
+            "{statuses:?}"
+        );
+        let visits = http(
+            cluster.port(1),
+            "GET",
+            &format!("{REST}/visit?patient={patient}&includeInactive=true"),
+            None,
+            Auth::Basic,
+        )
+        .unwrap();
+        assert_eq!(visits.body["results"].as_array().unwrap().len(), 1);
+    }
+}
+
+fn login(port: u16) -> String {
+    let a = http(port, "GET", &format!("{REST}/session"), None, Auth::Basic).unwrap();
+    assert_eq!(a.body["authenticated"], true);
+    a.head
+        .lines()
+        .find_map(|l| {
+            let l = l.to_ascii_lowercase();
+            l.strip_prefix("set-cookie: jsessionid=")
+                .map(|v| v.split(';').next().unwrap().to_uppercase())
+        })
+        .expect("a session cookie")
+}
+
+fn authenticated(port: u16, cookie: &str) -> bool {
+    http(
+        port,
+        "GET",
+        &format!("{REST}/session"),
+        None,
+        Auth::Cookie(cookie),
+    )
+    .unwrap()
+    .body["authenticated"]
+        == true
+}
+
+#[test]
+fn a_login_holds_on_every_runtime_and_a_logout_ends_it_on_all() {
+    let cluster = Cluster::new(2);
+    let (a, b) = (cluster.port(0), cluster.port(1));
+    let cookie = login(a);
+    assert!(
+        authenticated(b, &cookie),
+        "a login on one runtime is valid on the other"
+    );
+    let out = http(
+        a,
+        "DELETE",
+        &format!("{REST}/session"),
+        None,
+        Auth::Cookie(&cookie),
+    )
+    .unwrap();
+    assert_eq!(out.status, 204);
+    eventually("the logout on the other runtime", || {
+        !authenticated(b, &cookie)
+    });
+    assert!(!authenticated(a, &cookie));
+    // A session another runtime never saw before the logout is refused too.
+    let second = login(b);
+    let out = http(
+        b,
+        "DELETE",
+        &format!("{REST}/session"),
+        None,
+        Auth::Cookie(&second),
+    )
+    .unwrap();
+    assert_eq!(out.status, 204);
+    assert!(!authenticated(a, &second));
+}
+
+#[test]
+fn a_patient_registered_on_one_runtime_is_found_by_the_others() {
+    let cluster = Cluster::new(2);
+    let type_uuid = identifier_type();
+    let id = runtime::identifiers::with_check("777001", Some(crate::common::MOD30)).unwrap();
+    let uuid = new_patient(cluster.port(0), "Wivine", &id, &type_uuid).unwrap();
+    let found = |q: &str| {
+        http(
+            cluster.port(1),
+            "GET",
+            &format!("{REST}/patient?q={q}&v=default"),
+            None,
+            Auth::Basic,
+        )
+        .unwrap()
+        .body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["uuid"] == uuid.as_str())
+    };
+    eventually("the new patient in the other runtime's search", || {
+        found("wivine")
+    });
+    assert!(found(&id));
+    let voided = http(
+        cluster.port(0),
+        "DELETE",
+        &format!("{REST}/patient/{uuid}?reason=doublon"),
+        None,
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(voided.status, 204);
+    eventually(
+        "the voided patient gone from the other runtime's search",
+        || !found("wivine"),
+    );
+}
+
+#[test]
+fn kill_9_of_one_runtime_loses_no_acknowledged_write_and_the_other_serves_on() {
+    let mut cluster = Cluster::new(2);
+    let type_uuid = identifier_type();
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ports = [cluster.port(0), cluster.port(1)];
+    let writers: Vec<_> = (0..32)
+        .map(|t| {
+            let (ack, stop, type_uuid) = (acknowledged.clone(), stop.clone(), type_uuid.clone());
+            std::thread::spawn(move || {
+                for n in 0..200 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let i = t * 1000 + n;
+                    let id = runtime::identifiers::with_check(
+                        &format!("{}", 500000 + i),
+                        Some(crate::common::MOD30),
+                    )
+                    .unwrap();
+                    let port = ports[i % 2];
+                    if let Some(uuid) = new_patient(port, &format!("Panne{i}"), &id, &type_uuid) {
+                        ack.lock().unwrap().push(uuid);
+                    }
+                }
+            })
+        })
+        .collect();
+    eventually("a hundred acknowledged writes", || {
+        acknowledged.lock().unwrap().len() >= 100
+    });
+    let (mut victim, _) = cluster.runtimes.remove(0);
+    Command::new("kill")
+        .args(["-9", &victim.id().to_string()])
+        .status()
+        .unwrap();
+    victim.wait().unwrap();
+    // The survivor keeps serving while the writers go on against it alone.
+    let before = acknowledged.lock().unwrap().len();
+    eventually("writes acknowledged by the surviving runtime", || {
+        acknowledged.lock().unwrap().len() >= before + 50
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    let survivor = cluster.port(0);
+    for uuid in acknowledged.lock().unwrap().iter() {
+        let a = http(
+            survivor,
+            "GET",
+            &format!("{REST}/patient/{uuid}"),
+            None,
+            Auth::Basic,
+        )
+        .unwrap();
+        assert_eq!(a.status, 200, "acknowledged patient {uuid} lost");
+    }
+    // A runtime started again joins the one that stayed.
+    let back = cluster.add();
+    let first = acknowledged.lock().unwrap()[0].clone();
+    let a = http(
+        back,
+        "GET",
+        &format!("{REST}/patient/{first}"),
+        None,
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(a.status, 200);
+}
+
+#[test]
+fn a_runtime_with_other_content_refuses_the_database_until_told_to_upgrade() {
+    let mut cluster = Cluster::new(1);
+    {
+        let store =
+            runtime::store::Store::connect(&server(), &cluster.schema, &runtime::domains::REGISTRY)
+                .unwrap();
+        store
+            .set_meta("bundle_hash", "content-of-another-build")
+            .unwrap();
+    }
+    let port = free_port();
+    let out = cluster
+        .command(port)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("content-of-another-build") && said.contains("EMR_CONTENT_UPGRADE=true"),
+        "{said}"
+    );
+    let port = free_port();
+    let child = cluster
+        .command(port)
+        .env("EMR_CONTENT_UPGRADE", "true")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(port);
+    cluster.runtimes.push((child, port));
+}
+
+#[test]
+fn a_read_check_write_on_one_runtime_waits_for_another_runtimes() {
+    let schema = new_schema();
+    let open =
+        || runtime::store::Store::connect(&server(), &schema, &runtime::domains::REGISTRY).unwrap();
+    let (a, b) = (open(), open());
+    let (space, clinical) = a
+        .server()
+        .unwrap()
+        .lock_args(runtime::store::pg::Lock::Clinical);
+    let (space, clinical) = (space as u32 as i64, clinical as i64);
+    let held = a.write_lock();
+    let acquired = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _second = b.write_lock();
+            acquired.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        // The other runtime's request is seen waiting on the lock by the server itself.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        eventually("the second runtime waiting for the clinical lock", || {
+            rt.block_on(async {
+                let (client, conn) = tokio_postgres::connect(&server(), tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                let row = client
+                    .query_one(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                         AND classid::bigint = $1 AND objid::bigint = $2",
+                        &[&space, &clinical],
+                    )
+                    .await
+                    .unwrap();
+                row.get::<_, i64>(0) >= 1
+            })
+        });
+        assert!(!acquired.load(std::sync::atomic::Ordering::SeqCst));
+        drop(held);
+    });
+    assert!(acquired.load(std::sync::atomic::Ordering::SeqCst));
+}
+
+#[test]
+fn background_jobs_run_on_one_runtime_at_a_time() {
+    let schema = new_schema();
+    let open =
+        || runtime::store::Store::connect(&server(), &schema, &runtime::domains::REGISTRY).unwrap();
+    let (a, b) = (open(), open());
+    use runtime::store::pg::Lock;
+    let held = a.server().unwrap().try_hold(Lock::Jobs).unwrap();
+    assert!(held.is_some());
+    assert!(b.server().unwrap().try_hold(Lock::Jobs).unwrap().is_none());
+    drop(held);
+    assert!(b.server().unwrap().try_hold(Lock::Jobs).unwrap().is_some());
+}
+
+#[test]
+fn a_backup_moves_from_redb_to_postgresql_and_back_unchanged() {
+    // Records of every kind, made through the API on redb.
+    let st = crate::common::state_with(
+        runtime::embedded::EMBEDDED_BUNDLE.to_vec(),
+        runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap(),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(a_clinic_day(st.clone()));
+    let mut from_redb = Vec::new();
+    st.store.snapshot(&mut from_redb).unwrap();
+    let pg = runtime::store::Store::connect(&server(), &new_schema(), &runtime::domains::REGISTRY)
+        .unwrap();
+    pg.restore(std::io::Cursor::new(&from_redb)).unwrap();
+    let mut from_pg = Vec::new();
+    pg.snapshot(&mut from_pg).unwrap();
+    assert!(
+        from_redb.len() > 10_000,
+        "a day's records: {}",
+        from_redb.len()
+    );
+    assert!(
+        from_pg == from_redb,
+        "the backup changed on its way through PostgreSQL"
+    );
+    let back = runtime::store::Store::in_memory(&runtime::domains::REGISTRY).unwrap();
+    back.restore(std::io::Cursor::new(&from_pg)).unwrap();
+    let mut again = Vec::new();
+    back.snapshot(&mut again).unwrap();
+    assert!(
+        again == from_redb,
+        "the backup changed on its way back to redb"
+    );
+}
+
+/// Patients, their visits with vitals, an account and a setting, made through the API.
+async fn a_clinic_day(st: Arc<runtime::http::AppState>) {
+    use crate::common::{Client, register_patient, registration_clerk};
+    let mut admin = Client::admin(st.clone()).await;
+    registration_clerk(&mut admin, &st, "rose").await;
+    let r = admin
+        .post(
+            &format!("{REST}/systemsetting"),
+            &serde_json::json!({"property": "emr.backupRoundTrip", "value": "oui"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, axum::http::StatusCode::CREATED, "{:?}", r.body);
+    for i in 0..20 {
+        let p = register_patient(
+            &mut admin,
+            &st,
+            &format!("Jour{i}"),
+            "Mbala",
+            &format!("{}", 610000 + i),
+        )
+        .await;
+        crate::router_clinical::visit_with_vitals(&mut admin, &st, &p).await;
+    }
+}
