@@ -29,8 +29,9 @@ python3 -m http.server "$frontend_port" --bind 127.0.0.1 --directory "$work/spa"
 pids+=($!)
 
 # Render the template exactly as the nginx image's entrypoint does.
-export NGINX_PORT="$gateway_port" BACKEND_URL="http://127.0.0.1:$backend_port" FRONTEND_URL="http://127.0.0.1:$frontend_port" FRAME_ANCESTORS="'self' https://portal.example.org"
-defined=$(printf '${%s} ' NGINX_PORT BACKEND_URL FRONTEND_URL FRAME_ANCESTORS)
+export NGINX_PORT="$gateway_port" BACKEND_SERVERS="127.0.0.1:$backend_port" FRONTEND_URL="http://127.0.0.1:$frontend_port" FRAME_ANCESTORS="'self' https://portal.example.org"
+source gateway/backend-upstream.envsh
+defined=$(printf '${%s} ' NGINX_PORT BACKEND_UPSTREAM FRONTEND_URL FRAME_ANCESTORS)
 envsubst "$defined" < gateway/default.conf.template > "$work/default.conf"
 grep -q '\${' "$work/default.conf" && fail "unrendered variable in the template"
 cat > "$work/nginx.conf" <<CONF

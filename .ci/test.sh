@@ -53,6 +53,9 @@ bash frontend/e2e/run.sh
 
 step "the same walk through the compose layout (front-end and gateway nginx configurations)"
 E2E_VIA=gateway bash frontend/e2e/run.sh target/debug/runtime
+
+step "the same walk through the gateway balancing two runtimes on one PostgreSQL database"
+E2E_VIA=gateway E2E_BACKEND=postgres bash frontend/e2e/run.sh target/debug/runtime
 # The build checks config.json's keys against the built modules; sites' additions too, and
 # a stray key must be refused.
 for site_config in sites/*/frontend/config.json; do

@@ -10,12 +10,15 @@
 # - E2E_VIA=gateway: the compose layout without Docker: the given runtime binary, the
 #   front end served by frontend/nginx.conf.template with its placeholders filled as its
 #   container fills them, and gateway/default.conf.template in front, in Debian's nginx.
+#   With E2E_BACKEND=postgres, two runtimes share one PostgreSQL database (EMR_TEST_POSTGRES)
+#   behind that gateway, which balances between them.
 # E2E_JOURNEY=<journey> runs one journey of journeys/ alone (orders, ward…; see flow.mjs),
 # from the state the journeys before it would leave, made through the REST API first;
 # clinical-review cannot run alone. Unset: the whole walk.
 # Usage: bash frontend/e2e/run.sh                          (one binary)
 #        E2E_VIA=gateway bash frontend/e2e/run.sh [runtime]  (gateway; needs frontend/spa)
 #        E2E_JOURNEY=orders bash frontend/e2e/run.sh       (one journey; either way)
+#        E2E_VIA=gateway E2E_BACKEND=postgres bash frontend/e2e/run.sh [runtime]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -44,14 +47,29 @@ if [ "${E2E_VIA:-one-binary}" = gateway ]; then
   SPA_CONFIG_URLS=/openmrs/frontend/config.json sh frontend/startup.sh "$work/spa"
 
   backend_port=$(free_port); frontend_port=$(free_port); gateway_port=$(free_port)
-  EMR_DATA_DIR="$work/data" EMR_LISTEN="127.0.0.1:$backend_port" EMR_ADMIN_PASSWORD="$E2E_PASSWORD" EMR_LOG=warn "$bin" &
-  pids+=($!)
+  if [ "${E2E_BACKEND:-redb}" = postgres ]; then
+    # Two runtimes on one PostgreSQL database (a schema of this run's own), the gateway
+    # sending requests to each in turn: every screen's calls alternate between them.
+    : "${EMR_TEST_POSTGRES:?E2E_BACKEND=postgres needs a server: EMR_TEST_POSTGRES=\$(bash tools/pg-test-cluster.sh start DIR)}"
+    schema="e2e_$$_$RANDOM"
+    second_port=$(free_port)
+    for p in "$backend_port" "$second_port"; do
+      EMR_DATABASE_URL="$EMR_TEST_POSTGRES" EMR_DATABASE_SCHEMA="$schema" EMR_DATA_DIR="$work/data-$p" \
+        EMR_LISTEN="127.0.0.1:$p" EMR_ADMIN_PASSWORD="$E2E_PASSWORD" EMR_LOG=warn "$bin" &
+      pids+=($!)
+    done
+    export E2E_BACKEND_SERVERS="127.0.0.1:$backend_port 127.0.0.1:$second_port"
+  else
+    EMR_DATA_DIR="$work/data" EMR_LISTEN="127.0.0.1:$backend_port" EMR_ADMIN_PASSWORD="$E2E_PASSWORD" EMR_LOG=warn "$bin" &
+    pids+=($!)
+  fi
 
   # Both nginx configurations, rendered as their images render them, in one nginx.
   export NGINX_PORT="$frontend_port" SPA_ROOT="$work/spa"
   envsubst '${NGINX_PORT} ${SPA_ROOT}' < frontend/nginx.conf.template > "$work/frontend.conf"
-  export NGINX_PORT="$gateway_port" BACKEND_URL="http://127.0.0.1:$backend_port" FRONTEND_URL="http://127.0.0.1:$frontend_port" FRAME_ANCESTORS="'self'"
-  envsubst '${NGINX_PORT} ${BACKEND_URL} ${FRONTEND_URL} ${FRAME_ANCESTORS}' < gateway/default.conf.template > "$work/gateway.conf"
+  export NGINX_PORT="$gateway_port" BACKEND_SERVERS="${E2E_BACKEND_SERVERS:-127.0.0.1:$backend_port}" FRONTEND_URL="http://127.0.0.1:$frontend_port" FRAME_ANCESTORS="'self'"
+  source gateway/backend-upstream.envsh
+  envsubst '${NGINX_PORT} ${BACKEND_UPSTREAM} ${FRONTEND_URL} ${FRAME_ANCESTORS}' < gateway/default.conf.template > "$work/gateway.conf"
   cat > "$work/nginx.conf" <<CONF
 daemon off;
 pid $work/nginx.pid;
