@@ -34,6 +34,7 @@ fn free_port() -> u16 {
 
 /// Runtimes sharing one schema; killed when dropped.
 struct Cluster {
+    url: String,
     schema: String,
     data: tempfile::TempDir,
     runtimes: Vec<(Child, u16)>,
@@ -41,7 +42,12 @@ struct Cluster {
 
 impl Cluster {
     fn new(n: usize) -> Cluster {
+        Cluster::on(server(), n)
+    }
+
+    fn on(url: String, n: usize) -> Cluster {
         let mut c = Cluster {
+            url,
             schema: new_schema(),
             data: tempfile::tempdir().unwrap(),
             runtimes: Vec::new(),
@@ -54,7 +60,7 @@ impl Cluster {
 
     fn command(&self, port: u16) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_runtime"));
-        cmd.env("EMR_DATABASE_URL", server())
+        cmd.env("EMR_DATABASE_URL", &self.url)
             .env("EMR_DATABASE_SCHEMA", &self.schema)
             .env("EMR_DATA_DIR", self.data.path())
             .env("EMR_LISTEN", format!("127.0.0.1:{port}"))
@@ -645,4 +651,78 @@ async fn a_clinic_day(st: Arc<runtime::http::AppState>) {
         .await;
         crate::router_clinical::visit_with_vitals(&mut admin, &st, &p).await;
     }
+}
+
+fn private_server(action: &str, dir: &std::path::Path) -> String {
+    let out = Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tools/pg-test-cluster.sh"
+        ))
+        .arg(action)
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_database_that_goes_away_answers_503_and_is_found_again() {
+    // A server of this test's own, since it is stopped.
+    let dir = tempfile::tempdir().unwrap();
+    let url = private_server("start", dir.path());
+    let cluster = Cluster::on(url, 1);
+    let port = cluster.port(0);
+    let type_uuid = identifier_type();
+    let id = |n: u32| {
+        runtime::identifiers::with_check(&n.to_string(), Some(crate::common::MOD30)).unwrap()
+    };
+    assert!(new_patient(port, "Avant", &id(881001), &type_uuid).is_some());
+    private_server("stop", dir.path());
+    let body = serde_json::json!({
+        "person": {"names": [{"givenName": "Pendant", "familyName": "Panne"}], "gender": "F", "birthdate": "1990-05-01"},
+        "identifiers": [{"identifier": id(881002), "identifierType": type_uuid, "preferred": true}]
+    })
+    .to_string();
+    let refused = http(
+        port,
+        "POST",
+        &format!("{REST}/patient"),
+        Some(&body),
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(
+        refused.head.to_ascii_lowercase().contains("retry-after:"),
+        "{}",
+        refused.head
+    );
+    let health = http(port, "GET", "/openmrs/health/started", None, Auth::Basic).unwrap();
+    assert_eq!(health.status, 503);
+    assert_eq!(health.body["status"], "database-unreachable");
+    private_server("start", dir.path());
+    eventually(
+        "the runtime serving again once the database is back",
+        || {
+            http(port, "GET", "/openmrs/health/started", None, Auth::Basic)
+                .is_some_and(|a| a.status == 200)
+        },
+    );
+    let again = http(
+        port,
+        "POST",
+        &format!("{REST}/patient"),
+        Some(&body),
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(again.status, 201, "{}", again.body);
+    drop(cluster);
+    private_server("stop", dir.path());
 }

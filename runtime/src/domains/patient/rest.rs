@@ -668,6 +668,8 @@ pub async fn delete(
         let st = state.clone();
         let id = uuid.clone();
         blocking(move || {
+            // A record made for her meanwhile (under the same lock) would be left behind.
+            let _one_writer = st.store.write_lock();
             let clinical = clinical_records(&st, &id)?;
             if !clinical.is_empty() {
                 return Err(ApiError::BadRequest(format!(
