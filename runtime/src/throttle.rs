@@ -105,6 +105,20 @@ pub struct LoginThrottle {
     counts: Mutex<Counts>,
 }
 
+/// The topic of the notices that tell other runtimes sharing a store of a failed login.
+pub const FAILED_LOGINS: &str = "failed_logins";
+
+/// A failed login as a notice names it: `address|name`.
+pub fn notice_key(ip: IpAddr, name: &str) -> String {
+    format!("{ip}|{}", name_key(name))
+}
+
+/// The address and name of a notice's key.
+pub fn from_notice_key(key: &str) -> Option<(IpAddr, &str)> {
+    let (ip, name) = key.split_once('|')?;
+    Some((ip.parse().ok()?, name))
+}
+
 /// User names are counted in lower case, as logins find them.
 fn name_key(name: &str) -> String {
     name.trim().to_lowercase()
@@ -427,6 +441,13 @@ mod tests {
         }
         // Every place was given back.
         assert!(gate.lock_waiting().is_empty());
+    }
+
+    #[test]
+    fn a_failed_login_crosses_to_other_runtimes_as_address_and_name() {
+        let key = notice_key(ip(7), " Admin|x ");
+        assert_eq!(from_notice_key(&key), Some((ip(7), "admin|x")));
+        assert_eq!(from_notice_key("not an address|admin"), None);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! `wrk`, reading keep-alive answers, and generating patients straight into a store.
 #![allow(dead_code)] // each benchmark uses its own part
 
+pub mod clinic;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};

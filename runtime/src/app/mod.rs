@@ -6,6 +6,7 @@
 
 pub mod backup;
 pub mod emrapi;
+pub mod fhir;
 pub mod health;
 pub mod jobs;
 pub mod reload;
@@ -22,6 +23,7 @@ use axum::Router;
 use axum::extract::Request;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use fhir as fhir_types;
 use std::sync::Arc;
 
 /// The whole application, for `axum::serve` and for tests (`oneshot`).
@@ -61,6 +63,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&rest("/initializer/reload"), post(reload::reload))
         .route(&rest("/backup"), get(backup::backup))
         .route(&fhir("/Encounter"), get(encounter_search))
+        .route(&fhir("/metadata"), get(fhir_types::metadata))
         .route(&fhir("/{*rest}"), get(crate::http::fhir::other))
         .route(&top("/health/started"), get(health::started))
         .route(&top("/health/alive"), get(health::alive))
@@ -71,7 +74,13 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&top("/spa/"), get(spa::index))
         .route(&top("/spa/{*path}"), get(spa::file))
         .route("/", get(spa::site_root))
-        .method_not_allowed_fallback(method_not_allowed);
+        .method_not_allowed_fallback(method_not_allowed)
+        // Under /ws/fhir2: unknown types and search parameters, and errors as
+        // OperationOutcomes (the other paths pass through untouched).
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            fhir_types::outcomes,
+        ));
     let routes: Router = routes.with_state(state);
     // A path that matched nothing is tried once more normalised (repeated slashes, an API
     // path's trailing slash): only such requests pay for it, and routing stays one flat table.

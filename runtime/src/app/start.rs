@@ -134,6 +134,15 @@ fn follow_other_runtimes(state: &Arc<AppState>) {
             {
                 tracing::warn!("roles changed by another runtime not reloaded: {e}");
             }
+            if let Some(Some(failures)) = keys(crate::throttle::FAILED_LOGINS) {
+                let limits = st.login_limits();
+                for (ip, name) in failures
+                    .iter()
+                    .filter_map(|k| crate::throttle::from_notice_key(k))
+                {
+                    st.login_throttle.failed(ip, name, &limits);
+                }
+            }
             match keys("patients") {
                 Some(Some(uuids)) => refresh_patients(&st, uuids),
                 Some(None) => reload_index(&st),

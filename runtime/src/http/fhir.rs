@@ -2,19 +2,18 @@
 //! name, id, with paging) and `Patient` read here; and what the clinical domains' FHIR
 //! handlers share: searchset Bundles with their paging links, OperationOutcome answers,
 //! concepts as CodeableConcepts, stored datetimes in FHIR's form, the `_count` window and
-//! the patient a search names. Other searches answer an empty searchset Bundle and other
-//! reads 404, so unimplemented widgets render empty rather than fail.
+//! the patient a search names. What is not served answers 404 with an OperationOutcome
+//! (`other`, and `app::fhir` for unknown types).
 
 use crate::http::AppState;
 use crate::http::error::ApiResult;
-use crate::http::{Caller, QueryPairs, param};
+use crate::http::{Caller, param};
 use crate::store::record::Window;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 pub fn fhir(status: StatusCode, body: Value) -> Response {
     let mut res = (status, body.to_string()).into_response();
@@ -233,21 +232,28 @@ pub fn fhir_of(status: StatusCode, body: &impl Serialize) -> Response {
     }
 }
 
-/// Any other FHIR read (`Type/id`) is unknown; any other search is empty.
-pub async fn other(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(rest): Path<String>,
-    QueryPairs(query): QueryPairs,
-) -> ApiResult<Response> {
+/// What no FHIR route serves, of a type this server serves (unknown types are refused
+/// before routing, `app::fhir`): a search it does not offer, or an operation or sub-path it
+/// does not know. Never an empty Bundle, which would read as "no records".
+pub async fn other(caller: Caller, Path(rest): Path<String>) -> ApiResult<Response> {
     caller.require(&[])?;
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
     Ok(match parts.as_slice() {
-        [kind] => fhir(
-            StatusCode::OK,
-            search_bundle(&base(&state, &caller), kind, &query, 0, 0, 0, Vec::new()),
+        [kind] => outcome(
+            StatusCode::NOT_FOUND,
+            "error",
+            "not-supported",
+            &format!(
+                "{kind} resources are read by id on this server; searching them is not supported"
+            ),
         ),
-        [kind, id, ..] => not_found(kind, id),
+        [kind, id] => not_found(kind, id),
+        [kind, id, op, ..] => outcome(
+            StatusCode::NOT_FOUND,
+            "error",
+            "not-supported",
+            &format!("{kind}/{id}/{op} is not supported by this server"),
+        ),
         [] => not_found("Resource", ""),
     })
 }

@@ -312,7 +312,18 @@ impl FromRequestParts<Arc<AppState>> for Caller {
             let outcome = basic_login(state, &name, &pass, client).await;
             match &outcome {
                 Ok(Some(_)) => state.login_throttle.succeeded(client, &name),
-                Ok(None) => state.login_throttle.failed(client, &name, &limits),
+                Ok(None) => {
+                    state.login_throttle.failed(client, &name, &limits);
+                    // The other runtimes sharing the store count it too.
+                    if let Err(e) = state.store.announce(
+                        crate::throttle::FAILED_LOGINS,
+                        &[crate::throttle::notice_key(client, &name)],
+                    ) {
+                        tracing::warn!(
+                            "a failed login could not be told to the other runtimes: {e}"
+                        );
+                    }
+                }
                 Err(_) => {}
             }
             user = outcome?;

@@ -177,6 +177,12 @@ pub trait ReadableTable<K: Key + 'static, V: Value + 'static> {
     /// How many rows the table holds.
     fn len(&self) -> StoreResult<u64>;
 
+    /// The rows of several keys, in their order.
+    fn get_many<'a>(
+        &self,
+        keys: &[K::SelfType<'a>],
+    ) -> StoreResult<Vec<Option<AccessGuard<'_, V>>>>;
+
     fn is_empty(&self) -> StoreResult<bool> {
         Ok(self.iter()?.next().transpose()?.is_none())
     }
@@ -249,6 +255,31 @@ macro_rules! readable {
                 self.range::<K::SelfType<'_>>(..)
             }
 
+            /// The rows of several keys at once, in the keys' order (one statement on
+            /// PostgreSQL, where a page of records read one by one would be one round
+            /// trip each).
+            pub fn get_many<'a>(
+                &self,
+                keys: &[K::SelfType<'a>],
+            ) -> StoreResult<Vec<Option<AccessGuard<'_, V>>>> {
+                #[allow(unused_imports)]
+                use redb::ReadableTable as _;
+                match self {
+                    $table::Redb(t) => keys
+                        .iter()
+                        .map(|k| Ok(t.get(k)?.map(AccessGuard::Redb)))
+                        .collect(),
+                    $table::Pg(t, _) => {
+                        let wanted: Vec<Vec<u8>> = keys.iter().map(|k| key_bytes::<K>(k)).collect();
+                        let mut found = t.get_many(&wanted)?;
+                        Ok(wanted
+                            .iter()
+                            .map(|k| found.remove(k).map(AccessGuard::Owned))
+                            .collect())
+                    }
+                }
+            }
+
             pub fn len(&self) -> StoreResult<u64> {
                 use redb::ReadableTableMetadata as _;
                 match self {
@@ -282,6 +313,13 @@ macro_rules! readable {
 
             fn len(&self) -> StoreResult<u64> {
                 $table::len(self)
+            }
+
+            fn get_many<'a>(
+                &self,
+                keys: &[K::SelfType<'a>],
+            ) -> StoreResult<Vec<Option<AccessGuard<'_, V>>>> {
+                $table::get_many(self, keys)
             }
         }
     };

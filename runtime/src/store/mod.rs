@@ -490,6 +490,15 @@ impl Store {
         self.pg.as_ref()
     }
 
+    /// Tells the other runtimes sharing this store of `keys` of `topic`, something kept in
+    /// memory rather than stored (`pg::Engine::announce`); nothing to do on redb.
+    pub fn announce(&self, topic: &str, keys: &[String]) -> StoreResult<()> {
+        match &self.pg {
+            Some(pg) => pg.announce(topic, keys),
+            None => Ok(()),
+        }
+    }
+
     /// Calls `hook` with each change another runtime makes (never on redb, which has one
     /// process): what the runtime keeps in memory beside the store (sessions, the patient
     /// search index, roles) refreshes itself there.

@@ -128,10 +128,8 @@ impl Store {
         let txn = self.begin_read()?;
         let t = txn.open_table(PATIENTS)?;
         let mut out = Vec::with_capacity(uuids.len());
-        for uuid in uuids {
-            if let Some(v) = t.get(*uuid)? {
-                out.push(decode("patients", v.value())?);
-            }
+        for v in t.get_many(uuids)?.into_iter().flatten() {
+            out.push(decode("patients", v.value())?);
         }
         Ok(out)
     }

@@ -76,6 +76,29 @@ pub struct Engine {
     created: Mutex<HashSet<String>>,
     /// This runtime's name in change notices, so it skips its own.
     instance: String,
+    /// What this engine did, for benchmarks and operators (`stats`).
+    counters: Counters,
+}
+
+/// Statements sent and how long write transactions held the write lock.
+#[derive(Default)]
+struct Counters {
+    statements: std::sync::atomic::AtomicU64,
+    /// The latest write transactions' lock hold times, in microseconds (a window).
+    holds: Mutex<VecDeque<u32>>,
+}
+
+/// Write transactions whose hold times `Stats` keeps.
+const HOLDS_KEPT: usize = 100_000;
+
+/// What an engine did since it was opened.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    /// Statements (and statement batches) sent to the server.
+    pub statements: u64,
+    /// How long each of the latest write transactions held the write lock, from the
+    /// moment it was granted to the end of its commit, in microseconds.
+    pub write_lock_holds_us: Vec<u32>,
 }
 
 struct Conn {
@@ -151,6 +174,7 @@ impl Engine {
             idle: Mutex::new(Vec::new()),
             created: Mutex::new(HashSet::new()),
             instance: crate::store::record::new_uuid(),
+            counters: Counters::default(),
         });
         let conn = engine.connect_raw(false)?;
         wait(
@@ -171,6 +195,27 @@ impl Engine {
 
     pub fn schema(&self) -> &str {
         &self.schema
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            statements: self
+                .counters
+                .statements
+                .load(std::sync::atomic::Ordering::Relaxed),
+            write_lock_holds_us: self
+                .counters
+                .holds
+                .lock()
+                .map(|h| h.iter().copied().collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn count_statement(&self) {
+        self.counters
+            .statements
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn connect_raw(&self, in_schema: bool) -> StoreResult<Conn> {
@@ -337,6 +382,27 @@ impl Engine {
         });
     }
 
+    /// Tells the other runtimes of something that is not stored (a failed login, which
+    /// each runtime counts in memory): a notice as a commit sends, naming `keys` of
+    /// `topic`, sent at once outside any transaction.
+    pub fn announce(&self, topic: &str, keys: &[String]) -> StoreResult<()> {
+        let mut touched = Touched::new();
+        touched.insert(
+            topic.to_string(),
+            Some(keys.iter().take(KEYS_PER_NOTICE).cloned().collect()),
+        );
+        let payload = notice_payload(&self.instance, &touched);
+        let conn = self.checkout()?;
+        self.count_statement();
+        wait(
+            conn.client
+                .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload]),
+        )
+        .map_err(classify)?;
+        self.checkin(conn);
+        Ok(())
+    }
+
     /// Names the tables of this runtime's schema (`store::check`, backups).
     pub fn tables(&self) -> StoreResult<Vec<String>> {
         let conn = self.checkout()?;
@@ -404,7 +470,20 @@ pub struct Txn {
     touched: RefCell<Touched>,
     created: RefCell<Vec<String>>,
     finished: Cell<bool>,
+    /// When a write transaction was granted the write lock.
+    locked_at: std::time::Instant,
+    /// Rows written and not sent yet: table → key → value. Sent in one statement per table
+    /// before anything else is (a read, a delete, the commit), so a transaction reads its
+    /// own writes and an encounter with its observations and their index entries costs a
+    /// few round trips instead of one per row.
+    pending: RefCell<Pending>,
 }
+
+/// Rows written and not sent yet, by table and key.
+type Pending = BTreeMap<&'static str, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+/// Rows sent in one statement at most.
+const BATCH_ROWS: usize = 5_000;
 
 impl Txn {
     /// A snapshot for reading.
@@ -428,8 +507,11 @@ impl Txn {
 
     fn begin(engine: &Arc<Engine>, write: bool, sql: String) -> StoreResult<Txn> {
         let conn = engine.checkout()?;
+        engine.count_statement();
         wait(conn.client.batch_execute(&sql)).map_err(classify)?;
         Ok(Txn {
+            locked_at: std::time::Instant::now(),
+            pending: RefCell::default(),
             engine: engine.clone(),
             conn: RefCell::new(Some(conn)),
             write,
@@ -442,6 +524,7 @@ impl Txn {
     /// Commits durably, then tells the other runtimes what changed (outside the
     /// transaction, in the same round trip). Answers what changed.
     pub fn commit(self) -> StoreResult<Touched> {
+        self.flush()?;
         let touched = self.touched.take();
         let mut sql = String::from("COMMIT");
         if !touched.is_empty() {
@@ -464,9 +547,18 @@ impl Txn {
             let conn = conn
                 .as_ref()
                 .expect("an open transaction has its connection");
+            self.engine.count_statement();
             wait(conn.client.batch_execute(&sql))
         };
         self.finished.set(true);
+        if self.write
+            && let Ok(mut holds) = self.engine.counters.holds.lock()
+        {
+            if holds.len() >= HOLDS_KEPT {
+                holds.pop_front();
+            }
+            holds.push_back(self.locked_at.elapsed().as_micros().min(u32::MAX as u128) as u32);
+        }
         match result {
             Ok(()) => {
                 let mut created = self.engine.created.lock().expect("created tables");
@@ -490,25 +582,55 @@ impl Txn {
         Ok(s)
     }
 
+    /// Sends the rows written and not sent yet.
+    fn flush(&self) -> StoreResult<()> {
+        if self.pending.borrow().is_empty() {
+            return Ok(());
+        }
+        let pending = self.pending.take();
+        for (table, rows) in pending {
+            let sql = format!(
+                "INSERT INTO {} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+                quote(table)
+            );
+            let rows: Vec<(Vec<u8>, Vec<u8>)> = rows.into_iter().collect();
+            for chunk in rows.chunks(BATCH_ROWS) {
+                let keys: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
+                let values: Vec<&[u8]> = chunk.iter().map(|(_, v)| v.as_slice()).collect();
+                self.send(&sql, &[&keys, &values])?;
+            }
+        }
+        Ok(())
+    }
+
     fn query(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> StoreResult<Vec<tokio_postgres::Row>> {
+        self.flush()?;
         let mut conn = self.conn.borrow_mut();
         let conn = conn
             .as_mut()
             .expect("an open transaction has its connection");
         let statement = self.statement(conn, sql)?;
+        self.engine.count_statement();
         wait(conn.client.query(&statement, params)).map_err(classify)
     }
 
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
+        self.flush()?;
+        self.send(sql, params)
+    }
+
+    /// Executes a statement as it is (`execute` first sends the rows pending).
+    fn send(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
         let mut conn = self.conn.borrow_mut();
         let conn = conn
             .as_mut()
             .expect("an open transaction has its connection");
         let statement = self.statement(conn, sql)?;
+        self.engine.count_statement();
         wait(conn.client.execute(&statement, params)).map_err(classify)
     }
 
@@ -583,15 +705,39 @@ impl<'t> TableRef<'t> {
         Ok(rows.first().map(|r| r.get::<_, Vec<u8>>(0)))
     }
 
-    pub fn put(&self, key: &[u8], value: &[u8]) -> StoreResult<()> {
-        self.txn.execute(
-            &format!(
-                "INSERT INTO {} (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
-                quote(self.name)
-            ),
-            &[&key, &value],
+    /// The rows of several keys, by key (one statement).
+    pub fn get_many(
+        &self,
+        keys: &[Vec<u8>],
+    ) -> StoreResult<std::collections::HashMap<Vec<u8>, Vec<u8>>> {
+        if keys.is_empty() {
+            return Ok(Default::default());
+        }
+        let wanted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let rows = self.txn.query(
+            &format!("SELECT k, v FROM {} WHERE k = ANY($1)", quote(self.name)),
+            &[&wanted],
         )?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
+            .collect())
+    }
+
+    /// Writes a row: sent with the others before the transaction's next statement.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> StoreResult<()> {
+        let full = {
+            let mut pending = self.txn.pending.borrow_mut();
+            pending
+                .entry(self.name)
+                .or_default()
+                .insert(key.to_vec(), value.to_vec());
+            pending.values().map(BTreeMap::len).sum::<usize>() >= BATCH_ROWS
+        };
         self.txn.touch(self.name, Some(key));
+        if full {
+            self.txn.flush()?;
+        }
         Ok(())
     }
 

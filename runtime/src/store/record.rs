@@ -335,11 +335,10 @@ pub fn records_under<T: for<'a> Deserialize<'a>>(
         uuids.push(uuid_of(k).to_string());
         true
     })?;
+    let keys: Vec<&str> = uuids.iter().map(String::as_str).collect();
     let mut out = Vec::with_capacity(uuids.len());
-    for uuid in &uuids {
-        if let Some(bytes) = records.get(uuid.as_str())? {
-            out.push(decode(name, bytes.value())?);
-        }
+    for bytes in records.get_many(&keys)?.into_iter().flatten() {
+        out.push(decode(name, bytes.value())?);
     }
     Ok(out)
 }

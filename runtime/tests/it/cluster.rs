@@ -383,6 +383,45 @@ fn a_login_holds_on_every_runtime_and_a_logout_ends_it_on_all() {
 }
 
 #[test]
+fn wrong_passwords_counted_on_one_runtime_are_counted_on_the_others() {
+    let cluster = Cluster::new(2);
+    let (a, b) = (cluster.port(0), cluster.port(1));
+    let guess = |port: u16| {
+        use base64::Engine;
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let auth = base64::engine::general_purpose::STANDARD.encode("nadine:not-her-password");
+        write!(
+            s,
+            "GET {REST}/patient?q=kabongo HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {auth}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u16>()
+            .unwrap()
+    };
+    // Five wrong guesses at one name from one address, all on the first runtime...
+    for _ in 0..5 {
+        assert_eq!(guess(a), 401);
+    }
+    assert_eq!(guess(a), 429);
+    // ...and the sixth, tried on the other, waits too.
+    eventually("the other runtime refusing the sixth guess", || {
+        guess(b) == 429
+    });
+    // The administrator, from the same address, still logs in on both.
+    assert!(authenticated_basic(a) && authenticated_basic(b));
+}
+
+fn authenticated_basic(port: u16) -> bool {
+    http(port, "GET", &format!("{REST}/session"), None, Auth::Basic)
+        .is_some_and(|a| a.body["authenticated"] == true)
+}
+
+#[test]
 fn a_patient_registered_on_one_runtime_is_found_by_the_others() {
     let cluster = Cluster::new(2);
     let type_uuid = identifier_type();

@@ -26,6 +26,7 @@ mod router_concept;
 mod router_condition;
 mod router_diagnosis;
 mod router_dispense;
+mod router_fhir;
 mod router_form;
 mod router_immunization;
 mod router_inpatient;

@@ -233,11 +233,10 @@ fn read_all<T>(
     uuids: &[String],
     decode: impl Fn(&[u8]) -> StoreResult<T>,
 ) -> StoreResult<Vec<T>> {
+    let keys: Vec<&str> = uuids.iter().map(String::as_str).collect();
     let mut out = Vec::with_capacity(uuids.len());
-    for u in uuids {
-        if let Some(bytes) = table.get(u.as_str())? {
-            out.push(decode(bytes.value())?);
-        }
+    for bytes in table.get_many(&keys)?.into_iter().flatten() {
+        out.push(decode(bytes.value())?);
     }
     Ok(out)
 }

@@ -218,11 +218,10 @@ pub fn candidates(
 pub fn records(store: &Store, uuids: &[String]) -> StoreResult<Vec<OrderRecord>> {
     let txn = store.begin_read()?;
     let t = txn.open_table(TABLE)?;
+    let keys: Vec<&str> = uuids.iter().map(String::as_str).collect();
     let mut out = Vec::with_capacity(uuids.len());
-    for u in uuids {
-        if let Some(v) = t.get(u.as_str())? {
-            out.push(crate::store::record::decode("orders", v.value())?);
-        }
+    for v in t.get_many(&keys)?.into_iter().flatten() {
+        out.push(crate::store::record::decode("orders", v.value())?);
     }
     Ok(out)
 }

@@ -1,4 +1,7 @@
-//! FHIR `Patient` read.
+//! FHIR `Patient`: read, and search by fhir2's parameters (`_id`, `identifier`, `name`,
+//! `given`, `family`, `gender`, `birthdate`, `deathdate`, `deceased`, `address-city`,
+//! `address-state`, `address-country`, `address-postalcode`), found through the patient
+//! search index (a name or an identifier) and filtered on the records.
 
 use crate::http::AppState;
 use crate::http::Caller;
@@ -100,7 +103,27 @@ pub fn patient_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Val
         (Some(d), _) => r["deceasedDateTime"] = json!(d),
         (None, dead) => r["deceasedBoolean"] = json!(dead),
     }
+    without_nulls(&mut r);
     r
+}
+
+/// Drops `null` members (FHIR has no null: an element without a value is left out) and the
+/// objects and lists left empty by that.
+fn without_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.values_mut().for_each(without_nulls);
+            m.retain(|_, v| match v {
+                Value::Null => false,
+                Value::Array(a) => !a.is_empty(),
+                Value::Object(o) => !o.is_empty(),
+                Value::String(s) => !s.is_empty(),
+                _ => true,
+            });
+        }
+        Value::Array(a) => a.iter_mut().for_each(without_nulls),
+        _ => {}
+    }
 }
 
 /// A birth date as fhir2 writes it: an estimated one only to the year (past five years of
@@ -132,9 +155,331 @@ pub async fn patient(
     })
 }
 
+/// The search parameters `Patient?` accepts (also what `metadata` lists).
+pub const SEARCH_PARAMS: &[&str] = &[
+    "_id",
+    "identifier",
+    "name",
+    "given",
+    "family",
+    "gender",
+    "birthdate",
+    "deathdate",
+    "deceased",
+    "address-city",
+    "address-state",
+    "address-country",
+    "address-postalcode",
+];
+
+/// A date search value: its prefix and the range of days it names (`2024`, `2024-05`,
+/// `2024-05-01`; a datetime is cut to its day).
+struct DateParam {
+    prefix: &'static str,
+    from: String,
+    to: String,
+}
+
+fn date_param(v: &str) -> Option<DateParam> {
+    let prefixes = ["eq", "ne", "ge", "le", "gt", "lt"];
+    let (prefix, rest) = prefixes
+        .iter()
+        .find_map(|p| v.strip_prefix(p).map(|r| (*p, r)))
+        .unwrap_or(("eq", v));
+    let day = rest.get(..10.min(rest.len()))?;
+    let (from, to) = match day.len() {
+        4 if day.parse::<u16>().is_ok() => (format!("{day}-01-01"), format!("{day}-12-31")),
+        7 => {
+            let first = chrono::NaiveDate::parse_from_str(&format!("{day}-01"), "%Y-%m-%d").ok()?;
+            let last = first
+                .checked_add_months(chrono::Months::new(1))?
+                .pred_opt()?;
+            (first.to_string(), last.to_string())
+        }
+        10 => {
+            let d = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
+            (d.to_string(), d.to_string())
+        }
+        _ => return None,
+    };
+    Some(DateParam { prefix, from, to })
+}
+
+impl DateParam {
+    /// Whether a stored date (`yyyy-mm-dd`, or a datetime whose day is its first ten
+    /// characters) matches.
+    fn matches(&self, stored: &str) -> bool {
+        let Some(day) = stored.get(..10) else {
+            return false;
+        };
+        let (from, to) = (self.from.as_str(), self.to.as_str());
+        match self.prefix {
+            "eq" => day >= from && day <= to,
+            "ne" => day < from || day > to,
+            "ge" => day >= from,
+            "le" => day <= to,
+            "gt" => day > to,
+            "lt" => day < from,
+            _ => false,
+        }
+    }
+}
+
+/// Whether a word of `field` starts with `term`, accents and case aside.
+fn starts_a_word(field: Option<&String>, term: &str) -> bool {
+    let term = crate::search::fold(term);
+    field.is_some_and(|f| {
+        let f = crate::search::fold(f);
+        f.starts_with(&term) || f.split_whitespace().any(|w| w.starts_with(&term))
+    })
+}
+
+/// What a search's parameters ask of one patient.
+struct Filters {
+    names: Vec<(String, String)>,
+    gender: Option<String>,
+    birthdate: Vec<DateParam>,
+    deathdate: Vec<DateParam>,
+    deceased: Option<bool>,
+    address: Vec<(&'static str, String)>,
+}
+
+impl Filters {
+    fn matches(&self, p: &PatientRecord) -> bool {
+        let names_ok = self.names.iter().all(|(kind, term)| {
+            p.names.iter().any(|n| match kind.as_str() {
+                "given" => {
+                    starts_a_word(n.given_name.as_ref(), term)
+                        || starts_a_word(n.middle_name.as_ref(), term)
+                }
+                "family" => {
+                    starts_a_word(n.family_name.as_ref(), term)
+                        || starts_a_word(n.family_name2.as_ref(), term)
+                }
+                _ => [
+                    &n.given_name,
+                    &n.middle_name,
+                    &n.family_name,
+                    &n.family_name2,
+                ]
+                .into_iter()
+                .any(|f| starts_a_word(f.as_ref(), term)),
+            })
+        });
+        let gender_ok = self
+            .gender
+            .as_deref()
+            .is_none_or(|g| gender(&p.gender) == g);
+        let birth_ok = self
+            .birthdate
+            .iter()
+            .all(|d| p.birthdate.as_deref().is_some_and(|b| d.matches(b)));
+        let death_ok = self
+            .deathdate
+            .iter()
+            .all(|d| p.death_date.as_deref().is_some_and(|b| d.matches(b)));
+        let deceased_ok = self.deceased.is_none_or(|dead| p.dead == dead);
+        let address_ok = self.address.iter().all(|(field, term)| {
+            p.addresses
+                .iter()
+                .any(|a| starts_a_word(a.fields.get(*field), term))
+        });
+        names_ok && gender_ok && birth_ok && death_ok && deceased_ok && address_ok
+    }
+}
+
+/// `GET Patient?…` — privilege: Get Patients. The patients are found by `_id`, an
+/// `identifier` (`value` or `system|value`, the system being the identifier type's uuid or
+/// name) or a name parameter through the search index, then every other parameter filters
+/// them; a search with none of those is refused (it would read every patient).
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    crate::http::QueryPairs(query): crate::http::QueryPairs,
+) -> ApiResult<Response> {
+    use crate::http::fhir::{invalid, search_bundle, window};
+    caller.require(&["Get Patients"])?;
+    let all = |k: &str| -> Vec<String> {
+        query
+            .iter()
+            .filter(|(key, _)| key == k)
+            .flat_map(|(_, v)| v.split(',').map(|s| s.trim().to_string()))
+            .filter(|v| !v.is_empty())
+            .collect()
+    };
+    let dates = |k: &str| -> Result<Vec<DateParam>, String> {
+        all(k)
+            .iter()
+            .map(|v| date_param(v).ok_or_else(|| format!("{k}: not a date: {v}")))
+            .collect()
+    };
+    let birthdate = match dates("birthdate") {
+        Ok(d) => d,
+        Err(e) => return Ok(invalid(&e)),
+    };
+    let deathdate = match dates("deathdate") {
+        Ok(d) => d,
+        Err(e) => return Ok(invalid(&e)),
+    };
+    let deceased = match all("deceased").first().map(String::as_str) {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => return Ok(invalid(&format!("deceased: true or false, not {other}"))),
+    };
+    let gender = all("gender").into_iter().next();
+    if let Some(g) = &gender
+        && !matches!(g.as_str(), "male" | "female" | "other" | "unknown")
+    {
+        return Ok(invalid(&format!(
+            "gender: male, female, other or unknown, not {g}"
+        )));
+    }
+    let mut names = Vec::new();
+    for kind in ["name", "given", "family"] {
+        for term in all(kind) {
+            names.push((kind.to_string(), term));
+        }
+    }
+    let address = [
+        ("address-city", "cityVillage"),
+        ("address-state", "stateProvince"),
+        ("address-country", "country"),
+        ("address-postalcode", "postalCode"),
+    ]
+    .iter()
+    .flat_map(|(param, field)| all(param).into_iter().map(move |v| (*field, v)))
+    .collect();
+    let filters = Filters {
+        names,
+        gender,
+        birthdate,
+        deathdate,
+        deceased,
+        address,
+    };
+    // The candidates: by id, by identifier, by the index's name words.
+    let candidates: Vec<String> = if let Some(id) = all("_id").into_iter().next() {
+        vec![id]
+    } else if let Some(identifier) = all("identifier").into_iter().next() {
+        let (system, value) = match identifier.split_once('|') {
+            Some((s, v)) => (Some(s.to_string()), v.to_string()),
+            None => (None, identifier.clone()),
+        };
+        let wanted_type = match &system {
+            Some(s) if !s.is_empty() => match state.catalog.load().identifier_type(s) {
+                Some(t) => Some(t.uuid.clone()),
+                None => {
+                    return Ok(invalid(&format!(
+                        "identifier: unknown identifier system {s}"
+                    )));
+                }
+            },
+            _ => None,
+        };
+        let found: Vec<String> = {
+            let index = state.patient_index().await?;
+            index
+                .by_identifier(&value)
+                .into_iter()
+                .map(String::from)
+                .collect()
+        };
+        let st = state.clone();
+        crate::http::blocking(move || {
+            let records = st
+                .store
+                .patients_in(&found.iter().map(String::as_str).collect::<Vec<_>>())?;
+            Ok(records
+                .into_iter()
+                .filter(|p| {
+                    p.identifiers.iter().any(|i| {
+                        i.identifier.eq_ignore_ascii_case(value.trim())
+                            && wanted_type
+                                .as_deref()
+                                .is_none_or(|t| t == i.identifier_type)
+                    })
+                })
+                .map(|p| p.uuid)
+                .collect())
+        })
+        .await?
+    } else if let Some((_, term)) = filters.names.first() {
+        let index = state.patient_index().await?;
+        index
+            .search(term, true, 1)
+            .into_iter()
+            .map(String::from)
+            .collect()
+    } else {
+        return Ok(invalid(
+            "Patient searches need _id, identifier, name, given or family: a search by the other parameters alone would read every patient",
+        ));
+    };
+    let window = window(&query);
+    let st = state.clone();
+    let found = crate::http::blocking(move || {
+        let records = st
+            .store
+            .patients_in(&candidates.iter().map(String::as_str).collect::<Vec<_>>())?;
+        Ok(records
+            .into_iter()
+            .filter(|p| !p.voided && filters.matches(p))
+            .collect::<Vec<_>>())
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    let total = found.len();
+    let summary_count = crate::http::param(&query, "_summary") == Some("count");
+    let page: Vec<Value> = if summary_count {
+        Vec::new()
+    } else {
+        found
+            .iter()
+            .skip(window.start)
+            .take(window.limit)
+            .map(|p| patient_json(p, &catalog))
+            .collect()
+    };
+    Ok(fhir(
+        StatusCode::OK,
+        search_bundle(
+            &crate::http::fhir::base(&state, &caller),
+            "Patient",
+            &query,
+            total,
+            window.start,
+            window.limit,
+            page,
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn date_parameters_name_a_day_a_month_or_a_year() {
+        let d = date_param("1990-05").unwrap();
+        assert!(d.matches("1990-05-31") && !d.matches("1990-06-01"));
+        assert!(date_param("ge1990").unwrap().matches("1990-01-01"));
+        assert!(!date_param("gt1990").unwrap().matches("1990-12-31"));
+        assert!(
+            date_param("lt1990-05-02")
+                .unwrap()
+                .matches("1990-05-01T23:00:00.000+0000")
+        );
+        assert!(date_param("not-a-date").is_none() && date_param("1990-13").is_none());
+    }
+
+    #[test]
+    fn nothing_fhir_cannot_hold_is_written() {
+        let mut v =
+            json!({"a": null, "b": [], "c": {"d": null}, "e": "", "f": [{"city": null, "x": 1}]});
+        without_nulls(&mut v);
+        assert_eq!(v, json!({"f": [{"x": 1}]}));
+    }
 
     #[test]
     fn an_estimated_birth_date_is_written_to_the_year_or_the_month() {

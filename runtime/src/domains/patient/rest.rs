@@ -756,6 +756,10 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
             delete(crate::domains::patient::rest::delete_person_item),
         )
         .route(
+            &paths.fhir("/Patient"),
+            get(crate::domains::patient::fhir::search),
+        )
+        .route(
             &paths.fhir("/Patient/{id}"),
             get(crate::domains::patient::fhir::patient),
         )

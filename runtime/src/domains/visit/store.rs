@@ -170,11 +170,10 @@ pub fn list(
             keep,
         )?,
     };
+    let keys: Vec<&str> = page.uuids.iter().map(String::as_str).collect();
     let mut out = Vec::with_capacity(page.uuids.len());
-    for uuid in &page.uuids {
-        if let Some(bytes) = records.get(uuid.as_str())? {
-            out.push(crate::store::record::decode("visits", bytes.value())?);
-        }
+    for bytes in records.get_many(&keys)?.into_iter().flatten() {
+        out.push(crate::store::record::decode("visits", bytes.value())?);
     }
     Ok((out, page))
 }

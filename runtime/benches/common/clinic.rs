@@ -1,0 +1,266 @@
+//! The clinical benchmarks' data: a facility's visits, encounters and observations written
+//! straight into a store, and the calls that read and write them over HTTP.
+
+use super::*;
+use runtime::domains::encounter::store::{Change, write_in};
+use runtime::domains::encounter::{EncounterRecord, ObsRecord, ObsValue};
+use runtime::domains::visit::VisitRecord;
+use runtime::store::record::{Audit, Voiding};
+use runtime::wire::datetime_key;
+
+pub const ENCOUNTERS_PER_PATIENT: usize = 10;
+pub const OBS_PER_ENCOUNTER: usize = 10;
+/// Patients written per transaction while generating.
+pub const CHUNK: usize = 10_000;
+
+/// The content's vital-sign and biometric concepts (CIEL), with a plausible value range.
+pub const VITALS: &[(&str, f64, f64)] = &[
+    ("5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 36.0, 39.5), // temperature
+    ("5087AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 55.0, 120.0), // pulse
+    ("5085AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 95.0, 170.0), // systolic
+    ("5086AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 55.0, 100.0), // diastolic
+    ("5242AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 12.0, 30.0), // respiratory rate
+    ("5092AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 88.0, 100.0), // SpO2
+    ("5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 3.0, 95.0),  // weight
+    ("5090AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 50.0, 190.0), // height
+    ("1343AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 11.0, 35.0), // MUAC
+    ("5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 36.0, 39.5), // a second temperature
+];
+
+/// What the generated records refer to.
+pub struct Refs {
+    pub admin: String,
+    pub encounter_type: String,
+    pub visit_type: String,
+    pub location: String,
+}
+
+/// A cheap deterministic generator (xorshift), so two runs write the same values.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn between(&mut self, low: f64, high: f64) -> f64 {
+        let unit = (self.next() % 10_000) as f64 / 10_000.0;
+        ((low + unit * (high - low)) * 10.0).round() / 10.0
+    }
+}
+
+/// Writes the visits, encounters and observations: per patient, one visit every two
+/// encounters a month apart, each encounter with `OBS_PER_ENCOUNTER` observations. Rounds go
+/// over every patient, as a facility's days do. Answers (visits, encounters, observations).
+pub fn generate(
+    store: &runtime::store::Store,
+    patients: &[String],
+    refs: &Refs,
+) -> (u64, u64, u64) {
+    let first_day = chrono::DateTime::parse_from_rfc3339("2022-01-03T08:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let created = chrono::Utc::now();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut visits_of: Vec<String> = vec![String::new(); patients.len()];
+    let (mut visits, mut encounters, mut observations) = (0u64, 0u64, 0u64);
+    for round in 0..ENCOUNTERS_PER_PATIENT {
+        let began = Instant::now();
+        for (chunk_no, chunk) in patients.chunks(CHUNK).enumerate() {
+            store
+                .write(|txn| {
+                    for (i, patient) in chunk.iter().enumerate() {
+                        let n = chunk_no * CHUNK + i;
+                        let day = first_day
+                            + chrono::Duration::days((round * 30 + n % 28) as i64)
+                            + chrono::Duration::minutes((n % 480) as i64);
+                        let at = datetime_key(day);
+                        if round % 2 == 0 {
+                            let last = round + 2 >= ENCOUNTERS_PER_PATIENT;
+                            let open = last && n.is_multiple_of(200);
+                            let visit = VisitRecord {
+                                v: 1,
+                                uuid: uuid::Uuid::now_v7().to_string(),
+                                patient: patient.clone(),
+                                visit_type: refs.visit_type.clone(),
+                                location: Some(refs.location.clone()),
+                                indication: None,
+                                start: at.clone(),
+                                stop: (!open)
+                                    .then(|| datetime_key(day + chrono::Duration::days(1))),
+                                audit: Audit::new(&refs.admin, created),
+                                voiding: Voiding::default(),
+                                attributes: Vec::new(),
+                            };
+                            runtime::domains::visit::store::put_in(txn, None, &visit)?;
+                            visits_of[n] = visit.uuid;
+                            visits += 1;
+                        }
+                        let encounter = EncounterRecord {
+                            v: 1,
+                            uuid: uuid::Uuid::now_v7().to_string(),
+                            patient: patient.clone(),
+                            encounter_type: refs.encounter_type.clone(),
+                            datetime: at.clone(),
+                            location: Some(refs.location.clone()),
+                            form: None,
+                            visit: Some(visits_of[n].clone()),
+                            providers: Vec::new(),
+                            audit: Audit::new(&refs.admin, created),
+                            voiding: Voiding::default(),
+                        };
+                        let obs: Vec<ObsRecord> = VITALS
+                            .iter()
+                            .take(OBS_PER_ENCOUNTER)
+                            .map(|&(concept, low, high)| ObsRecord {
+                                v: 1,
+                                uuid: uuid::Uuid::now_v7().to_string(),
+                                person: patient.clone(),
+                                concept: concept.into(),
+                                encounter: Some(encounter.uuid.clone()),
+                                obs_group: None,
+                                datetime: at.clone(),
+                                location: Some(refs.location.clone()),
+                                value: ObsValue::Numeric(rng.between(low, high)),
+                                comment: None,
+                                form_field_namespace: None,
+                                form_field_path: None,
+                                status: "FINAL".into(),
+                                interpretation: None,
+                                order: None,
+                                previous_version: None,
+                                audit: Audit::new(&refs.admin, created),
+                                voiding: Voiding::default(),
+                            })
+                            .collect();
+                        let change = Change {
+                            encounter: Some((None, &encounter)),
+                            obs: obs.iter().map(|o| (None, o)).collect(),
+                        };
+                        write_in(txn, &change)?;
+                        encounters += 1;
+                        observations += obs.len() as u64;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+        }
+        println!(
+            "  round {}/{ENCOUNTERS_PER_PATIENT}: {} encounters in {:.1} s ({observations} observations so far)",
+            round + 1,
+            patients.len(),
+            began.elapsed().as_secs_f64()
+        );
+    }
+    (visits, encounters, observations)
+}
+
+pub fn basic() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"))
+}
+
+/// One authenticated GET; answers its status.
+pub fn get(port: u16, path: &str) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {}\r\n\r\n",
+        basic()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    read_response(&mut s)
+}
+
+/// A wrk script that cycles over `paths`.
+pub fn script(dir: &std::path::Path, name: &str, paths: &[String]) -> std::path::PathBuf {
+    let file = dir.join(format!("{name}.lua"));
+    let mut lua = String::from("local paths = {\n");
+    for p in paths {
+        lua.push_str(&format!("  \"{p}\",\n"));
+    }
+    lua.push_str(
+        "}\nlocal i = 0\nrequest = function()\n  i = i + 1\n  return wrk.format(\"GET\", paths[(i % #paths) + 1])\nend\n",
+    );
+    std::fs::write(&file, lua).unwrap();
+    file
+}
+
+/// 32 clients creating encounters with 20 observations for 10 seconds over keep-alive
+/// connections; answers creations per second (each answered 201 after its commit).
+pub fn creations(port: u16, patients: &[String], refs: &Refs) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let started = Instant::now();
+    let threads: Vec<_> = (0..32)
+        .map(|t| {
+            let basic = basic();
+            let patients: Vec<String> = patients.iter().skip(t).step_by(32).take(500).cloned().collect();
+            let (kind, location) = (refs.encounter_type.clone(), refs.location.clone());
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                let (mut ok, mut failed) = (0usize, 0usize);
+                let mut n = 0;
+                while Instant::now() < deadline {
+                    let patient = &patients[n % patients.len()];
+                    n += 1;
+                    let obs: Vec<String> = (0..20)
+                        .map(|i| {
+                            let (concept, low, _) = VITALS[i % VITALS.len()];
+                            format!(r#"{{"concept":"{concept}","value":{}}}"#, low + (i / 10) as f64)
+                        })
+                        .collect();
+                    let body = format!(
+                        r#"{{"patient":"{patient}","encounterType":"{kind}","location":"{location}","encounterDatetime":"2026-11-01T10:{:02}:00.000+0000","obs":[{}]}}"#,
+                        n % 60,
+                        obs.join(",")
+                    );
+                    let req = format!(
+                        "POST /openmrs/ws/rest/v1/encounter HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {basic}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    s.write_all(req.as_bytes()).unwrap();
+                    if read_response(&mut s) == 201 {
+                        ok += 1;
+                    } else {
+                        failed += 1;
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    let (mut total, mut failed) = (0, 0);
+    for t in threads {
+        let (ok, bad) = t.join().unwrap();
+        total += ok;
+        failed += bad;
+    }
+    if failed > 0 {
+        eprintln!("warning: {failed} encounter creations were not answered 201");
+    }
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The calls the chart makes when it opens, over `sample` patients: (name, one path per
+/// patient).
+pub fn chart_calls(sample: &[&String]) -> Vec<(&'static str, Vec<String>)> {
+    let vitals = VITALS[..9]
+        .iter()
+        .map(|v| v.0)
+        .collect::<Vec<_>>()
+        .join(",");
+    let five = VITALS[..5]
+        .iter()
+        .map(|v| v.0)
+        .collect::<Vec<_>>()
+        .join(",");
+    vec![
+        ("banner (patient, full)", sample.iter().map(|p| format!("/openmrs/ws/rest/v1/patient/{p}?v=full")).collect()),
+        ("active visit", sample.iter().map(|p| format!("/openmrs/ws/rest/v1/visit?patient={p}&includeInactive=false&v=custom:(uuid,display,startDatetime,stopDatetime,visitType:(uuid,display),location:(uuid,display),encounters:(uuid,encounterDatetime))")).collect()),
+        ("vitals (FHIR Observation, 9 codes, 100 newest)", sample.iter().map(|p| format!("/openmrs/ws/fhir2/R4/Observation?subject:Patient={p}&code={vitals}&_summary=data&_sort=-date&_count=100")).collect()),
+        ("encounters with their observations (10 newest)", sample.iter().map(|p| format!("/openmrs/ws/rest/v1/encounter?patient={p}&limit=10&v=custom:(uuid,encounterDatetime,encounterType:(uuid,display),location:(uuid,display),obs:(uuid,concept:(uuid,display),value,obsDatetime))")).collect()),
+        ("observations of 5 concepts (50 newest)", sample.iter().map(|p| format!("/openmrs/ws/rest/v1/obs?patient={p}&concept={five}&limit=50&v=custom:(uuid,concept:(uuid),value,obsDatetime)")).collect()),
+    ]
+}

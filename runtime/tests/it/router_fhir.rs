@@ -1,0 +1,256 @@
+//! FHIR as a FHIR client uses it: `Patient` found by each search parameter, the
+//! CapabilityStatement, and nothing that pretends: unknown types and unsupported parameters
+//! are said so, and every error is an OperationOutcome.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use serde_json::Value;
+
+const FHIR: &str = "/openmrs/ws/fhir2/R4";
+
+fn ids(bundle: &Value) -> Vec<String> {
+    bundle["entry"]
+        .as_array()
+        .map(|e| {
+            e.iter()
+                .map(|x| x["resource"]["id"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn is_outcome(v: &Value) -> bool {
+    v["resourceType"] == "OperationOutcome" && v["issue"][0]["diagnostics"].is_string()
+}
+
+/// Anywhere in `v`, a `null`, an empty list or an empty string: what R4 forbids.
+fn empties(v: &Value, at: &str, found: &mut Vec<String>) {
+    match v {
+        Value::Null => found.push(at.to_string()),
+        Value::String(s) if s.is_empty() => found.push(at.to_string()),
+        Value::Array(a) if a.is_empty() => found.push(at.to_string()),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| empties(x, &format!("{at}[{i}]"), found)),
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, x)| empties(x, &format!("{at}.{k}"), found)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn a_patient_is_found_by_every_search_parameter_and_only_by_hers() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let amani = register_patient(&mut c, &st, "Amani", "Tshisekedi", "200101").await;
+    let other = register_patient(&mut c, &st, "Amandine", "Kasongo", "200102").await;
+    let id = emr_id("200101");
+    let type_uuid = identifier_type_uuid(&st, "Numéro patient DSE");
+    let born = c.get(&format!("{FHIR}/Patient/{amani}")).await.body["birthDate"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let year = &born[..4];
+    for (query, expected) in [
+        (format!("identifier={id}"), vec![amani.clone()]),
+        (format!("identifier={type_uuid}|{id}"), vec![amani.clone()]),
+        ("identifier=9999999".to_string(), vec![]),
+        (format!("_id={amani}"), vec![amani.clone()]),
+        ("name=amani".to_string(), vec![amani.clone()]),
+        ("name=ama".to_string(), vec![amani.clone(), other.clone()]),
+        ("given=amandine".to_string(), vec![other.clone()]),
+        ("family=tshisekedi".to_string(), vec![amani.clone()]),
+        ("family=amani".to_string(), vec![]),
+        // Both were registered born the same day.
+        (format!("name=ama&birthdate={born}"), vec![amani.clone(), other.clone()]),
+        (format!("name=ama&birthdate=ne{born}"), vec![]),
+        (format!("name=amani&birthdate={year}"), vec![amani.clone()]),
+        (format!("name=amani&birthdate=gt{year}-12-31"), vec![]),
+        ("name=amani&deceased=false".to_string(), vec![amani.clone()]),
+        ("name=amani&deceased=true".to_string(), vec![]),
+    ] {
+        let r = c.get(&format!("{FHIR}/Patient?{query}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{query}: {:?}", r.body);
+        let mut found = ids(&r.body);
+        found.sort();
+        let mut want = expected.clone();
+        want.sort();
+        assert_eq!(found, want, "{query}");
+        assert_eq!(r.body["total"], expected.len(), "{query}");
+    }
+    // Gender filters what a name found.
+    let gender = c.get(&format!("{FHIR}/Patient/{amani}")).await.body["gender"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = c
+        .get(&format!("{FHIR}/Patient?name=amani&gender={gender}"))
+        .await;
+    assert_eq!(ids(&r.body), vec![amani.clone()]);
+    let opposite = if gender == "male" { "female" } else { "male" };
+    let r = c
+        .get(&format!("{FHIR}/Patient?name=amani&gender={opposite}"))
+        .await;
+    assert_eq!(r.body["total"], 0);
+    // Paging: the pages' entries add up to the total, and a count alone has no entries.
+    let first = c.get(&format!("{FHIR}/Patient?name=ama&_count=1")).await;
+    assert_eq!(first.body["total"], 2);
+    assert_eq!(ids(&first.body).len(), 1);
+    let next = first.body["link"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["relation"] == "next")
+        .unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = &next[next.find("/openmrs").unwrap()..];
+    let second = c.get(path).await;
+    let mut both = ids(&first.body);
+    both.extend(ids(&second.body));
+    both.sort();
+    let mut want = vec![amani.clone(), other.clone()];
+    want.sort();
+    assert_eq!(both, want);
+    let count = c
+        .get(&format!("{FHIR}/Patient?name=ama&_summary=count"))
+        .await;
+    assert_eq!(count.body["total"], 2);
+    assert!(count.body["entry"].as_array().is_none_or(|e| e.is_empty()));
+    // Malformed values are refused, and a search by nothing indexed is refused.
+    for bad in [
+        "name=ama&birthdate=not-a-date",
+        "name=ama&gender=woman",
+        "gender=female",
+    ] {
+        let r = c.get(&format!("{FHIR}/Patient?{bad}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}");
+        assert!(is_outcome(&r.body), "{bad}: {:?}", r.body);
+    }
+    // What the server writes has no null, no empty list, no empty string.
+    let r = c.get(&format!("{FHIR}/Patient/{amani}")).await;
+    let mut found = Vec::new();
+    empties(&r.body, "Patient", &mut found);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[tokio::test]
+async fn what_is_not_served_is_said_so_never_an_empty_bundle() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    for path in [
+        "NoSuchType",
+        "Practitioner?name=x",
+        "ServiceRequest?patient=x",
+        "NoSuchType/123",
+        "ValueSet?url=x",
+    ] {
+        let r = c.get(&format!("{FHIR}/{path}")).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {:?}", r.body);
+        assert!(is_outcome(&r.body), "{path}: {:?}", r.body);
+        assert_eq!(
+            r.headers["content-type"], "application/fhir+json;charset=UTF-8",
+            "{path}"
+        );
+    }
+    // Errors of the shared layers are OperationOutcomes too.
+    let r = c.post(&format!("{FHIR}/Patient"), "{}").await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(is_outcome(&r.body), "{:?}", r.body);
+    let r = c
+        .get(&format!(
+            "{FHIR}/Observation?code=5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(is_outcome(&r.body), "{:?}", r.body);
+    let mut anonymous = Client::new(st.clone());
+    let r = anonymous.get(&format!("{FHIR}/Patient?name=x")).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(is_outcome(&r.body), "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn unsupported_search_parameters_are_ignored_openly_or_refused_when_strict() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let amani = register_patient(&mut c, &st, "Amani", "Tshisekedi", "200201").await;
+    // Lenient (the default): ignored, and left out of the self link.
+    let r = c
+        .get(&format!("{FHIR}/Patient?name=amani&hair-colour=brown"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(ids(&r.body), vec![amani.clone()]);
+    let links = r.body["link"].to_string();
+    assert!(
+        links.contains("name=amani") && !links.contains("hair-colour"),
+        "{links}"
+    );
+    // Strict: refused, naming it.
+    let r = c
+        .send(
+            "GET",
+            &format!("{FHIR}/Patient?name=amani&hair-colour=brown"),
+            &[("prefer", "handling=strict")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(is_outcome(&r.body));
+    assert!(
+        r.body["issue"][0]["diagnostics"]
+            .as_str()
+            .unwrap()
+            .contains("hair-colour")
+    );
+    // A parameter the type supports passes strict handling.
+    let r = c
+        .send(
+            "GET",
+            &format!("{FHIR}/Patient?name=amani&_count=5"),
+            &[("prefer", "handling=strict")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_capability_statement_lists_what_is_served() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let r = c.get(&format!("{FHIR}/metadata")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["resourceType"], "CapabilityStatement");
+    assert_eq!(r.body["fhirVersion"], "4.0.1");
+    let resources = r.body["rest"][0]["resource"].as_array().unwrap();
+    let patient = resources.iter().find(|x| x["type"] == "Patient").unwrap();
+    let params: Vec<&str> = patient["searchParam"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for p in [
+        "identifier",
+        "name",
+        "family",
+        "given",
+        "birthdate",
+        "gender",
+        "_id",
+    ] {
+        assert!(params.contains(&p), "{p}");
+    }
+    // Each type it lists answers; a type it does not list is refused.
+    for x in resources {
+        let kind = x["type"].as_str().unwrap();
+        let r = c.get(&format!("{FHIR}/{kind}/no-such-id")).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{kind}");
+        assert!(is_outcome(&r.body), "{kind}");
+    }
+    assert!(!resources.iter().any(|x| x["type"] == "Practitioner"));
+}
