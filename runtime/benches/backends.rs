@@ -328,4 +328,16 @@ fn run() {
         percentile(&delays, 0.5),
         percentile(&delays, 0.99)
     );
+    drop((a, b, state));
+    // The benchmark's schema goes with it (a server named by EMR_TEST_POSTGRES stays).
+    let dropped = rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&server.url, tokio_postgres::NoTls).await?;
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+            .await
+    });
+    if let Err(e) = dropped {
+        eprintln!("the schema {schema} was left behind: {e}");
+    }
 }

@@ -64,7 +64,10 @@ async fn a_patient_is_found_by_every_search_parameter_and_only_by_hers() {
         ("family=tshisekedi".to_string(), vec![amani.clone()]),
         ("family=amani".to_string(), vec![]),
         // Both were registered born the same day.
-        (format!("name=ama&birthdate={born}"), vec![amani.clone(), other.clone()]),
+        (
+            format!("name=ama&birthdate={born}"),
+            vec![amani.clone(), other.clone()],
+        ),
         (format!("name=ama&birthdate=ne{born}"), vec![]),
         (format!("name=amani&birthdate={year}"), vec![amani.clone()]),
         (format!("name=amani&birthdate=gt{year}-12-31"), vec![]),
