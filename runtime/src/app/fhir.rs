@@ -146,6 +146,10 @@ pub const SUPPORTED: &[Supported] = &[
         )
     },
     read_search("Medication", &["code"]),
+    read_search(
+        "Practitioner",
+        crate::domains::provider::fhir::SEARCH_PARAMS,
+    ),
     Supported {
         searchable: false,
         ..read_search("ValueSet", &[])

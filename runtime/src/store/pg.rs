@@ -16,7 +16,7 @@
 //! so an acknowledged write survives the loss of any runtime.
 //!
 //! **Change notices.** After a commit, the runtime that wrote sends one `NOTIFY` on
-//! `emr_changes` naming the tables it touched (and the keys, when few), in the same round
+//! its schema's channel naming the tables it touched (and the keys, when few), in the same round
 //! trip as the `COMMIT` but outside the transaction. Every other runtime listens on a
 //! connection of its own (`listen`) and drops or refreshes what it keeps in memory; a
 //! listener that loses its connection reports it, so the store drops every cache rather
@@ -35,8 +35,9 @@ use std::time::Duration;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Statement};
 
-/// The channel change notices travel on.
-pub const CHANNEL: &str = "emr_changes";
+/// The channels change notices travel on: one per schema (`Engine::channel`), since
+/// PostgreSQL's channels are the database's and one database may hold several stores.
+const CHANNEL_PREFIX: &str = "emr_changes_";
 /// Keys a notice names per table at most; past it, the notice says "every key".
 const KEYS_PER_NOTICE: usize = 64;
 /// Idle connections kept for reuse.
@@ -197,6 +198,11 @@ impl Engine {
         &self.schema
     }
 
+    /// The channel of this schema's change notices.
+    pub fn channel(&self) -> String {
+        format!("{CHANNEL_PREFIX}{:08x}", self.lock_space as u32)
+    }
+
     pub fn stats(&self) -> Stats {
         Stats {
             statements: self
@@ -331,6 +337,7 @@ impl Engine {
         }
         let weak = Arc::downgrade(self);
         let config = self.config.clone();
+        let channel = self.channel();
         self.handle.spawn(async move {
             let mut first = true;
             loop {
@@ -352,7 +359,7 @@ impl Engine {
                         }
                     });
                     if client
-                        .batch_execute(&format!("LISTEN {CHANNEL}"))
+                        .batch_execute(&format!("LISTEN {channel}"))
                         .await
                         .is_ok()
                     {
@@ -396,7 +403,7 @@ impl Engine {
         self.count_statement();
         wait(
             conn.client
-                .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload]),
+                .execute("SELECT pg_notify($1, $2)", &[&self.channel(), &payload]),
         )
         .map_err(classify)?;
         self.checkin(conn);
@@ -526,18 +533,19 @@ impl Txn {
     pub fn commit(self) -> StoreResult<Touched> {
         self.flush()?;
         let touched = self.touched.take();
+        let channel = self.engine.channel();
         let mut sql = String::from("COMMIT");
         if !touched.is_empty() {
             let payload = notice_payload(&self.engine.instance, &touched);
             if payload.len() < 7900 {
                 sql.push_str(&format!(
-                    "; SELECT pg_notify('{CHANNEL}', '{}')",
+                    "; SELECT pg_notify('{channel}', '{}')",
                     payload.replace('\'', "''")
                 ));
             } else {
                 let all: Touched = touched.keys().map(|t| (t.clone(), None)).collect();
                 sql.push_str(&format!(
-                    "; SELECT pg_notify('{CHANNEL}', '{}')",
+                    "; SELECT pg_notify('{channel}', '{}')",
                     notice_payload(&self.engine.instance, &all).replace('\'', "''")
                 ));
             }

@@ -616,6 +616,61 @@ fn a_read_check_write_on_one_runtime_waits_for_another_runtimes() {
 }
 
 #[test]
+fn change_notices_stay_within_their_schema() {
+    use runtime::store::pg::Notice;
+    let open = |schema: &str| {
+        runtime::store::Store::connect(&server(), schema, &runtime::domains::REGISTRY).unwrap()
+    };
+    let (x, y) = (new_schema(), new_schema());
+    let (x1, x2, y1, y2) = (open(&x), open(&x), open(&y), open(&y));
+    let heard = |store: &runtime::store::Store| {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = seen.clone();
+        store.on_remote_change(Arc::new(move |n: &Notice| {
+            if let Notice::Changed(t) = n
+                && let Some(Some(keys)) = t.get("settings")
+            {
+                into.lock().unwrap().extend(keys.iter().cloned());
+            }
+        }));
+        seen
+    };
+    let (in_x, in_y) = (heard(&x2), heard(&y2));
+    // The listeners connect in the background: wait until each hears its own schema.
+    let setting = |store: &runtime::store::Store, name: &str| {
+        store
+            .put_setting(&runtime::store::SettingRecord {
+                v: 1,
+                property: name.into(),
+                value: "1".into(),
+                description: None,
+                base_fingerprint: String::new(),
+            })
+            .unwrap()
+    };
+    eventually("the first schema's listener", || {
+        setting(&x1, "x.ready");
+        !in_x.lock().unwrap().is_empty()
+    });
+    eventually("the second schema's listener", || {
+        setting(&y1, "y.ready");
+        !in_y.lock().unwrap().is_empty()
+    });
+    setting(&x1, "x.only");
+    setting(&y1, "y.after");
+    // The server delivers in commit order: once the second schema's later notice has
+    // arrived, a notice of the first schema would have arrived before it.
+    eventually("the later notice in the second schema", || {
+        in_y.lock().unwrap().contains(&"y.after".to_string())
+    });
+    eventually("the notice in the first schema", || {
+        in_x.lock().unwrap().contains(&"x.only".to_string())
+    });
+    let y_heard = in_y.lock().unwrap().clone();
+    assert!(y_heard.iter().all(|k| k.starts_with("y.")), "{y_heard:?}");
+}
+
+#[test]
 fn background_jobs_run_on_one_runtime_at_a_time() {
     let schema = new_schema();
     let open =

@@ -146,7 +146,7 @@ async fn what_is_not_served_is_said_so_never_an_empty_bundle() {
     let mut c = Client::admin(st.clone()).await;
     for path in [
         "NoSuchType",
-        "Practitioner?name=x",
+        "Person?name=x",
         "ServiceRequest?patient=x",
         "NoSuchType/123",
         "ValueSet?url=x",
@@ -255,5 +255,61 @@ async fn the_capability_statement_lists_what_is_served() {
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{kind}");
         assert!(is_outcome(&r.body), "{kind}");
     }
-    assert!(!resources.iter().any(|x| x["type"] == "Practitioner"));
+    assert!(!resources.iter().any(|x| x["type"] == "ServiceRequest"));
+}
+
+#[tokio::test]
+async fn the_practitioners_the_server_names_are_served() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let me = c.user_uuid().await;
+    // A condition's recorder names its creator as a Practitioner: it resolves.
+    let p = register_patient(&mut c, &st, "Neema", "Ilunga", "200301").await;
+    let body = serde_json::json!({
+        "resourceType": "Condition",
+        "subject": {"reference": format!("Patient/{p}")},
+        "code": {"coding": [{"code": "5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}]},
+        "clinicalStatus": {"coding": [{"system": "http://terminology.hl7.org/CodeSystem/condition-clinical", "code": "active"}]},
+        "onsetDateTime": "2026-01-10"
+    });
+    let r = c
+        .post(&format!("{FHIR}/Condition"), &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let recorder = r.body["recorder"]["reference"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(recorder, format!("Practitioner/{me}"));
+    let r = c.get(&format!("{FHIR}/{recorder}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["resourceType"], "Practitioner");
+    assert_eq!(r.body["active"], true);
+    // Providers are searched by name and identifier, and read by their own uuid.
+    let made = c
+        .post(
+            "/openmrs/ws/rest/v1/provider",
+            &serde_json::json!({"name": "Sœur Bernadette Kalala", "identifier": "PRV-77"})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{:?}", made.body);
+    let uuid = made.body["uuid"].as_str().unwrap().to_string();
+    for query in [
+        "name=bernadette",
+        "name=kal",
+        "identifier=PRV-77",
+        &format!("_id={uuid}"),
+    ] {
+        let r = c.get(&format!("{FHIR}/Practitioner?{query}")).await;
+        assert_eq!(ids(&r.body), vec![uuid.clone()], "{query}");
+    }
+    let r = c.get(&format!("{FHIR}/Practitioner?name=nobody")).await;
+    assert_eq!(r.body["total"], 0);
+    let r = c.get(&format!("{FHIR}/Practitioner/{uuid}")).await;
+    assert_eq!(r.body["name"][0]["text"], "Sœur Bernadette Kalala");
+    assert_eq!(r.body["identifier"][0]["value"], "PRV-77");
+    let mut found = Vec::new();
+    empties(&r.body, "Practitioner", &mut found);
+    assert!(found.is_empty(), "{found:?}");
 }

@@ -16,6 +16,7 @@
 //! an account's own provider (its identifier, or retiring it) stores it as a managed
 //! provider under the same uuid, so the encounters that already name it keep it.
 
+pub mod fhir;
 pub mod rest;
 pub mod store;
 

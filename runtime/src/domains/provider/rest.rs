@@ -464,4 +464,12 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
                 .post(crate::domains::provider::rest::update)
                 .delete(crate::domains::provider::rest::delete),
         )
+        .route(
+            &paths.fhir("/Practitioner"),
+            get(crate::domains::provider::fhir::search),
+        )
+        .route(
+            &paths.fhir("/Practitioner/{id}"),
+            get(crate::domains::provider::fhir::read),
+        )
 }
