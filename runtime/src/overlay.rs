@@ -11,7 +11,7 @@
 use crate::catalog::{Catalog, setting_fingerprint};
 use crate::store::{Store, StoreResult};
 
-const BUNDLE_HASH: &str = "bundle_hash";
+use crate::store::SERVED_CONTENT as BUNDLE_HASH;
 
 /// The content hash of the bundle the store was last served with (`None` for a new store).
 pub fn served_content(store: &Store) -> StoreResult<Option<String>> {
@@ -21,6 +21,7 @@ pub fn served_content(store: &Store) -> StoreResult<Option<String>> {
 /// Applies the start-up rule; returns the properties whose API-made values were dropped.
 pub fn apply_new_bundle(store: &Store, catalog: &Catalog) -> StoreResult<Vec<String>> {
     let hash = &catalog.header.content_hash;
+    store.expect_content(hash);
     if store.meta(BUNDLE_HASH)?.as_deref() == Some(hash.as_str()) {
         return Ok(Vec::new());
     }
@@ -47,6 +48,7 @@ pub fn reset_to_content(store: &Store, catalog: &Catalog) -> StoreResult<Vec<Str
         .map(|s| s.property)
         .collect();
     let reset = store.remove_settings(&defined)?;
+    store.expect_content(&catalog.header.content_hash);
     store.set_meta(BUNDLE_HASH, &catalog.header.content_hash)?;
     Ok(reset)
 }

@@ -30,6 +30,15 @@ pub async fn started(
         )
             .into_response();
     }
+    if let Some(other) = state.store.content_changed_to() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::json!({"status": "content-changed", "detail": format!("another runtime gave the database the content {other}; this runtime serves {} and refuses writes until it is started again with it", state.catalog.load().header.content_hash)})
+                .to_string(),
+        )
+            .into_response();
+    }
     let (status, body) = match state.store.write_failure() {
         None => (StatusCode::OK, serde_json::json!({"status": "started"})),
         Some(f) => (

@@ -36,6 +36,8 @@ use std::sync::Arc;
 pub const SCHEMA_VERSION: u32 = 2;
 
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
+/// The meta key of the content hash of the bundle the store was last served with.
+pub const SERVED_CONTENT: &str = "bundle_hash";
 const PATIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("patients");
 /// Patient uuid → what the search index needs of that patient (`projection::projection`):
 /// loading the index reads these few bytes per patient instead of whole records, so the
@@ -239,8 +241,33 @@ pub struct Store {
     /// What the layers above keep in memory from the store and refresh when another
     /// runtime changes it (`on_remote_change`).
     remote_hooks: Arc<std::sync::RwLock<Vec<RemoteHook>>>,
+    /// The content this runtime serves, and, on a shared store, the other content the
+    /// database was since given by another runtime (its writes are then refused).
+    content: Arc<ContentWatch>,
     /// The domains' tables: created at open, walked by backups, restores and checks.
     registry: &'static Registry,
+}
+
+/// The content a runtime serves against the content its shared store records.
+#[derive(Default)]
+struct ContentWatch {
+    expected: std::sync::RwLock<Option<String>>,
+    /// The content the database records when it is not `expected`.
+    changed_to: std::sync::RwLock<Option<String>>,
+}
+
+impl ContentWatch {
+    /// Compares what the database records with what this runtime serves.
+    fn check(&self, recorded: Option<String>) {
+        let expected = self.expected.read().ok().and_then(|e| e.clone());
+        let differs = match (&expected, &recorded) {
+            (Some(e), Some(r)) => e != r,
+            _ => false,
+        };
+        if let Ok(mut c) = self.changed_to.write() {
+            *c = if differs { recorded } else { None };
+        }
+    }
 }
 
 /// Called with every change notice from another runtime (`Store::on_remote_change`).
@@ -460,6 +487,7 @@ impl Store {
             store.settings.clone(),
         );
         let (count, hooks) = (store.commit_count.clone(), store.remote_hooks.clone());
+        let (content, weak) = (store.content.clone(), Arc::downgrade(&engine));
         engine.listen(Arc::new(move |notice: pg::Notice| {
             let touches = |names: &[&str]| match &notice {
                 pg::Notice::Lost => true,
@@ -472,12 +500,42 @@ impl Store {
             if touches(&["settings"]) {
                 settings.invalidate();
             }
+            if touches(&["meta"])
+                && let Some(engine) = weak.upgrade()
+            {
+                // Another runtime reloaded or upgraded the content.
+                let recorded = pg::Txn::read(&engine).and_then(|txn| {
+                    let bytes = txn.table("meta")?.get(SERVED_CONTENT.as_bytes())?;
+                    Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
+                });
+                match recorded {
+                    Ok(r) => content.check(r),
+                    Err(e) => tracing::warn!("the database's content could not be read: {e}"),
+                }
+            }
             count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             for hook in hooks.read().map(|h| h.clone()).unwrap_or_default() {
                 hook(&notice);
             }
         }));
         Ok(store)
+    }
+
+    /// Records the content this runtime serves (its start, a reload): on a shared store, a
+    /// change of the database's content by another runtime is then noticed.
+    pub fn expect_content(&self, hash: &str) {
+        if let Ok(mut e) = self.content.expected.write() {
+            *e = Some(hash.to_string());
+        }
+        if let Ok(mut c) = self.content.changed_to.write() {
+            *c = None;
+        }
+    }
+
+    /// The content the shared database was given by another runtime, when it is not the
+    /// one this runtime serves: its writes are refused until it is started again with it.
+    pub fn content_changed_to(&self) -> Option<String> {
+        self.content.changed_to.read().ok().and_then(|c| c.clone())
     }
 
     /// Whether other runtimes may share this store (PostgreSQL).
@@ -526,6 +584,7 @@ impl Store {
             commit_count: Default::default(),
             pg,
             remote_hooks: Arc::default(),
+            content: Arc::default(),
             registry,
         };
         let schema = medium::catch_panic(|| {
@@ -597,6 +656,11 @@ impl Store {
                 return Err(StoreError::Unavailable(
                     "the clinical write lock could not be taken".into(),
                 ));
+            }
+            if let Some(other) = self.content_changed_to() {
+                return Err(StoreError::Unavailable(format!(
+                    "another runtime gave the database the content {other}: this runtime's content is older; start it again with that content"
+                )));
             }
             let txn = WriteTransaction::Pg(pg::Txn::write(pg)?);
             let out = f(&txn)?;

@@ -671,6 +671,52 @@ fn change_notices_stay_within_their_schema() {
 }
 
 #[test]
+fn content_given_to_the_database_by_another_runtime_stops_this_ones_writes() {
+    let cluster = Cluster::new(1);
+    let port = cluster.port(0);
+    let type_uuid = identifier_type();
+    let id = |n: u32| {
+        runtime::identifiers::with_check(&n.to_string(), Some(crate::common::MOD30)).unwrap()
+    };
+    assert!(new_patient(port, "Avant", &id(882001), &type_uuid).is_some());
+    // Another runtime, with other content, reloads it into the database.
+    let other =
+        runtime::store::Store::connect(&server(), &cluster.schema, &runtime::domains::REGISTRY)
+            .unwrap();
+    other
+        .set_meta(runtime::store::SERVED_CONTENT, "content-of-a-newer-build")
+        .unwrap();
+    eventually("the runtime noticing the database's new content", || {
+        http(port, "GET", "/openmrs/health/started", None, Auth::Basic)
+            .is_some_and(|a| a.status == 503 && a.body["status"] == "content-changed")
+    });
+    // Its writes are refused; reads go on.
+    let body = serde_json::json!({
+        "person": {"names": [{"givenName": "Apres", "familyName": "Rechargement"}], "gender": "F", "birthdate": "1990-05-01"},
+        "identifiers": [{"identifier": id(882002), "identifierType": type_uuid, "preferred": true}]
+    })
+    .to_string();
+    let refused = http(
+        port,
+        "POST",
+        &format!("{REST}/patient"),
+        Some(&body),
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    let read = http(
+        port,
+        "GET",
+        &format!("{REST}/patient?q=avant"),
+        None,
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(read.status, 200);
+}
+
+#[test]
 fn background_jobs_run_on_one_runtime_at_a_time() {
     let schema = new_schema();
     let open =
