@@ -422,6 +422,71 @@ fn authenticated_basic(port: u16) -> bool {
 }
 
 #[test]
+fn a_runtime_whose_notices_were_cut_listens_again_and_catches_up() {
+    let cluster = Cluster::new(2);
+    let (a, b) = (cluster.port(0), cluster.port(1));
+    let cookie = login(a);
+    assert!(authenticated(b, &cookie));
+    // The server ends every connection listening on this schema's channel.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ended = rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&server(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'LISTEN emr_changes_%' AND state = 'idle' AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND query LIKE $1",
+                &[&format!("LISTEN {}", channel_of(&cluster.schema))],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    });
+    assert_eq!(ended, 2, "one listener per runtime");
+    // A logout on one runtime still reaches the other once it listens again (and it drops
+    // what it kept meanwhile).
+    let out = http(
+        a,
+        "DELETE",
+        &format!("{REST}/session"),
+        None,
+        Auth::Cookie(&cookie),
+    )
+    .unwrap();
+    assert_eq!(out.status, 204);
+    eventually(
+        "the other runtime dropping what it kept when its notices were cut",
+        || !authenticated(b, &cookie),
+    );
+    // It listens again: a patient registered on one runtime reaches the other's search
+    // index, which only notices feed.
+    let type_uuid = identifier_type();
+    let id = runtime::identifiers::with_check("883001", Some(crate::common::MOD30)).unwrap();
+    let uuid = new_patient(a, "Reconnexion", &id, &type_uuid).unwrap();
+    eventually("the new patient in the other runtime's search", || {
+        http(
+            b,
+            "GET",
+            &format!("{REST}/patient?q=reconnexion"),
+            None,
+            Auth::Basic,
+        )
+        .is_some_and(|r| r.body["results"].to_string().contains(&uuid))
+    });
+}
+
+/// The notice channel of a schema, as a runtime names it.
+fn channel_of(schema: &str) -> String {
+    let store =
+        runtime::store::Store::connect(&server(), schema, &runtime::domains::REGISTRY).unwrap();
+    store.server().unwrap().channel()
+}
+
+#[test]
 fn a_patient_registered_on_one_runtime_is_found_by_the_others() {
     let cluster = Cluster::new(2);
     let type_uuid = identifier_type();
