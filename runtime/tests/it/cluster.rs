@@ -168,12 +168,17 @@ fn identifier_type() -> String {
         .clone()
 }
 
-fn new_patient(port: u16, given: &str, identifier: &str, type_uuid: &str) -> Option<String> {
-    let body = serde_json::json!({
+/// A new patient's body, as registration sends it.
+fn patient_body(given: &str, identifier: &str, type_uuid: &str) -> String {
+    serde_json::json!({
         "person": {"names": [{"givenName": given, "familyName": "Kabongo"}], "gender": "F", "birthdate": "1990-05-01"},
         "identifiers": [{"identifier": identifier, "identifierType": type_uuid, "preferred": true}]
     })
-    .to_string();
+    .to_string()
+}
+
+fn new_patient(port: u16, given: &str, identifier: &str, type_uuid: &str) -> Option<String> {
+    let body = patient_body(given, identifier, type_uuid);
     let a = http(
         port,
         "POST",
@@ -756,11 +761,7 @@ fn content_given_to_the_database_by_another_runtime_stops_this_ones_writes() {
             .is_some_and(|a| a.status == 503 && a.body["status"] == "content-changed")
     });
     // Its writes are refused; reads go on.
-    let body = serde_json::json!({
-        "person": {"names": [{"givenName": "Apres", "familyName": "Rechargement"}], "gender": "F", "birthdate": "1990-05-01"},
-        "identifiers": [{"identifier": id(882002), "identifierType": type_uuid, "preferred": true}]
-    })
-    .to_string();
+    let body = patient_body("Apres", &id(882002), &type_uuid);
     let refused = http(
         port,
         "POST",
@@ -889,11 +890,7 @@ fn a_database_that_goes_away_answers_503_and_is_found_again() {
     };
     assert!(new_patient(port, "Avant", &id(881001), &type_uuid).is_some());
     private_server("stop", dir.path());
-    let body = serde_json::json!({
-        "person": {"names": [{"givenName": "Pendant", "familyName": "Panne"}], "gender": "F", "birthdate": "1990-05-01"},
-        "identifiers": [{"identifier": id(881002), "identifierType": type_uuid, "preferred": true}]
-    })
-    .to_string();
+    let body = patient_body("Pendant", &id(881002), &type_uuid);
     let refused = http(
         port,
         "POST",
