@@ -14,6 +14,13 @@ use std::collections::{BTreeMap, HashMap};
 use unicode_normalization::UnicodeNormalization;
 
 /// Lower case without accents (NFD, combining marks removed).
+/// Whether `text` begins, or has a word that begins, with `term`, accents and case aside
+/// (FHIR's string search on a name or an address).
+pub fn starts_a_word(text: &str, term: &str) -> bool {
+    let (text, term) = (fold(text), fold(term));
+    text.starts_with(&term) || text.split_whitespace().any(|w| w.starts_with(&term))
+}
+
 pub fn fold(s: &str) -> String {
     s.nfd()
         .filter(|c| !unicode_normalization::char::is_combining_mark(*c))

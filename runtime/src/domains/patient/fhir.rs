@@ -227,11 +227,7 @@ impl DateParam {
 
 /// Whether a word of `field` starts with `term`, accents and case aside.
 fn starts_a_word(field: Option<&String>, term: &str) -> bool {
-    let term = crate::search::fold(term);
-    field.is_some_and(|f| {
-        let f = crate::search::fold(f);
-        f.starts_with(&term) || f.split_whitespace().any(|w| w.starts_with(&term))
-    })
+    field.is_some_and(|f| crate::search::starts_a_word(f, term))
 }
 
 /// What a search's parameters ask of one patient.

@@ -79,7 +79,6 @@ pub async fn search(
     let (id, identifier, name) = (one("_id"), one("identifier"), one("name"));
     let st = state.clone();
     let providers = crate::http::blocking(move || Ok(all(&st.store)?)).await?;
-    let name = name.map(|n| crate::search::fold(&n));
     let found: Vec<&Provider> = providers
         .iter()
         .filter(|p| id.as_deref().is_none_or(|i| p.uuid == i))
@@ -90,10 +89,8 @@ pub async fn search(
             })
         })
         .filter(|p| {
-            name.as_deref().is_none_or(|n| {
-                let folded = crate::search::fold(&p.name);
-                folded.starts_with(n) || folded.split_whitespace().any(|w| w.starts_with(n))
-            })
+            name.as_deref()
+                .is_none_or(|n| crate::search::starts_a_word(&p.name, n))
         })
         .filter(|p| active.is_none_or(|a| a != p.retired))
         .collect();
