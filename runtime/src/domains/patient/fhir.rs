@@ -170,6 +170,7 @@ pub const SEARCH_PARAMS: &[&str] = &[
     "address-state",
     "address-country",
     "address-postalcode",
+    "_summary",
 ];
 
 /// A date search value: its prefix and the range of days it names (`2024`, `2024-05`,
