@@ -4,6 +4,7 @@
 //!
 //! Privileges each endpoint requires are listed in `docs/api.md`.
 
+pub mod audit;
 pub mod backup;
 pub mod emrapi;
 pub mod fhir;
@@ -62,6 +63,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route(&rest("/initializer/reload"), post(reload::reload))
         .route(&rest("/backup"), get(backup::backup))
+        .route(&rest("/audit"), get(audit::search))
         .route(&fhir("/Encounter"), get(encounter_search))
         .route(&fhir("/metadata"), get(fhir_types::metadata))
         .route(&fhir("/{*rest}"), get(crate::http::fhir::other))
@@ -80,7 +82,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             fhir_types::outcomes,
-        ));
+        ))
+        // Each request's changes are recorded in the audit trail under its caller.
+        .layer(axum::middleware::from_fn(with_author));
     let routes: Router = routes.with_state(state);
     // A path that matched nothing is tried once more normalised (repeated slashes, an API
     // path's trailing slash): only such requests pay for it, and routing stays one flat table.
@@ -131,4 +135,10 @@ async fn encounter_search(
         return dispense_fhir::encounters_with_requests(state.0, caller, query).await;
     }
     clinical_fhir::encounters(state, caller, crate::http::QueryPairs(query)).await
+}
+
+/// Enters the request's task with an empty author, which the `Caller` extractor names once
+/// the caller is authenticated (`store::audit`).
+async fn with_author(req: Request, next: axum::middleware::Next) -> axum::response::Response {
+    crate::store::audit::acting(next.run(req)).await
 }

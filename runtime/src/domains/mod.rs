@@ -76,6 +76,7 @@ const RECORD_TABLES: &[RecordTable] = &[
     bed::store::TAG_RECORDS,
     bed::store::BED_RECORDS,
     bed::store::ASSIGNMENT_RECORDS,
+    crate::store::audit::RECORDS,
 ];
 
 /// Every blob table, written to backups after the record tables.
@@ -86,6 +87,11 @@ pub static REGISTRY: Registry = Registry {
     records: RECORD_TABLES,
     blobs: BLOB_TABLES,
     patient_records: PATIENT_RECORDS,
+    merge_refusals: &[
+        visit::both_in_an_active_visit,
+        programme::both_enrolled_in_one_programme,
+        order::both_with_active_orders_of_one_type,
+    ],
     on_patient_voided: ON_PATIENT_VOIDED,
     extensions: &[
         &VISIT_DEPENDENTS,
@@ -142,6 +148,7 @@ const PATIENT_RECORDS: &[PatientRecords] = &[
     PatientRecords {
         kind: "visits",
         any: |s, p| Ok(!visit::store::visits_of(s, p)?.is_empty()),
+        moves: &[visit::store::MERGE],
     },
     PatientRecords {
         kind: "encounters",
@@ -153,42 +160,52 @@ const PATIENT_RECORDS: &[PatientRecords] = &[
             };
             Ok(!encounter::store::list(s, &q, ONE)?.0.is_empty())
         },
+        moves: &[encounter::store::MERGE_ENCOUNTERS, encounter::store::MERGE_OBS],
     },
     PatientRecords {
         kind: "diagnoses",
         any: |s, p| Ok(!diagnosis::store::of_patient(s, p, true, ONE)?.0.is_empty()),
+        moves: &[diagnosis::store::MERGE],
     },
     PatientRecords {
         kind: "programme enrolments",
         any: |s, p| Ok(!programme::store::all_of_patient(s, p)?.is_empty()),
+        moves: &[programme::store::MERGE],
     },
     PatientRecords {
         kind: "queue entries",
         any: queue::store::any_of_patient,
+        moves: &[queue::store::MERGE],
     },
     PatientRecords {
         kind: "orders",
         any: order::store::any_of_patient,
+        moves: &[order::store::MERGE],
     },
     PatientRecords {
         kind: "medication dispenses",
         any: dispense::store::any_of_patient,
+        moves: &[dispense::store::MERGE],
     },
     PatientRecords {
         kind: "patient list memberships",
         any: cohort::store::any_of_patient,
+        moves: &[cohort::store::MERGE],
     },
     PatientRecords {
         kind: "attachments",
         any: attachment::store::any_of_patient,
+        moves: &[attachment::store::MERGE],
     },
     PatientRecords {
         kind: "appointments",
         any: appointment::store::any_of_patient,
+        moves: &[appointment::store::MERGE],
     },
     PatientRecords {
         kind: "bed assignments",
         any: bed::any_of_patient,
+        moves: &[bed::store::MERGE_BEDS, bed::store::MERGE_STAYS],
     },
     PatientRecords {
         kind: "conditions",
@@ -199,14 +216,22 @@ const PATIENT_RECORDS: &[PatientRecords] = &[
                     .is_empty(),
             )
         },
+        moves: &[condition::store::MERGE],
     },
     PatientRecords {
         kind: "allergies",
         any: |s, p| Ok(!allergy::store::of_patient(s, p, true)?.is_empty()),
+        moves: &[allergy::store::MERGE],
     },
     PatientRecords {
         kind: "relationships",
         any: |s, p| Ok(!relationship::store::of_person(s, p, true)?.is_empty()),
+        moves: &[relationship::store::MERGE],
+    },
+    PatientRecords {
+        kind: "bills",
+        any: |s, p| Ok(!(bill::store::MERGE.of_patient)(s, p)?.is_empty()),
+        moves: &[bill::store::MERGE],
     },
 ];
 

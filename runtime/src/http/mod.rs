@@ -332,6 +332,21 @@ impl FromRequestParts<Arc<AppState>> for Caller {
             Some(u) => auth::grants(u, &state.catalog.load(), &state.access.load()),
             None => Grants::default(),
         };
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip());
+        crate::store::audit::set_actor(crate::store::audit::Actor {
+            user: user.as_ref().map(|u| u.uuid.clone()),
+            address: Some(
+                crate::throttle::client_address(
+                    peer,
+                    headers.get("x-real-ip").and_then(|v| v.to_str().ok()),
+                    &state.config.trusted_proxies,
+                )
+                .to_string(),
+            ),
+        });
         Ok(Caller {
             user,
             session_id,
@@ -459,8 +474,11 @@ pub fn render_list<'a>(
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> ApiResult<T> + Send + 'static,
 ) -> ApiResult<T> {
+    let author = crate::store::audit::current_slot();
     tokio::task::spawn_blocking(move || {
-        let (out, pending) = crate::store::group_commit::durable_after(f);
+        let (out, pending) = crate::store::audit::acting_sync(author, || {
+            crate::store::group_commit::durable_after(f)
+        });
         let durable = pending.map_or(Ok(()), |p| p.wait());
         // The handler's own error first: what it wrote before failing stays written, as a
         // handler without this scope would leave it.

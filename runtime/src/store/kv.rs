@@ -87,8 +87,10 @@ impl WriteTransaction {
         def: TableDefinition<K, V>,
     ) -> StoreResult<Table<'_, K, V>> {
         Ok(match self {
-            WriteTransaction::Redb(t) => Table::Redb(t.open_table(def.redb)?),
-            WriteTransaction::Pg(t) => Table::Pg(t.create_table(def.name)?, PhantomData),
+            WriteTransaction::Redb(t) => Table::Redb(t.open_table(def.redb)?, audited(def.name)),
+            WriteTransaction::Pg(t) => {
+                Table::Pg(t.create_table(def.name)?, PhantomData, audited(def.name))
+            }
         })
     }
 
@@ -194,10 +196,11 @@ pub enum ReadOnlyTable<'t, K: Key + 'static, V: Value + 'static> {
     Pg(pg::TableRef<'t>, PhantomData<(K, V)>),
 }
 
-/// A table opened in a write transaction.
+/// A table opened in a write transaction; its name when its changes are audited (see
+/// `capture`).
 pub enum Table<'t, K: Key + 'static, V: Value + 'static> {
-    Redb(redb::Table<'t, K, V>),
-    Pg(pg::TableRef<'t>, PhantomData<(K, V)>),
+    Redb(redb::Table<'t, K, V>, Option<&'static str>),
+    Pg(pg::TableRef<'t>, PhantomData<(K, V)>, Option<&'static str>),
 }
 
 fn key_bytes<K: Key + 'static>(key: &K::SelfType<'_>) -> Vec<u8> {
@@ -223,8 +226,8 @@ macro_rules! readable {
                 #[allow(unused_imports)]
                 use redb::ReadableTable as _;
                 Ok(match self {
-                    $table::Redb(t) => t.get(key)?.map(AccessGuard::Redb),
-                    $table::Pg(t, _) => t
+                    $table::Redb(t, ..) => t.get(key)?.map(AccessGuard::Redb),
+                    $table::Pg(t, ..) => t
                         .get(&key_bytes::<K>(key.borrow()))?
                         .map(AccessGuard::Owned),
                 })
@@ -240,8 +243,8 @@ macro_rules! readable {
                 #[allow(unused_imports)]
                 use redb::ReadableTable as _;
                 Ok(match self {
-                    $table::Redb(t) => Range::Redb(t.range(range)?),
-                    $table::Pg(t, _) => Range::Pg(
+                    $table::Redb(t, ..) => Range::Redb(t.range(range)?),
+                    $table::Pg(t, ..) => Range::Pg(
                         t.range(
                             bound_bytes::<K, KR>(range.start_bound()),
                             bound_bytes::<K, KR>(range.end_bound()),
@@ -265,11 +268,11 @@ macro_rules! readable {
                 #[allow(unused_imports)]
                 use redb::ReadableTable as _;
                 match self {
-                    $table::Redb(t) => keys
+                    $table::Redb(t, ..) => keys
                         .iter()
                         .map(|k| Ok(t.get(k)?.map(AccessGuard::Redb)))
                         .collect(),
-                    $table::Pg(t, _) => {
+                    $table::Pg(t, ..) => {
                         let wanted: Vec<Vec<u8>> = keys.iter().map(|k| key_bytes::<K>(k)).collect();
                         let mut found = t.get_many(&wanted)?;
                         Ok(wanted
@@ -283,8 +286,8 @@ macro_rules! readable {
             pub fn len(&self) -> StoreResult<u64> {
                 use redb::ReadableTableMetadata as _;
                 match self {
-                    $table::Redb(t) => Ok(t.len()?),
-                    $table::Pg(t, _) => t.len(),
+                    $table::Redb(t, ..) => Ok(t.len()?),
+                    $table::Pg(t, ..) => t.len(),
                 }
             }
 
@@ -336,22 +339,114 @@ impl<K: Key + 'static, V: Value + 'static> Table<'_, K, V> {
         value: impl Borrow<V::SelfType<'v>>,
     ) -> StoreResult<()> {
         match self {
-            Table::Redb(t) => {
+            Table::Redb(t, audited) => {
+                if let Some(table) = audited {
+                    touched(table, key_bytes::<K>(key.borrow()));
+                }
                 t.insert(key, value)?;
             }
-            Table::Pg(t, _) => t.put(
-                &key_bytes::<K>(key.borrow()),
-                V::as_bytes(value.borrow()).as_ref(),
-            )?,
+            Table::Pg(t, _, audited) => {
+                let key = key_bytes::<K>(key.borrow());
+                t.put(&key, V::as_bytes(value.borrow()).as_ref())?;
+                if let Some(table) = audited {
+                    touched(table, key);
+                }
+            }
         }
         Ok(())
     }
 
     /// Removes a row; answers whether there was one.
     pub fn remove<'a>(&mut self, key: impl Borrow<K::SelfType<'a>>) -> StoreResult<bool> {
+        if let Table::Redb(_, Some(table)) | Table::Pg(_, _, Some(table)) = self {
+            touched(table, key_bytes::<K>(key.borrow()));
+        }
         match self {
-            Table::Redb(t) => Ok(t.remove(key)?.is_some()),
-            Table::Pg(t, _) => t.delete(&key_bytes::<K>(key.borrow())),
+            Table::Redb(t, _) => Ok(t.remove(key)?.is_some()),
+            Table::Pg(t, ..) => t.delete(&key_bytes::<K>(key.borrow())),
         }
     }
+}
+
+/// The keys written in the audited tables by the write transaction running on this
+/// thread, by table (`capture`).
+pub type Touched = std::collections::BTreeMap<&'static str, std::collections::BTreeSet<Vec<u8>>>;
+
+struct Capture {
+    /// `None`: every table.
+    audited: Option<std::sync::Arc<std::collections::HashSet<&'static str>>>,
+    touched: Touched,
+}
+
+thread_local! {
+    /// What the write transaction running on this thread has written in the audited tables.
+    /// A write transaction runs on its caller's thread from begin to commit, one at a time
+    /// per thread, so a thread's capture is one transaction's.
+    static CAPTURE: std::cell::RefCell<Option<Capture>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Starts noting the keys this thread's write transaction writes in the `audited` tables
+/// (the store's audit trail reads their values before and after, `store::audit`); the
+/// returned guard ends the capture and hands the keys over.
+pub fn capture(audited: std::sync::Arc<std::collections::HashSet<&'static str>>) -> CaptureGuard {
+    CAPTURE.with(|c| {
+        *c.borrow_mut() = Some(Capture {
+            audited: Some(audited),
+            touched: Touched::new(),
+        })
+    });
+    CaptureGuard(())
+}
+
+/// Runs `f` and answers the keys it wrote in every table, by table (a record moved to
+/// another patient finds its old index entries by writing them again, `record::rewrite`).
+/// A capture running around it (the audit's) is set aside meanwhile and goes on after.
+pub fn keys_written<R>(f: impl FnOnce() -> R) -> (R, Touched) {
+    let outer = CAPTURE.with(|c| c.borrow_mut().take());
+    CAPTURE.with(|c| {
+        *c.borrow_mut() = Some(Capture {
+            audited: None,
+            touched: Touched::new(),
+        })
+    });
+    let out = f();
+    let inner = CAPTURE.with(|c| std::mem::replace(&mut *c.borrow_mut(), outer));
+    (out, inner.map(|c| c.touched).unwrap_or_default())
+}
+
+/// Ends the capture when dropped, so that an error leaves nothing behind for the next
+/// transaction on the thread.
+pub struct CaptureGuard(());
+
+impl CaptureGuard {
+    /// Ends the capture: the keys written, by table.
+    pub fn finish(self) -> Touched {
+        CAPTURE
+            .with(|c| c.borrow_mut().take())
+            .map(|c| c.touched)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        CAPTURE.with(|c| c.borrow_mut().take());
+    }
+}
+
+fn audited(table: &'static str) -> Option<&'static str> {
+    CAPTURE.with(|c| {
+        c.borrow()
+            .as_ref()
+            .filter(|c| c.audited.as_ref().is_none_or(|a| a.contains(table)))
+            .map(|_| table)
+    })
+}
+
+fn touched(table: &'static str, key: Vec<u8>) {
+    CAPTURE.with(|c| {
+        if let Some(c) = c.borrow_mut().as_mut() {
+            c.touched.entry(table).or_default().insert(key);
+        }
+    })
 }

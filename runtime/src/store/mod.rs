@@ -7,6 +7,7 @@
 //! concurrent writers share their fsyncs (`group_commit`).
 
 pub mod accounts;
+pub mod audit;
 pub mod check;
 pub mod group_commit;
 pub mod kv;
@@ -246,6 +247,8 @@ pub struct Store {
     content: Arc<ContentWatch>,
     /// The domains' tables: created at open, walked by backups, restores and checks.
     registry: &'static Registry,
+    /// The tables whose changes the audit trail records (`audit`).
+    audited: Arc<std::collections::HashSet<&'static str>>,
 }
 
 /// The content a runtime serves against the content its shared store records.
@@ -296,6 +299,18 @@ thread_local! {
     /// taken across runtimes (the database unreachable): its writes are refused, since
     /// another runtime could interleave with it.
     static CLINICAL_LOCK_MISSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The tables the audit trail records: every domain record table but the trail's own, and
+/// the store's patients, users and settings.
+fn audited_tables(registry: &Registry) -> std::collections::HashSet<&'static str> {
+    registry
+        .records
+        .iter()
+        .map(|t| t.name)
+        .filter(|name| *name != audit::RECORDS.name)
+        .chain(["patients", "users", "settings"])
+        .collect()
 }
 
 /// Decoded records of one table, kept because requests read them far more often than the
@@ -586,6 +601,7 @@ impl Store {
             remote_hooks: Arc::default(),
             content: Arc::default(),
             registry,
+            audited: Arc::new(audited_tables(registry)),
         };
         let schema = medium::catch_panic(|| {
             store.write(|txn| {
@@ -651,6 +667,65 @@ impl Store {
     /// Inside `group_commit::durable_after` the wait for the disk is left to the caller
     /// (after its locks are released); elsewhere this returns once the commit is durable.
     pub fn write<T>(&self, f: impl FnOnce(&WriteTransaction) -> StoreResult<T>) -> StoreResult<T> {
+        self.write_as(true, f)
+    }
+
+    /// A write that the audit trail does not record: a restore, which puts back records
+    /// (and their entries) as they were.
+    pub fn write_unaudited<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        self.write_as(false, f)
+    }
+
+    /// Runs `f`, then (when `audited`) records in the same transaction what it changed in
+    /// the audited tables (`audit::record`).
+    fn run_audited<T>(
+        &self,
+        audited: bool,
+        txn: &WriteTransaction,
+        f: impl FnOnce(&WriteTransaction) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        if !audited {
+            return f(txn);
+        }
+        let capture = kv::capture(self.audited.clone());
+        let out = f(txn)?;
+        let touched = capture.finish();
+        if !touched.is_empty() {
+            // Begun while `txn` runs, which holds the only write slot: the last commit,
+            // hence the values before `f`.
+            let before = self.begin_read()?;
+            audit::record(txn, &before, touched, |table| self.as_json(table))?;
+        }
+        Ok(out)
+    }
+
+    /// How the audit reads the values of an audited table.
+    fn as_json(&self, table: &str) -> Option<audit::ToJson> {
+        fn plain(bytes: &[u8]) -> Result<serde_json::Value, String> {
+            serde_json::from_slice(bytes).map_err(|e| e.to_string())
+        }
+        if !self.audited.contains(table) {
+            return None;
+        }
+        match table {
+            "patients" | "users" | "settings" => Some(plain),
+            _ => self
+                .registry
+                .records
+                .iter()
+                .find(|t| t.name == table)
+                .map(|t| t.codec.to_json),
+        }
+    }
+
+    fn write_as<T>(
+        &self,
+        audited: bool,
+        f: impl FnOnce(&WriteTransaction) -> StoreResult<T>,
+    ) -> StoreResult<T> {
         if let Some(pg) = &self.pg {
             if CLINICAL_LOCK_MISSING.get() {
                 return Err(StoreError::Unavailable(
@@ -663,7 +738,7 @@ impl Store {
                 )));
             }
             let txn = WriteTransaction::Pg(pg::Txn::write(pg)?);
-            let out = f(&txn)?;
+            let out = self.run_audited(audited, &txn, f)?;
             let WriteTransaction::Pg(txn) = txn else {
                 unreachable!("made above")
             };
@@ -680,7 +755,9 @@ impl Store {
         txn.set_durability(redb::Durability::None)
             .map_err(|e| StoreError::Redb(e.to_string()))?;
         let txn = WriteTransaction::Redb(txn);
-        let out = f(&txn).map_err(|e| self.noted(e))?;
+        let out = self
+            .run_audited(audited, &txn, f)
+            .map_err(|e| self.noted(e))?;
         let WriteTransaction::Redb(txn) = txn else {
             unreachable!("made above")
         };

@@ -81,6 +81,31 @@ impl Store {
         })
     }
 
+    /// Writes a merge in one transaction: the records moved to the preferred patient
+    /// (`rewrites`), the preferred patient as merged, and the non-preferred one voided; the
+    /// uniqueness keys the non-preferred patient's identifiers held (`moved_keys`) are the
+    /// preferred patient's from then on.
+    pub fn write_merge(
+        &self,
+        preferred: &PatientRecord,
+        non_preferred: &PatientRecord,
+        moved_keys: &[String],
+        rewrites: &[crate::store::record::Rewrite],
+    ) -> StoreResult<()> {
+        self.write(|txn| {
+            for r in rewrites {
+                crate::store::record::rewrite(txn, r.table, &r.uuid, &r.old, &r.new)?;
+            }
+            let mut ids = txn.open_table(IDENTIFIERS)?;
+            for key in moved_keys {
+                ids.insert(key.as_str(), preferred.uuid.as_str())?;
+            }
+            drop(ids);
+            write_patient(txn, preferred)?;
+            write_patient(txn, non_preferred)
+        })
+    }
+
     /// Replaces a stored patient whose identifiers did not change (a void).
     pub fn update_patient(&self, p: &PatientRecord) -> StoreResult<()> {
         self.write(|txn| write_patient(txn, p))

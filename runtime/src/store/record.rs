@@ -144,6 +144,8 @@ pub struct Registry {
     pub blobs: &'static [BlobTable],
     /// Every kind of record a patient can hold, in the order a refused purge names them.
     pub patient_records: &'static [PatientRecords],
+    /// What refuses a merge of two patients, in the order the refusals are checked.
+    pub merge_refusals: &'static [MergeRefusal],
     /// What voiding a patient does to other domains' records (her bed is freed).
     pub on_patient_voided: &'static [PatientVoided],
     /// What the domains above a domain register for it: what they do when its records
@@ -178,6 +180,119 @@ pub struct PatientRecords {
     pub kind: &'static str,
     /// Whether the patient holds any, voided ones included.
     pub any: fn(&crate::store::Store, &str) -> StoreResult<bool>,
+    /// Where a merge finds them to move them to the preferred patient.
+    pub moves: &'static [MergeMove],
+}
+
+/// A rule that refuses a merge (both patients in an active visit): the refusal's message,
+/// or `None`. Checked under the clinical write lock.
+pub type MergeRefusal = fn(&crate::store::Store, &PatientMerge) -> StoreResult<Option<String>>;
+
+/// What a merge of two patients moves of one kind: the table, and where the non-preferred
+/// patient's records are (voided ones included). Every field that names a patient
+/// (`PATIENT_FIELDS`, wherever it sits in the record) is pointed at the preferred one.
+pub struct MergeMove {
+    pub table: &'static RecordTable,
+    pub of_patient: fn(&crate::store::Store, &str) -> StoreResult<Vec<String>>,
+    /// What else changes in a moved record (a relationship between the two merged
+    /// patients is voided).
+    pub adjust: Option<fn(&mut serde_json::Value, &PatientMerge)>,
+}
+
+/// A merge: the non-preferred patient `from` into the preferred `into`.
+#[derive(Debug, Clone)]
+pub struct PatientMerge {
+    pub from: String,
+    pub into: String,
+    pub user: String,
+    pub now: DateTime<Utc>,
+}
+
+/// The fields of a stored record that name a patient (an observation's `person`, a
+/// relationship's two sides, a bed's occupants' `patient`).
+pub const PATIENT_FIELDS: &[&str] = &["patient", "person", "person_a", "person_b"];
+
+/// Points every patient field of a record (as its codec's JSON) naming `m.from` at
+/// `m.into`, and records who changed it when the record keeps an `audit`; answers whether
+/// anything changed.
+pub fn retarget(record: &mut serde_json::Value, m: &PatientMerge) -> bool {
+    fn walk(v: &mut serde_json::Value, m: &PatientMerge) -> bool {
+        let mut changed = false;
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map.iter_mut() {
+                    if PATIENT_FIELDS.contains(&k.as_str()) && v.as_str() == Some(m.from.as_str()) {
+                        *v = serde_json::Value::String(m.into.clone());
+                        changed = true;
+                    } else {
+                        changed |= walk(v, m);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for v in items {
+                    changed |= walk(v, m);
+                }
+            }
+            _ => {}
+        }
+        changed
+    }
+    let changed = walk(record, m);
+    if changed && let Some(audit) = record.get_mut("audit").and_then(|a| a.as_object_mut()) {
+        audit.insert("changed_by".into(), m.user.clone().into());
+        audit.insert("date_changed".into(), datetime_key(m.now).into());
+    }
+    changed
+}
+
+/// The uuids of the records under `prefix` in `index`, voided ones included.
+pub fn uuids_under(
+    store: &crate::store::Store,
+    index: Index,
+    prefix: &str,
+) -> StoreResult<Vec<String>> {
+    let txn = store.begin_read()?;
+    let mut out = Vec::new();
+    walk(&txn.open_table(index)?, prefix, 0, false, |k| {
+        out.push(uuid_of(k).to_string());
+        true
+    })?;
+    Ok(out)
+}
+
+/// One record a merge changes: its table, its uuid, its stored bytes before and after.
+pub struct Rewrite {
+    pub table: &'static RecordTable,
+    pub uuid: String,
+    pub old: Vec<u8>,
+    pub new: Vec<u8>,
+}
+
+/// Replaces a stored record whose index keys may change (it moved to another patient):
+/// the old record's entries are found by writing them again (`reindex` is idempotent) and
+/// removed, then the new record and its entries are written.
+pub fn rewrite(
+    txn: &WriteTransaction,
+    table: &RecordTable,
+    uuid: &str,
+    old: &[u8],
+    new: &[u8],
+) -> StoreResult<()> {
+    let (written, keys) = crate::store::kv::keys_written(|| (table.reindex)(txn, old));
+    written?;
+    for index in table.indexes {
+        if let Some(keys) = keys.get(index.name()) {
+            let mut t = txn.open_table(*index)?;
+            for k in keys {
+                if let Ok(k) = std::str::from_utf8(k) {
+                    t.remove(k)?;
+                }
+            }
+        }
+    }
+    txn.open_table(table.table)?.insert(uuid, new)?;
+    (table.reindex)(txn, new)
 }
 
 /// Run after a patient has been voided, under the clinical write lock: (store, patient,

@@ -150,3 +150,31 @@ pub(crate) fn stay(store: &Store, uuid: &str) -> StoreResult<Option<AssignmentRe
         .map(|v| crate::store::record::decode("bed_assignments", v.value()))
         .transpose()
 }
+
+/// Where a merge finds the beds a patient occupies (the occupants live in the bed's record).
+pub const MERGE_BEDS: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &BED_RECORDS,
+    of_patient: |store, patient| {
+        Ok(beds(store)?
+            .into_iter()
+            .filter(|b| b.occupants.iter().any(|o| o.patient == patient))
+            .map(|b| b.uuid)
+            .collect())
+    },
+    adjust: None,
+};
+
+/// Where a merge finds a patient's stays in beds.
+pub const MERGE_STAYS: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &ASSIGNMENT_RECORDS,
+    of_patient: |store, patient| {
+        let stays: Vec<AssignmentRecord> =
+            crate::store::record::all_records(store, ASSIGNMENTS, "bed_assignments")?;
+        Ok(stays
+            .into_iter()
+            .filter(|s| s.patient == patient)
+            .map(|s| s.uuid)
+            .collect())
+    },
+    adjust: None,
+};

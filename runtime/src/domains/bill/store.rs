@@ -217,6 +217,14 @@ pub fn has_unpaid(store: &Store, patient: &str) -> StoreResult<bool> {
     Ok(!bills.is_empty())
 }
 
+
+/// Where a merge finds a patient's records of this table (voided ones included).
+pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &RECORDS,
+    of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PATIENT, patient),
+    adjust: None,
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -181,3 +181,10 @@ fn remove_member_in(txn: &WriteTransaction, m: &MemberRecord) -> StoreResult<()>
 pub fn purge_member(store: &Store, m: &MemberRecord) -> StoreResult<()> {
     store.write(|txn| remove_member_in(txn, m))
 }
+
+/// Where a merge finds a patient's records of this table (voided ones included).
+pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &MEMBER_RECORDS,
+    of_patient: |store, patient| crate::store::record::uuids_under(store, MEMBERS_BY_PATIENT, patient),
+    adjust: None,
+};

@@ -106,3 +106,10 @@ pub fn of_patient(
 ) -> StoreResult<(Vec<DiagnosisRecord>, Page)> {
     read_page(store, BY_PATIENT, patient, include_voided, true, window)
 }
+
+/// Where a merge finds a patient's records of this table (voided ones included).
+pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &RECORDS,
+    of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PATIENT, patient),
+    adjust: None,
+};

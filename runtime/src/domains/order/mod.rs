@@ -364,3 +364,29 @@ pub struct Placement {
     pub datetime: String,
     pub voided: bool,
 }
+
+/// Core's rule (`PatientServiceImpl.mergePatients`): a merge is refused while both patients
+/// have active orders of the same order type.
+pub fn both_with_active_orders_of_one_type(
+    store: &crate::store::Store,
+    m: &crate::store::record::PatientMerge,
+) -> crate::store::StoreResult<Option<String>> {
+    let now = crate::wire::datetime_key(m.now);
+    let active = |p: &str| -> crate::store::StoreResult<Vec<OrderRecord>> {
+        Ok(store::of_patient(store, p, false)?
+            .into_iter()
+            .filter(|o| o.is_active(&now))
+            .collect())
+    };
+    let from = active(&m.from)?;
+    let into = active(&m.into)?;
+    Ok(from
+        .iter()
+        .find(|o| into.iter().any(|i| i.order_type == o.order_type))
+        .map(|o| {
+            format!(
+                "Cannot merge patients: both have active orders of the order type {}",
+                o.order_type
+            )
+        }))
+}

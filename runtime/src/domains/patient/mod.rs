@@ -2,3 +2,4 @@ pub mod body;
 pub mod fhir;
 pub mod repr;
 pub mod rest;
+pub mod merge;

@@ -723,6 +723,118 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
     Ok(found)
 }
 
+/// `POST patient/{uuid}/merge` with `{"nonPreferred": "<uuid>"}`: merges the non-preferred
+/// patient into this (preferred) one (`merge`); privilege: Edit Patients, as core's
+/// `mergePatients`. Answers the preferred patient (default representation) and how many
+/// records of each kind moved; 400 with the reason when refused, 404 when either is unknown.
+pub async fn merge(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Patients"])?;
+    only_known(&body, &["nonPreferred"])?;
+    let from = match body.get("nonPreferred") {
+        Some(Value::String(u)) if !u.trim().is_empty() => u.trim().to_string(),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "nonPreferred: the uuid of the patient to merge into this one is required".into(),
+            ));
+        }
+    };
+    let m = crate::store::record::PatientMerge {
+        from,
+        into: uuid,
+        user: caller.user_uuid(),
+        now: chrono::Utc::now(),
+    };
+    let st = state.clone();
+    let merged = blocking(move || {
+        let catalog = st.catalog.load();
+        crate::domains::patient::merge::merge(&st.store, &m, |p| keys_of(p, &catalog)).map_err(
+            |e| match e {
+                crate::domains::patient::merge::MergeError::NotFound => ApiError::NotFound,
+                crate::domains::patient::merge::MergeError::Refused(why) => {
+                    ApiError::BadRequest(why)
+                }
+                crate::domains::patient::merge::MergeError::Store(e) => e.into(),
+            },
+        )
+    })
+    .await?;
+    {
+        let mut index = state.patient_index_mut().await?;
+        index.upsert(&merged.preferred);
+        index.upsert(&merged.non_preferred);
+    }
+    let catalog = state.catalog.load();
+    let patient = render(
+        &PatientRes(&merged.preferred),
+        &Rep::Default,
+        &caller.ctx(&state, &catalog),
+    )?;
+    Ok(ok(json!({
+        "preferred": patient,
+        "nonPreferred": {"uuid": merged.non_preferred.uuid, "voided": true},
+        "moved": merged.moved,
+    })))
+}
+
+/// `GET patient/duplicates`: the pairs of patients who may be the same person
+/// (`merge::likely_duplicates`), each patient in the request's representation (default
+/// `default`), with what they share; paged. Privilege: Edit Patients (it is the merge's
+/// worklist).
+pub async fn duplicates(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Edit Patients"])?;
+    let paging = Paging::from_query(&query)?;
+    let rep = crate::http::answer::rep_of(&query)?;
+    let st = state.clone();
+    let (pairs, patients) = blocking(move || {
+        let pairs = crate::domains::patient::merge::likely_duplicates(&st.store)?;
+        let shown: Vec<_> = pairs.iter().skip(paging.start).take(paging.limit).cloned().collect();
+        let mut uuids: Vec<&str> = shown.iter().flat_map(|c| [c.a.as_str(), c.b.as_str()]).collect();
+        uuids.sort_unstable();
+        uuids.dedup();
+        let patients = st.store.patients_in(&uuids)?;
+        Ok((pairs, (shown, patients)))
+    })
+    .await?;
+    let (shown, records) = patients;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let find = |u: &str| records.iter().find(|p| p.uuid == u);
+    let mut results = Vec::new();
+    for c in &shown {
+        let (Some(a), Some(b)) = (find(&c.a), find(&c.b)) else { continue };
+        results.push(json!({
+            "patientA": render(&PatientRes(a), &rep, &ctx)?,
+            "patientB": render(&PatientRes(b), &rep, &ctx)?,
+            "reasons": c.reasons,
+        }));
+    }
+    let request = caller.request_url(&state, "/patient/duplicates", &query);
+    let body = paging.answer_to(
+        |out| {
+            for (i, r) in results.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(r.to_string().as_bytes());
+            }
+            Ok(())
+        },
+        paging.start.saturating_add(paging.limit) < pairs.len(),
+        paging.total_count.then_some(pairs.len()),
+        &request,
+    )?;
+    Ok(crate::http::ok_bytes(body.into()))
+}
+
 /// This domain's routes, with their full paths (merged into the application's one flat
 /// router by the domains' registry).
 pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
@@ -741,6 +853,14 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
             get(crate::domains::patient::rest::read)
                 .post(crate::domains::patient::rest::update)
                 .delete(crate::domains::patient::rest::delete),
+        )
+        .route(
+            &paths.rest("/patient/duplicates"),
+            get(crate::domains::patient::rest::duplicates),
+        )
+        .route(
+            &paths.rest("/patient/{uuid}/merge"),
+            post(crate::domains::patient::rest::merge),
         )
         .route(
             &paths.rest("/patient/{uuid}/identifier/{identifier}"),

@@ -122,3 +122,10 @@ pub fn all_of_patient(store: &Store, patient: &str) -> StoreResult<Vec<Enrolment
     };
     Ok(of_patient(store, patient, false, false, all)?.0)
 }
+
+/// Where a merge finds a patient's records of this table (voided ones included).
+pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &RECORDS,
+    of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PATIENT, patient),
+    adjust: None,
+};

@@ -208,3 +208,10 @@ pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
     })?;
     Ok(found)
 }
+
+/// Where a merge finds a patient's records of this table (voided ones included).
+pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &RECORDS,
+    of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PATIENT, patient),
+    adjust: None,
+};

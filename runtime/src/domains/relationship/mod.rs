@@ -27,3 +27,20 @@ pub struct RelationshipRecord {
     pub audit: Audit,
     pub voiding: Voiding,
 }
+
+/// A relationship between the two merged patients would become one of the preferred patient
+/// with herself: it is voided, as core's merge voids it.
+pub fn merged_between_the_two(r: &mut serde_json::Value, m: &crate::store::record::PatientMerge) {
+    let voided = r
+        .pointer("/voiding/voided")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    if r.get("person_a") == r.get("person_b") && !voided {
+        r["voiding"] = serde_json::json!({
+            "voided": true,
+            "voided_by": m.user,
+            "date_voided": crate::wire::datetime_key(m.now),
+            "void_reason": format!("person {} was merged into person {}", m.from, m.into),
+        });
+    }
+}

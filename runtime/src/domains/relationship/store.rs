@@ -86,3 +86,10 @@ pub fn purge(store: &Store, r: &RelationshipRecord) -> StoreResult<()> {
         Ok(())
     })
 }
+
+/// Where a merge finds a patient's records of this table (voided ones included).
+pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &RECORDS,
+    of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PERSON, patient),
+    adjust: Some(super::merged_between_the_two),
+};

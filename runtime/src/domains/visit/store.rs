@@ -218,3 +218,10 @@ pub fn purge(store: &Store, v: &VisitRecord) -> StoreResult<()> {
         Ok(())
     })
 }
+
+/// Where a merge finds a patient's records of this table (voided ones included).
+pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &RECORDS,
+    of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PATIENT, patient),
+    adjust: None,
+};
