@@ -124,6 +124,7 @@ const ENGLISH = [
   "Last Visit Information", "The last visit was",
   "Bed allocation", "Bed types", "Bed tags", "Add bed", "Bed created successfully", "Select a bed",
   "Queue Number",
+  "Patient records", "Duplicates and merge", "Change history", "Compare and merge", "Records merged", "Record to keep",
 ];
 let french = true;
 // Whether the screens are to be in French (the walk switches to English before logging out).
@@ -244,7 +245,7 @@ export async function finish() {
 export const RECEPTION = "5a21f7b4-943d-4182-906c-ec6b27e4c6a8";
 // Centre de santé Bondeko: the visit location the visit form picks for a session at one of
 // its services (the front end restricts visits to the locations tagged so).
-const FACILITY = "d652f74b-06d1-4d02-9949-30bc2ca5aa44";
+export const FACILITY = "d652f74b-06d1-4d02-9949-30bc2ca5aa44";
 
 /** The browser logged in as the administrator, working at reception: the two calls the login
  * page and its location picker make (the session asked with Basic credentials, which sets

@@ -2,11 +2,12 @@
 // and her province read back), another patient marked deceased with a written cause, a patient
 // list kept with her added and taken off again, a triage room named, a receptionist's account,
 // her provider and a role made (then her login checked: her provider, what she may and may not
-// do) and her account retired; then the chart again, the language switch to English and the
-// logout.
+// do) and her account retired; a duplicate of her registered at another desk found, compared
+// and merged into her record, and her history of changes read; then the chart again, the
+// language switch to English and the logout.
 // Needs: the browser logged in at reception, her chart, as registered (an estimated 34 years,
 // the province of Kinshasa), and the patient found at reception (start() registers her).
-import { api, base, clerkPassword, logIn, openTheChart, page, registerThePatient, setFrench, state, step, visible } from "../lib.mjs";
+import { FACILITY, api, base, clerkPassword, logIn, openTheChart, page, patientUuid, registerThePatient, setFrench, state, step, visible } from "../lib.mjs";
 
 export async function seed() {
   await registerThePatient();
@@ -172,6 +173,67 @@ export async function run() {
     const after = await (await as("GET", "session?v=custom:(authenticated)")).json();
     if (after.authenticated !== false) throw new Error(`a retired account still logs in: ${JSON.stringify(after)}`);
     await page.getByRole("dialog").waitFor({ state: "hidden", timeout: 30000 });
+  });
+
+  await step("merge-a-duplicate", async () => {
+    // She was registered again at another desk, without an accent, with her telephone, and
+    // seen once on that second record.
+    const sources = await api("GET", "idgen/identifiersource?v=default");
+    const { identifier } = await api("POST", `idgen/identifiersource/${sources.results[0].uuid}/identifier`, {});
+    const twin = await api("POST", "patient", {
+      person: {
+        names: [{ givenName: "Grace", familyName: "Kapinga" }],
+        gender: "F",
+        birthdate: "1992-03-14",
+        attributes: [{ attributeType: "14d4f066-15f5-102d-96e4-000c29c2a5d7", value: "0812345678" }],
+      },
+      identifiers: [{ identifier, identifierType: sources.results[0].identifierType.uuid, preferred: true }],
+    });
+    const day = new Date(Date.now() - 30 * 24 * 3600 * 1000).toISOString().slice(0, 10);
+    const visit = await api("POST", "visit", {
+      patient: twin.uuid,
+      visitType: "f19c6fdb-bd43-41e7-bb4c-cc892e489c25",
+      location: FACILITY,
+      startDatetime: `${day}T08:00:00.000+0000`,
+      stopDatetime: `${day}T09:00:00.000+0000`,
+    });
+
+    // A data manager finds the pair among the likely duplicates, compares them and keeps hers.
+    await page.getByRole("button", { name: "Applications" }).click();
+    await page.getByRole("link", { name: "Dossiers des patients" }).click();
+    await page.waitForURL(/\/spa\/records/, { timeout: 30000 });
+    const row = page.getByRole("row").filter({ hasText: "Grace Kapinga" }).filter({ hasText: "Grâce Kapinga" });
+    await visible(row);
+    await visible(row.getByText("Même téléphone"));
+    await row.getByRole("button", { name: "Comparer" }).click();
+    const dialog = page.getByRole("dialog");
+    await visible(dialog.getByText("Comparer et fusionner"));
+    await visible(dialog.getByText("0812345678"));
+    const pairs = await api("GET", "patient/duplicates?v=custom:(uuid)");
+    const pair = pairs.results.find((p) => [p.patientA.uuid, p.patientB.uuid].includes(twin.uuid));
+    const keep = pair.patientA.uuid === patientUuid() ? "Le premier dossier" : "Le second dossier";
+    await dialog.getByText(keep, { exact: true }).click();
+    await dialog.getByRole("button", { name: "Fusionner" }).click();
+    await visible(page.getByText("Dossiers fusionnés"));
+
+    // Her record gained the visit and the second identifier; the other is voided.
+    const merged = await api("GET", `visit/${visit.uuid}?v=custom:(patient:(uuid))`);
+    const other = await api("GET", `patient/${twin.uuid}?v=full`);
+    const hers = await api("GET", `patient/${patientUuid()}?v=custom:(identifiers:(identifier))`);
+    if (merged.patient.uuid !== patientUuid() || !other.voided || !hers.identifiers.some((i) => i.identifier === identifier))
+      throw new Error(`the merge was not stored: ${JSON.stringify({ merged, other: other.voided, hers })}`);
+  });
+
+  await step("her-change-history", async () => {
+    await page.getByRole("tab", { name: "Historique des modifications" }).click();
+    await page.getByRole("searchbox").fill("Kapinga");
+    await page.getByRole("button", { name: /Grâce Kapinga/ }).first().click();
+    // The address edited this morning, and the visit the merge moved to her record.
+    await visible(page.getByRole("cell", { name: /Lingwala/ }));
+    await visible(page.getByRole("cell", { name: "Visite", exact: true }));
+    const audit = await api("GET", `audit?patient=${patientUuid()}&type=visits&v=default`);
+    if (!audit.results.some((e) => e.action === "changed" && e.changes.some((c) => c.field === "patient" && c.after === patientUuid())))
+      throw new Error(`the moved visit is not in her history: ${JSON.stringify(audit.results)}`);
   });
 
   await step("back-to-the-chart", async () => {

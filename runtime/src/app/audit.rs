@@ -33,7 +33,12 @@ impl Resource for AuditRes {
         self.0.uuid.clone()
     }
     fn display(&self, _: &Ctx) -> String {
-        format!("{} {} {}", self.0.table, self.0.record, self.0.action.as_str())
+        format!(
+            "{} {} {}",
+            self.0.table,
+            self.0.record,
+            self.0.action.as_str()
+        )
     }
     fn default_props(&self) -> Props {
         &[

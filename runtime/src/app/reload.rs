@@ -52,12 +52,16 @@ pub async fn reload(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
         .await
         .map_err(ApiError::internal)??;
     let st = state.clone();
+    // The settings and roles the reload resets are the caller's changes in the audit trail.
+    let author = crate::store::audit::current_slot();
     let (catalog, reset, roles) =
         tokio::task::spawn_blocking(move || -> ApiResult<(Catalog, Vec<String>, Vec<String>)> {
-            let reset = overlay::reset_to_content(&st.store, &catalog)?;
-            let roles = crate::domains::role::drop_redefined(&st.store, &catalog)?;
-            crate::domains::role::reload_access(&st.store, &st.access)?;
-            Ok((catalog, reset, roles))
+            crate::store::audit::acting_sync(author, || {
+                let reset = overlay::reset_to_content(&st.store, &catalog)?;
+                let roles = crate::domains::role::drop_redefined(&st.store, &catalog)?;
+                crate::domains::role::reload_access(&st.store, &st.access)?;
+                Ok((catalog, reset, roles))
+            })
         })
         .await
         .map_err(ApiError::internal)??;

@@ -160,7 +160,10 @@ const PATIENT_RECORDS: &[PatientRecords] = &[
             };
             Ok(!encounter::store::list(s, &q, ONE)?.0.is_empty())
         },
-        moves: &[encounter::store::MERGE_ENCOUNTERS, encounter::store::MERGE_OBS],
+        moves: &[
+            encounter::store::MERGE_ENCOUNTERS,
+            encounter::store::MERGE_OBS,
+        ],
     },
     PatientRecords {
         kind: "diagnoses",

@@ -233,7 +233,10 @@ pub(crate) fn record(
     }
     let mut t = txn.open_table(TABLE)?;
     for e in &entries {
-        t.insert(e.uuid.as_str(), serde_json::to_vec(e).unwrap_or_default().as_slice())?;
+        t.insert(
+            e.uuid.as_str(),
+            serde_json::to_vec(e).unwrap_or_default().as_slice(),
+        )?;
     }
     drop(t);
     for e in &entries {
@@ -291,15 +294,33 @@ fn entry_of(
 }
 
 /// The patients a stored record belongs to: a patient is its own; the domains' records name
-/// theirs as `patient` (an observation as `person`, a relationship both sides).
+/// theirs in their patient fields (`record::PATIENT_FIELDS`: an observation's `person`, a
+/// relationship's two sides, a bed's occupants), wherever they sit.
 fn patients_of(table: &str, record: &str, v: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match v.as_str() {
+                        Some(p) if crate::store::record::PATIENT_FIELDS.contains(&k.as_str()) => {
+                            if !out.iter().any(|x| x == p) {
+                                out.push(p.to_string());
+                            }
+                        }
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
     if table == "patients" {
         return vec![record.to_string()];
     }
-    ["patient", "person", "person_a", "person_b"]
-        .iter()
-        .filter_map(|f| v.get(*f).and_then(Value::as_str).map(str::to_string))
-        .collect()
+    let mut out = Vec::new();
+    walk(v, &mut out);
+    out
 }
 
 /// Whether a stored record is voided (or retired), whatever its type's field for it.
@@ -310,9 +331,11 @@ fn voided(v: &Value) -> bool {
         || flag(v.get("voiding").and_then(|x| x.get("voided")))
 }
 
-/// Bookkeeping the entry itself says (who and when), left out of its changes.
+/// Bookkeeping the entry itself says (who and when), left out of its changes; a user's time
+/// of last login, written by every login, is not a change of the account.
 fn is_bookkeeping(field: &str) -> bool {
-    field == "v"
+    field == "properties.lastLoginTimestamp"
+        || field == "v"
         || field == "audit"
         || field.starts_with("audit.")
         || field == "changed"
@@ -370,7 +393,10 @@ fn flatten(path: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
                 flatten(&p, v, out);
             }
         }
-        Value::Array(items) if !items.is_empty() => {
+        // An empty list is no value: a first name or attribute reads as added, not as `[]`
+        // replaced.
+        Value::Array(items) if items.is_empty() => {}
+        Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
                 flatten(&format!("{path}[{i}]"), v, out);
             }
@@ -433,8 +459,7 @@ pub fn list(store: &Store, q: &AuditQuery, window: Window) -> StoreResult<(Vec<A
         };
         q.patient.as_ref().is_none_or(|p| e.patients.contains(p))
             && q.record.as_ref().is_none_or(|r| &e.record == r)
-            && q
-                .user
+            && q.user
                 .as_ref()
                 .is_none_or(|u| e.user.as_deref().unwrap_or(SYSTEM) == u)
             && q.table.as_ref().is_none_or(|t| &e.table == t)
@@ -457,7 +482,15 @@ mod tests {
     fn a_change_keeps_only_the_fields_that_changed_before_and_after() {
         let old = json!({"v": 1, "names": [{"given": "Grace", "family": "Kapinga"}], "audit": {"creator": "a"}});
         let new = json!({"v": 1, "names": [{"given": "Grâce", "family": "Kapinga"}], "audit": {"creator": "a", "changed_by": "b"}});
-        let e = entry_of("patients", "p1", Some(old), Some(new), &Actor::default(), "t").unwrap();
+        let e = entry_of(
+            "patients",
+            "p1",
+            Some(old),
+            Some(new),
+            &Actor::default(),
+            "t",
+        )
+        .unwrap();
         assert_eq!(e.action, Action::Changed);
         assert_eq!(e.patients, vec!["p1".to_string()]);
         assert_eq!(
@@ -474,9 +507,26 @@ mod tests {
     fn voiding_is_named_and_an_unchanged_write_leaves_no_entry() {
         let old = json!({"patient": "p", "voiding": {"voided": false}});
         let new = json!({"patient": "p", "voiding": {"voided": true, "void_reason": "erreur"}});
-        let e = entry_of("visits", "v1", Some(old.clone()), Some(new), &Actor::default(), "t");
+        let e = entry_of(
+            "visits",
+            "v1",
+            Some(old.clone()),
+            Some(new),
+            &Actor::default(),
+            "t",
+        );
         assert_eq!(e.unwrap().action, Action::Voided);
-        assert!(entry_of("visits", "v1", Some(old.clone()), Some(old), &Actor::default(), "t").is_none());
+        assert!(
+            entry_of(
+                "visits",
+                "v1",
+                Some(old.clone()),
+                Some(old),
+                &Actor::default(),
+                "t"
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -501,7 +551,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e.changes[0].before, Some(json!("(hidden)")));
-        let purged = entry_of("visits", "v1", Some(json!({"patient": "a"})), None, &Actor::default(), "t").unwrap();
-        assert_eq!((purged.action, purged.changes[0].before.clone()), (Action::Purged, Some(json!("a"))));
+        let purged = entry_of(
+            "visits",
+            "v1",
+            Some(json!({"patient": "a"})),
+            None,
+            &Actor::default(),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            (purged.action, purged.changes[0].before.clone()),
+            (Action::Purged, Some(json!("a")))
+        );
     }
 }

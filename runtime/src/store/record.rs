@@ -197,6 +197,10 @@ pub struct MergeMove {
     /// What else changes in a moved record (a relationship between the two merged
     /// patients is voided).
     pub adjust: Option<fn(&mut serde_json::Value, &PatientMerge)>,
+    /// The name its records are counted under in a merge's answer (`moved`), when it is
+    /// not its kind's (`PatientRecords::kind`): an encounter's observations are counted
+    /// apart from the encounters, the bed she occupies apart from her stays.
+    pub counted_as: Option<&'static str>,
 }
 
 /// A merge: the non-preferred patient `from` into the preferred `into`.

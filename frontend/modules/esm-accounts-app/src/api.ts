@@ -1,5 +1,6 @@
 // The REST calls of the accounts screens, in OpenMRS's wire shapes.
 import { openmrsFetch, restBaseUrl, useOpenmrsFetchAll } from '@openmrs/esm-framework';
+import useSWR from 'swr';
 
 export interface Ref {
   uuid: string;
@@ -112,4 +113,77 @@ export function explain(e: unknown): string {
   const fields = Object.entries(body.fieldErrors ?? {}).flatMap(([field, errors]) => errors.map((x) => `${field}: ${x.message}`));
   const globals = (body.globalErrors ?? []).map((x) => x.message);
   return [...globals, ...fields].join(' · ') || body.message || '';
+}
+
+// Patients' records: the likely duplicates, the merge, the audit trail.
+
+export interface PatientSummary {
+  uuid: string;
+  display: string;
+  identifiers: Array<{ uuid: string; display: string; preferred: boolean }>;
+  person: {
+    gender: string;
+    birthdate: string | null;
+    birthdateEstimated: boolean;
+    preferredName: { display: string } | null;
+    names: Array<{ display: string; preferred: boolean }>;
+    preferredAddress: { display: string | null; cityVillage?: string; stateProvince?: string } | null;
+    attributes: Array<{ display: string }>;
+  };
+}
+
+export interface DuplicatePair {
+  patientA: PatientSummary;
+  patientB: PatientSummary;
+  reasons: Array<string>;
+}
+
+const patientRep =
+  'custom:(uuid,display,identifiers:(uuid,display,preferred),person:(gender,birthdate,birthdateEstimated,preferredName:(display),names:(display,preferred),preferredAddress:(display,cityVillage,stateProvince),attributes:(display)))';
+
+export function useDuplicates() {
+  return useList<DuplicatePair>(`${restBaseUrl}/patient/duplicates?limit=100&v=${patientRep}`);
+}
+
+export const mergePatients = (preferred: string, nonPreferred: string) =>
+  send('POST', `patient/${preferred}/merge`, { nonPreferred });
+
+export interface AuditEntry {
+  uuid: string;
+  dateCreated: string;
+  user: Ref | null;
+  clientAddress: string | null;
+  recordType: string;
+  record: string;
+  patients: Array<string>;
+  action: 'created' | 'changed' | 'voided' | 'unvoided' | 'purged';
+  changes: Array<{ field: string; before: unknown; after: unknown }>;
+}
+
+export interface AuditFilter {
+  patient?: string;
+  type?: string;
+  since?: string;
+  until?: string;
+}
+
+export function useAudit(filter: AuditFilter) {
+  const params = Object.entries(filter)
+    .filter(([, v]) => v)
+    .map(([k, v]) => `&${k}=${encodeURIComponent(v as string)}`)
+    .join('');
+  const { data, error, isLoading, mutate } = useSWR<{ data: { results: Array<AuditEntry> } }, Error>(
+    `${restBaseUrl}/audit?limit=100${params}`,
+    openmrsFetch,
+  );
+  return { entries: data?.data?.results ?? [], error, isLoading, mutate };
+}
+
+export function usePatientSearch(query: string) {
+  const q = query.trim();
+  const { data, error, isLoading } = useSWR<{ data: { results: Array<PatientSummary> } }, Error>(
+    q.length >= 2 ? `${restBaseUrl}/patient?q=${encodeURIComponent(q)}&limit=10&v=${patientRep}` : null,
+    openmrsFetch,
+  );
+  return { patients: data?.data?.results ?? [], error, isLoading };
 }

@@ -13,3 +13,7 @@ export function startupApp() {
 export const root = getAsyncLifecycle(() => import('./root.component'), options);
 
 export const accountsAppMenuLink = getAsyncLifecycle(() => import('./app-menu-link.component'), options);
+
+export const records = getAsyncLifecycle(() => import('./records.component'), options);
+
+export const recordsAppMenuLink = getAsyncLifecycle(() => import('./records-menu-link.component'), options);

@@ -78,4 +78,5 @@ pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMo
     table: &RECORDS,
     of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PATIENT, patient),
     adjust: None,
+    counted_as: None,
 };

@@ -162,6 +162,7 @@ pub const MERGE_BEDS: crate::store::record::MergeMove = crate::store::record::Me
             .collect())
     },
     adjust: None,
+    counted_as: Some("beds"),
 };
 
 /// Where a merge finds a patient's stays in beds.
@@ -177,4 +178,5 @@ pub const MERGE_STAYS: crate::store::record::MergeMove = crate::store::record::M
             .collect())
     },
     adjust: None,
+    counted_as: None,
 };

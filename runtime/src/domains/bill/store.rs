@@ -217,12 +217,12 @@ pub fn has_unpaid(store: &Store, patient: &str) -> StoreResult<bool> {
     Ok(!bills.is_empty())
 }
 
-
 /// Where a merge finds a patient's records of this table (voided ones included).
 pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
     table: &RECORDS,
     of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PATIENT, patient),
     adjust: None,
+    counted_as: None,
 };
 
 #[cfg(test)]

@@ -185,6 +185,9 @@ pub fn purge_member(store: &Store, m: &MemberRecord) -> StoreResult<()> {
 /// Where a merge finds a patient's records of this table (voided ones included).
 pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
     table: &MEMBER_RECORDS,
-    of_patient: |store, patient| crate::store::record::uuids_under(store, MEMBERS_BY_PATIENT, patient),
+    of_patient: |store, patient| {
+        crate::store::record::uuids_under(store, MEMBERS_BY_PATIENT, patient)
+    },
     adjust: None,
+    counted_as: None,
 };

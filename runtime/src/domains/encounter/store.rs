@@ -474,12 +474,12 @@ pub fn list_obs(
     Ok((out, page))
 }
 
-
 /// Where a merge finds a patient's records of this table (voided ones included).
 pub const MERGE_ENCOUNTERS: crate::store::record::MergeMove = crate::store::record::MergeMove {
     table: &ENCOUNTER_RECORDS,
     of_patient: |store, patient| crate::store::record::uuids_under(store, ENC_BY_PATIENT, patient),
     adjust: None,
+    counted_as: None,
 };
 
 /// Where a merge finds a patient's records of this table (voided ones included).
@@ -487,6 +487,7 @@ pub const MERGE_OBS: crate::store::record::MergeMove = crate::store::record::Mer
     table: &OBS_RECORDS,
     of_patient: |store, patient| crate::store::record::uuids_under(store, OBS_BY_PATIENT, patient),
     adjust: None,
+    counted_as: Some("observations"),
 };
 
 #[cfg(test)]

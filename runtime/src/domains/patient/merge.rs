@@ -19,8 +19,7 @@
 
 use crate::store::record::{PatientMerge, Rewrite};
 use crate::store::{
-    AddressRecord, IdentifierRecord, NameRecord, PatientRecord, PatientVoiding, Store,
-    StoreError,
+    AddressRecord, IdentifierRecord, NameRecord, PatientRecord, PatientVoiding, Store, StoreError,
 };
 use std::collections::BTreeMap;
 
@@ -42,7 +41,8 @@ impl From<StoreError> for MergeError {
 }
 
 /// What a merge did: the two patients as stored after it, and how many records of each
-/// kind moved.
+/// kind moved (an encounter's observations and the bed she occupies counted apart:
+/// `MergeMove::counted_as`).
 #[derive(Debug)]
 pub struct Merged {
     pub preferred: PatientRecord,
@@ -82,7 +82,7 @@ pub fn merge(
         for mv in kind.moves {
             let uuids = (mv.of_patient)(store, &m.from)?;
             let found = rewrites_of(store, mv, &uuids, m)?;
-            *moved.entry(kind.kind).or_insert(0) += found.len();
+            *moved.entry(mv.counted_as.unwrap_or(kind.kind)).or_insert(0) += found.len();
             rewrites.extend(found);
         }
     }
@@ -379,7 +379,10 @@ mod tests {
             .collect();
         assert_eq!(ids, vec![("100", true), ("200", false)]);
         // Her sex was unknown and her birth date estimated: the other's are taken.
-        assert_eq!((p.gender.as_str(), p.birthdate.as_deref()), ("F", Some("1991-05-02")));
+        assert_eq!(
+            (p.gender.as_str(), p.birthdate.as_deref()),
+            ("F", Some("1991-05-02"))
+        );
         assert!(o.voided);
         assert_eq!(
             o.voiding.map(|v| v.void_reason),
@@ -397,7 +400,10 @@ mod tests {
         b.birthdate = Some("1980-01-01".into());
         b.birthdate_estimated = false;
         let (p, _) = merged_patients(&a, &b, &merge_of("b", "a"));
-        assert_eq!((p.gender.as_str(), p.birthdate.as_deref()), ("F", Some("1990-01-01")));
+        assert_eq!(
+            (p.gender.as_str(), p.birthdate.as_deref()),
+            ("F", Some("1990-01-01"))
+        );
         // The same name (accents aside) is not copied twice.
         assert_eq!(p.names.len(), 1);
     }

@@ -1,5 +1,5 @@
 pub mod body;
 pub mod fhir;
+pub mod merge;
 pub mod repr;
 pub mod rest;
-pub mod merge;

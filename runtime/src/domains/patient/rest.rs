@@ -796,8 +796,16 @@ pub async fn duplicates(
     let st = state.clone();
     let (pairs, patients) = blocking(move || {
         let pairs = crate::domains::patient::merge::likely_duplicates(&st.store)?;
-        let shown: Vec<_> = pairs.iter().skip(paging.start).take(paging.limit).cloned().collect();
-        let mut uuids: Vec<&str> = shown.iter().flat_map(|c| [c.a.as_str(), c.b.as_str()]).collect();
+        let shown: Vec<_> = pairs
+            .iter()
+            .skip(paging.start)
+            .take(paging.limit)
+            .cloned()
+            .collect();
+        let mut uuids: Vec<&str> = shown
+            .iter()
+            .flat_map(|c| [c.a.as_str(), c.b.as_str()])
+            .collect();
         uuids.sort_unstable();
         uuids.dedup();
         let patients = st.store.patients_in(&uuids)?;
@@ -810,7 +818,9 @@ pub async fn duplicates(
     let find = |u: &str| records.iter().find(|p| p.uuid == u);
     let mut results = Vec::new();
     for c in &shown {
-        let (Some(a), Some(b)) = (find(&c.a), find(&c.b)) else { continue };
+        let (Some(a), Some(b)) = (find(&c.a), find(&c.b)) else {
+            continue;
+        };
         results.push(json!({
             "patientA": render(&PatientRes(a), &rep, &ctx)?,
             "patientB": render(&PatientRes(b), &rep, &ctx)?,

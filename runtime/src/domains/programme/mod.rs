@@ -225,6 +225,27 @@ pub fn validate(
     inv
 }
 
+/// A merge is refused while both patients are enrolled, actively, in the same programme:
+/// one patient cannot hold two active enrolments in a programme, and which one goes on is
+/// the programme manager's choice (complete one first).
+pub fn both_enrolled_in_one_programme(
+    store: &crate::store::Store,
+    m: &crate::store::record::PatientMerge,
+) -> crate::store::StoreResult<Option<String>> {
+    let from = store::all_of_patient(store, &m.from)?;
+    let into = store::all_of_patient(store, &m.into)?;
+    Ok(from
+        .iter()
+        .filter(|e| e.is_active())
+        .find(|e| into.iter().any(|i| i.is_active() && i.program == e.program))
+        .map(|e| {
+            format!(
+                "Both patients are enrolled in the programme {}: complete one of the enrolments before merging",
+                e.program
+            )
+        }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,25 +314,4 @@ mod tests {
             "program"
         );
     }
-}
-
-/// A merge is refused while both patients are enrolled, actively, in the same programme:
-/// one patient cannot hold two active enrolments in a programme, and which one goes on is
-/// the programme manager's choice (complete one first).
-pub fn both_enrolled_in_one_programme(
-    store: &crate::store::Store,
-    m: &crate::store::record::PatientMerge,
-) -> crate::store::StoreResult<Option<String>> {
-    let from = store::all_of_patient(store, &m.from)?;
-    let into = store::all_of_patient(store, &m.into)?;
-    Ok(from
-        .iter()
-        .filter(|e| e.is_active())
-        .find(|e| into.iter().any(|i| i.is_active() && i.program == e.program))
-        .map(|e| {
-            format!(
-                "Both patients are enrolled in the programme {}: complete one of the enrolments before merging",
-                e.program
-            )
-        }))
 }

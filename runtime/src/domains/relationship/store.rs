@@ -92,4 +92,5 @@ pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMo
     table: &RECORDS,
     of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PERSON, patient),
     adjust: Some(super::merged_between_the_two),
+    counted_as: None,
 };

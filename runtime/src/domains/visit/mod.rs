@@ -264,6 +264,22 @@ pub fn held_against_purge(store: &Store, visit: &str) -> StoreResult<Option<&'st
     Ok(None)
 }
 
+/// A merge is refused while both patients are in an active visit: the EMR API module
+/// would fold the two visits into one, which leaves a clinician's encounters in a visit
+/// she did not open; here the data manager ends one of them first.
+pub fn both_in_an_active_visit(
+    store: &Store,
+    m: &crate::store::record::PatientMerge,
+) -> StoreResult<Option<String>> {
+    let active = |p: &str| -> StoreResult<bool> {
+        Ok(store::visits_of(store, p)?
+            .iter()
+            .any(VisitRecord::is_active))
+    };
+    Ok((active(&m.from)? && active(&m.into)?)
+        .then(|| "Both patients have an active visit: end one of them before merging".to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,21 +373,4 @@ mod tests {
         let inv = validate(&clinic, &future, &[], now).unwrap();
         assert_eq!(inv.fields[0].1, "Visit.startCannotBeInTheFuture");
     }
-}
-
-/// A merge is refused while both patients are in an active visit: the EMR API module
-/// would fold the two visits into one, which leaves a clinician's encounters in a visit
-/// she did not open; here the data manager ends one of them first.
-pub fn both_in_an_active_visit(
-    store: &Store,
-    m: &crate::store::record::PatientMerge,
-) -> StoreResult<Option<String>> {
-    let active = |p: &str| -> StoreResult<bool> {
-        Ok(store::visits_of(store, p)?
-            .iter()
-            .any(VisitRecord::is_active))
-    };
-    Ok((active(&m.from)? && active(&m.into)?).then(|| {
-        "Both patients have an active visit: end one of them before merging".to_string()
-    }))
 }
