@@ -555,6 +555,25 @@ async fn a_pending_bill_loses_an_item_or_is_voided_and_kept() {
             .body["status"],
         "PAID"
     );
+    // Her bill, voided, still holds her: she cannot be purged (it would be left without
+    // its patient), only voided.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{p}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("bills"),
+        "{:?}",
+        r.body
+    );
 }
 
 #[tokio::test]
