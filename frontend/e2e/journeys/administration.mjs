@@ -231,6 +231,9 @@ export async function run() {
     // The address edited this morning, and the visit the merge moved to her record.
     await visible(page.getByRole("cell", { name: /Lingwala/ }));
     await visible(page.getByRole("cell", { name: "Visite", exact: true }));
+    // Her changes made by the administrator: the same, filtered on the server.
+    await page.locator("select#audit-user").selectOption({ label: "admin" });
+    await visible(page.getByRole("cell", { name: /Lingwala/ }));
     const audit = await api("GET", `audit?patient=${patientUuid()}&type=visits&v=default`);
     if (!audit.results.some((e) => e.action === "changed" && e.changes.some((c) => c.field === "patient" && c.after === patientUuid())))
       throw new Error(`the moved visit is not in her history: ${JSON.stringify(audit.results)}`);

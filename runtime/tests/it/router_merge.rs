@@ -1222,3 +1222,73 @@ async fn likely_duplicates_are_listed() {
         r.body
     );
 }
+
+/// A merge is on disk when it is answered: after a restart on the same store file, the visit
+/// is the kept patient's, the other is voided, search finds her alone (the index is rebuilt
+/// from the store), and the merge's audit entries are there.
+#[tokio::test]
+async fn a_merge_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    let open = || runtime::store::Store::open(&path, &runtime::domains::REGISTRY).unwrap();
+    let (kept, duplicate, visit) = {
+        let st = state_with(runtime::embedded::EMBEDDED_BUNDLE.to_vec(), open());
+        let mut c = Client::admin(st.clone()).await;
+        let kept = register_patient(&mut c, &st, "Solange", "Mwamba", "820001").await;
+        let duplicate = register_patient(&mut c, &st, "Solange", "Mwamba", "820002").await;
+        let r = c
+            .post(
+                &format!("{REST}/visit"),
+                &json!({"patient": duplicate, "visitType": OUTPATIENT_VISIT,
+                    "location": location_uuid(&st, "Centre de santé Bondeko"),
+                    "startDatetime": "2025-05-02T08:00:00.000+0000",
+                    "stopDatetime": "2025-05-02T09:00:00.000+0000"})
+                .to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        let visit = r.body["uuid"].as_str().unwrap().to_string();
+        let r = merge(&mut c, &kept, &duplicate).await;
+        assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+        (kept, duplicate, visit)
+    };
+    let (st, _) = runtime::app::start::start(
+        runtime::http::Config::for_tests(PASSWORD),
+        runtime::embedded::EMBEDDED_BUNDLE.to_vec(),
+        open(),
+    )
+    .unwrap();
+    let mut c = Client::admin(st).await;
+    let r = c
+        .get(&format!("{REST}/visit/{visit}?v=custom:(patient:(uuid))"))
+        .await;
+    assert_eq!(r.body["patient"]["uuid"], kept.as_str(), "{:?}", r.body);
+    let r = c.get(&format!("{REST}/patient/{duplicate}?v=full")).await;
+    assert_eq!(r.body["voided"], true, "{:?}", r.body);
+    // The index loads in the background after a start: the search waits for it.
+    let r = c.get(&format!("{REST}/patient?q=Solange%20Mwamba")).await;
+    let found: Vec<&Value> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["uuid"])
+        .collect();
+    assert_eq!(found, vec![&json!(kept)], "{:?}", r.body);
+    let r = c
+        .get(&format!(
+            "{REST}/audit?record={visit}&v=custom:(action,changes)"
+        ))
+        .await;
+    assert_eq!(
+        (
+            &r.body["results"][0]["action"],
+            &r.body["results"][0]["changes"]
+        ),
+        (
+            &json!("changed"),
+            &json!([{"field": "patient", "before": duplicate, "after": kept}])
+        ),
+        "{:?}",
+        r.body
+    );
+}

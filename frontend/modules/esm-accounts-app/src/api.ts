@@ -162,6 +162,7 @@ export interface AuditEntry {
 
 export interface AuditFilter {
   patient?: string;
+  user?: string;
   type?: string;
   since?: string;
   until?: string;

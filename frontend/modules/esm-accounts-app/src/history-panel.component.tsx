@@ -15,7 +15,7 @@ import {
   TextInput,
 } from '@carbon/react';
 import { useTranslation } from 'react-i18next';
-import { type AuditEntry, usePatientSearch, useAudit } from './api';
+import { type AuditEntry, usePatientSearch, useAudit, useUsers } from './api';
 import styles from './accounts.scss';
 
 /** The kinds of record the trail names most often (the store's table names). */
@@ -23,7 +23,7 @@ const TYPES = ['patients', 'visits', 'encounters', 'obs', 'orders', 'conditions'
 
 /**
  * The history of changes: a patient's (found by name or identifier), or everyone's, of
- * one kind of record and in a period; each change with who made it, when, from which
+ * one kind of record, by one user, in a period; each change with who made it, when, from which
  * address, and each field's value before and after.
  */
 export default function HistoryPanel() {
@@ -31,10 +31,12 @@ export default function HistoryPanel() {
   const [query, setQuery] = useState('');
   const [patient, setPatient] = useState<{ uuid: string; name: string } | null>(null);
   const [type, setType] = useState('');
+  const [user, setUser] = useState('');
+  const { items: users } = useUsers('');
   const [since, setSince] = useState('');
   const [until, setUntil] = useState('');
   const { patients, isLoading: searching } = usePatientSearch(patient ? '' : query);
-  const { entries, error, isLoading } = useAudit({ patient: patient?.uuid, type, since, until });
+  const { entries, error, isLoading } = useAudit({ patient: patient?.uuid, user, type, since, until });
   const action = (a: AuditEntry['action']) =>
     ({
       created: t('actionCreated', 'Created'),
@@ -71,6 +73,13 @@ export default function HistoryPanel() {
           <SelectItem value="" text={t('allKinds', 'Every kind')} />
           {TYPES.map((k) => (
             <SelectItem key={k} value={k} text={kind(k)} />
+          ))}
+        </Select>
+        <Select id="audit-user" labelText={t('madeBy', 'Made by')} value={user} onChange={(e) => setUser(e.target.value)}>
+          <SelectItem value="" text={t('allUsers', 'Every user')} />
+          <SelectItem value="system" text={t('system', 'System')} />
+          {users.map((u) => (
+            <SelectItem key={u.uuid} value={u.uuid} text={u.username} />
           ))}
         </Select>
         <TextInput id="audit-since" type="date" labelText={t('since', 'From')} value={since} onChange={(e) => setSince(e.target.value)} />
