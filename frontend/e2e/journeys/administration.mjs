@@ -228,12 +228,18 @@ export async function run() {
     await page.getByRole("tab", { name: "Historique des modifications" }).click();
     await page.getByRole("searchbox").fill("Kapinga");
     await page.getByRole("button", { name: /Grâce Kapinga/ }).first().click();
-    // The address edited this morning, and the visit the merge moved to her record.
+    // Her demographics as edited this morning (the address), then the visit the merge
+    // moved to her record: one kind of record at a time, as a data manager reads them (the
+    // clinical records' own values, free text of the day's forms among them, are data, not
+    // the page's language).
+    await page.locator("select#audit-type").selectOption({ label: "Patient" });
     await visible(page.getByRole("cell", { name: /Lingwala/ }));
-    await visible(page.getByRole("cell", { name: "Visite", exact: true }));
     // Her changes made by the administrator: the same, filtered on the server.
     await page.locator("select#audit-user").selectOption({ label: "admin" });
     await visible(page.getByRole("cell", { name: /Lingwala/ }));
+    await page.locator("select#audit-type").selectOption({ label: "Visite" });
+    await visible(page.getByRole("cell", { name: "Visite", exact: true }));
+    await page.getByRole("cell", { name: /Lingwala/ }).waitFor({ state: "detached", timeout: 30000 });
     const audit = await api("GET", `audit?patient=${patientUuid()}&type=visits&v=default`);
     if (!audit.results.some((e) => e.action === "changed" && e.changes.some((c) => c.field === "patient" && c.after === patientUuid())))
       throw new Error(`the moved visit is not in her history: ${JSON.stringify(audit.results)}`);
