@@ -342,15 +342,21 @@ impl<K: Key + 'static, V: Value + 'static> Table<'_, K, V> {
             Table::Redb(t, audited) => {
                 if let Some(table) = audited {
                     touched(table, key_bytes::<K>(key.borrow()));
+                    if dry_run() {
+                        return Ok(());
+                    }
                 }
                 t.insert(key, value)?;
             }
             Table::Pg(t, _, audited) => {
                 let key = key_bytes::<K>(key.borrow());
-                t.put(&key, V::as_bytes(value.borrow()).as_ref())?;
                 if let Some(table) = audited {
-                    touched(table, key);
+                    touched(table, key.clone());
+                    if dry_run() {
+                        return Ok(());
+                    }
                 }
+                t.put(&key, V::as_bytes(value.borrow()).as_ref())?;
             }
         }
         Ok(())
@@ -366,6 +372,24 @@ impl<K: Key + 'static, V: Value + 'static> Table<'_, K, V> {
             Table::Pg(t, ..) => t.delete(&key_bytes::<K>(key.borrow())),
         }
     }
+
+    /// Removes the rows of many keys (in one statement on PostgreSQL), given as stored.
+    pub fn remove_many(&mut self, keys: &[Vec<u8>]) -> StoreResult<()> {
+        if let Table::Redb(_, Some(table)) | Table::Pg(_, _, Some(table)) = self {
+            for k in keys {
+                touched(table, k.clone());
+            }
+        }
+        match self {
+            Table::Redb(t, _) => {
+                for k in keys {
+                    t.remove(K::from_bytes(k))?;
+                }
+            }
+            Table::Pg(t, ..) => t.delete_many(keys)?,
+        }
+        Ok(())
+    }
 }
 
 /// The keys written in the audited tables by the write transaction running on this
@@ -376,6 +400,8 @@ struct Capture {
     /// `None`: every table.
     audited: Option<std::sync::Arc<std::collections::HashSet<&'static str>>>,
     touched: Touched,
+    /// The writes are noted and not made (`keys_to_write`).
+    dry: bool,
 }
 
 thread_local! {
@@ -393,20 +419,23 @@ pub fn capture(audited: std::sync::Arc<std::collections::HashSet<&'static str>>)
         *c.borrow_mut() = Some(Capture {
             audited: Some(audited),
             touched: Touched::new(),
+            dry: false,
         })
     });
     CaptureGuard(())
 }
 
-/// Runs `f` and answers the keys it wrote in every table, by table (a record moved to
-/// another patient finds its old index entries by writing them again, `record::rewrite`).
-/// A capture running around it (the audit's) is set aside meanwhile and goes on after.
-pub fn keys_written<R>(f: impl FnOnce() -> R) -> (R, Touched) {
+/// Runs `f` without writing anything and answers the keys it would have written in every
+/// table, by table (a record moved to another patient finds its old index entries by
+/// indexing its old version this way, `record::rewrite_all`). A capture running around it
+/// (the audit's) is set aside meanwhile and goes on after.
+pub fn keys_to_write<R>(f: impl FnOnce() -> R) -> (R, Touched) {
     let outer = CAPTURE.with(|c| c.borrow_mut().take());
     CAPTURE.with(|c| {
         *c.borrow_mut() = Some(Capture {
             audited: None,
             touched: Touched::new(),
+            dry: true,
         })
     });
     let out = f();
@@ -441,6 +470,10 @@ fn audited(table: &'static str) -> Option<&'static str> {
             .filter(|c| c.audited.as_ref().is_none_or(|a| a.contains(table)))
             .map(|_| table)
     })
+}
+
+fn dry_run() -> bool {
+    CAPTURE.with(|c| c.borrow().as_ref().is_some_and(|c| c.dry))
 }
 
 fn touched(table: &'static str, key: Vec<u8>) {

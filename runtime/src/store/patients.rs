@@ -70,7 +70,12 @@ impl Store {
                 }
             }
             for key in old_keys {
-                if !new_keys.iter().any(|(k, _)| k == key) {
+                // A key another patient holds is not this one's to free: a merged
+                // patient's identifiers are the kept patient's.
+                let owned = ids
+                    .get(key.as_str())?
+                    .is_some_and(|owner| owner.value() == p.uuid);
+                if owned && !new_keys.iter().any(|(k, _)| k == key) {
                     ids.remove(key.as_str())?;
                 }
             }
@@ -93,9 +98,7 @@ impl Store {
         rewrites: &[crate::store::record::Rewrite],
     ) -> StoreResult<()> {
         self.write(|txn| {
-            for r in rewrites {
-                crate::store::record::rewrite(txn, r.table, &r.uuid, &r.old, &r.new)?;
-            }
+            crate::store::record::rewrite_all(txn, rewrites)?;
             let mut ids = txn.open_table(IDENTIFIERS)?;
             for key in moved_keys {
                 ids.insert(key.as_str(), preferred.uuid.as_str())?;

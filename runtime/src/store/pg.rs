@@ -758,6 +758,21 @@ impl<'t> TableRef<'t> {
         Ok(n > 0)
     }
 
+    /// Removes many rows in one statement.
+    pub fn delete_many(&self, keys: &[Vec<u8>]) -> StoreResult<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        self.txn.execute(
+            &format!("DELETE FROM {} WHERE k = ANY($1)", quote(self.name)),
+            &[&keys],
+        )?;
+        for k in keys {
+            self.txn.touch(self.name, Some(k));
+        }
+        Ok(())
+    }
+
     pub fn clear(&self) -> StoreResult<()> {
         self.txn
             .execute(&format!("DELETE FROM {}", quote(self.name)), &[])?;

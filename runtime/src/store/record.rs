@@ -273,30 +273,35 @@ pub struct Rewrite {
     pub new: Vec<u8>,
 }
 
-/// Replaces a stored record whose index keys may change (it moved to another patient):
-/// the old record's entries are found by writing them again (`reindex` is idempotent) and
-/// removed, then the new record and its entries are written.
-pub fn rewrite(
-    txn: &WriteTransaction,
-    table: &RecordTable,
-    uuid: &str,
-    old: &[u8],
-    new: &[u8],
-) -> StoreResult<()> {
-    let (written, keys) = crate::store::kv::keys_written(|| (table.reindex)(txn, old));
-    written?;
-    for index in table.indexes {
-        if let Some(keys) = keys.get(index.name()) {
-            let mut t = txn.open_table(*index)?;
-            for k in keys {
-                if let Ok(k) = std::str::from_utf8(k) {
-                    t.remove(k)?;
-                }
+/// Replaces stored records whose index keys may change (they moved to another patient):
+/// the old records' entries are found by indexing them without writing
+/// (`kv::keys_to_write`) and removed, one statement per index table, then the new records
+/// and their entries are written.
+pub fn rewrite_all(txn: &WriteTransaction, rewrites: &[Rewrite]) -> StoreResult<()> {
+    let mut stale: std::collections::BTreeMap<&'static str, (Index, Vec<Vec<u8>>)> =
+        std::collections::BTreeMap::new();
+    for r in rewrites {
+        let (indexed, keys) = crate::store::kv::keys_to_write(|| (r.table.reindex)(txn, &r.old));
+        indexed?;
+        for index in r.table.indexes {
+            if let Some(keys) = keys.get(index.name()) {
+                stale
+                    .entry(index.name())
+                    .or_insert_with(|| (*index, Vec::new()))
+                    .1
+                    .extend(keys.iter().cloned());
             }
         }
     }
-    txn.open_table(table.table)?.insert(uuid, new)?;
-    (table.reindex)(txn, new)
+    for (index, keys) in stale.into_values() {
+        txn.open_table(index)?.remove_many(&keys)?;
+    }
+    for r in rewrites {
+        txn.open_table(r.table.table)?
+            .insert(r.uuid.as_str(), r.new.as_slice())?;
+        (r.table.reindex)(txn, &r.new)?;
+    }
+    Ok(())
 }
 
 /// Run after a patient has been voided, under the clinical write lock: (store, patient,

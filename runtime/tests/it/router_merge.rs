@@ -1292,3 +1292,49 @@ async fn a_merge_survives_a_restart() {
         r.body
     );
 }
+
+/// The identifiers a merged patient held are the kept patient's: the voided record, which
+/// still lists them, cannot be changed (removing one would free a value the kept patient
+/// holds), and a third patient cannot take them.
+#[tokio::test]
+async fn a_merged_patients_identifiers_stay_the_kept_patients() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let kept = register_patient(&mut c, &st, "Prisca", "Ilunga", "830001").await;
+    let duplicate = register_patient(&mut c, &st, "Prisca", "Ilunga", "830002").await;
+    let national = "93ec706a-3859-49fb-a0ba-79a3d25ac7c7";
+    let r = c
+        .post(
+            &format!("{REST}/patient/{duplicate}/identifier"),
+            &json!({"identifier": "12-3456-830002", "identifierType": national}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let national_id = r.body["uuid"].as_str().unwrap().to_string();
+    let r = merge(&mut c, &kept, &duplicate).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{duplicate}/identifier/{national_id}?purge"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let r = c
+        .get(&format!(
+            "{REST}/patient?identifier=12-3456-830002&v=custom:(uuid)"
+        ))
+        .await;
+    assert_eq!(r.body["results"][0]["uuid"], kept.as_str(), "{:?}", r.body);
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 1);
+    let third = register_patient(&mut c, &st, "Autre", "Personne", "830003").await;
+    let r = c
+        .post(
+            &format!("{REST}/patient/{third}/identifier"),
+            &json!({"identifier": "12-3456-830002", "identifierType": national}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+}

@@ -105,6 +105,24 @@ export const retireProvider = (uuid: string, reason: string) =>
   send('DELETE', `provider/${uuid}?reason=${encodeURIComponent(reason)}`);
 export const unretireProvider = (uuid: string) => send('POST', `provider/${uuid}`, { retired: false });
 
+/**
+ * The server's refusals of a merge (in English, as OpenMRS writes its messages), by how they
+ * begin, with the translation key and default of each.
+ */
+const MERGE_REFUSALS: Array<[string, string, string]> = [
+  ['Both patients have an active visit', 'refusedActiveVisits', 'Both patients have an active visit: end one of them before merging.'],
+  ['Both patients are enrolled in the programme', 'refusedProgramme', 'Both patients are enrolled in the same programme: complete one of the enrolments before merging.'],
+  ['Cannot merge patients: both have active orders', 'refusedOrders', 'Both patients have active orders of the same type: stop one of them before merging.'],
+  ['A voided patient cannot be merged', 'refusedVoided', 'A voided patient cannot be merged.'],
+];
+
+/** A merge's refusal in the user's language (other explanations as the server gave them). */
+export function explainMerge(e: unknown, t: (key: string, fallback: string) => string): string {
+  const text = explain(e);
+  const known = MERGE_REFUSALS.find(([start]) => text.includes(start));
+  return known ? t(known[1], known[2]) : text;
+}
+
 /** The server's explanation of a refused request: its message and each field's messages. */
 export function explain(e: unknown): string {
   const body = (e as { responseBody?: { error?: { message?: string; fieldErrors?: Record<string, Array<{ message: string }>>; globalErrors?: Array<{ message: string }> } } })
@@ -141,8 +159,17 @@ export interface DuplicatePair {
 const patientRep =
   'custom:(uuid,display,identifiers:(uuid,display,preferred),person:(gender,birthdate,birthdateEstimated,preferredName:(display),names:(display,preferred),preferredAddress:(display,cityVillage,stateProvince),attributes:(display)))';
 
+/**
+ * The first hundred likely duplicates (the server reads every patient to find them: one
+ * page, fetched once, not again each time the window gets the focus).
+ */
 export function useDuplicates() {
-  return useList<DuplicatePair>(`${restBaseUrl}/patient/duplicates?limit=100&v=${patientRep}`);
+  const { data, error, isLoading, mutate } = useSWR<{ data: { results: Array<DuplicatePair> } }, Error>(
+    `${restBaseUrl}/patient/duplicates?limit=100&v=${patientRep}`,
+    openmrsFetch,
+    { revalidateOnFocus: false },
+  );
+  return { items: data?.data?.results ?? [], error, isLoading, mutate };
 }
 
 export const mergePatients = (preferred: string, nonPreferred: string) =>
@@ -168,16 +195,18 @@ export interface AuditFilter {
   until?: string;
 }
 
+/** The newest hundred changes the filter selects (`more`: there are older ones). */
 export function useAudit(filter: AuditFilter) {
   const params = Object.entries(filter)
     .filter(([, v]) => v)
     .map(([k, v]) => `&${k}=${encodeURIComponent(v as string)}`)
     .join('');
-  const { data, error, isLoading, mutate } = useSWR<{ data: { results: Array<AuditEntry> } }, Error>(
-    `${restBaseUrl}/audit?limit=100${params}`,
-    openmrsFetch,
-  );
-  return { entries: data?.data?.results ?? [], error, isLoading, mutate };
+  const { data, error, isLoading, mutate } = useSWR<
+    { data: { results: Array<AuditEntry>; links?: Array<{ rel: string }> } },
+    Error
+  >(`${restBaseUrl}/audit?limit=100${params}`, openmrsFetch);
+  const more = (data?.data?.links ?? []).some((l) => l.rel === 'next');
+  return { entries: data?.data?.results ?? [], more, error, isLoading, mutate };
 }
 
 export function usePatientSearch(query: string) {

@@ -14,7 +14,7 @@ import {
   Tag,
 } from '@carbon/react';
 import { useTranslation } from 'react-i18next';
-import { type DuplicatePair, type PatientSummary, mergePatients, useDuplicates } from './api';
+import { type DuplicatePair, type PatientSummary, explainMerge, mergePatients, useDuplicates } from './api';
 import { FormModal } from './shared.component';
 import styles from './accounts.scss';
 
@@ -55,7 +55,9 @@ export default function DuplicatesPanel() {
     p.person.birthdate
       ? `${p.person.birthdate.slice(0, 10)}${p.person.birthdateEstimated ? ` (${t('estimated', 'estimated')})` : ''}`
       : '—',
-    p.person.preferredAddress?.display ?? [p.person.preferredAddress?.cityVillage, p.person.preferredAddress?.stateProvince].filter(Boolean).join(', ') ?? '—',
+    p.person.preferredAddress?.display ||
+      [p.person.preferredAddress?.cityVillage, p.person.preferredAddress?.stateProvince].filter(Boolean).join(', ') ||
+      '—',
     p.person.attributes.map((a) => a.display).join(' · ') || '—',
   ];
   const labels = [t('names', 'Names'), t('identifiers', 'Identifiers'), t('sex', 'Sex'), t('birthdate', 'Birth date'), t('address', 'Address'), t('attributes', 'Attributes')];
@@ -110,6 +112,7 @@ export default function DuplicatesPanel() {
         done={t('recordsMerged', 'Records merged')}
         open={pair !== null}
         danger
+        explainError={(e) => explainMerge(e, t)}
         onClose={() => {
           setPair(null);
           mutate();

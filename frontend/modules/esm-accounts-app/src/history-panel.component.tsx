@@ -15,6 +15,7 @@ import {
   TextInput,
 } from '@carbon/react';
 import { useTranslation } from 'react-i18next';
+import { formatDatetime } from '@openmrs/esm-framework';
 import { type AuditEntry, usePatientSearch, useAudit, useUsers } from './api';
 import styles from './accounts.scss';
 
@@ -36,7 +37,16 @@ export default function HistoryPanel() {
   const [since, setSince] = useState('');
   const [until, setUntil] = useState('');
   const { patients, isLoading: searching } = usePatientSearch(patient ? '' : query);
-  const { entries, error, isLoading } = useAudit({ patient: patient?.uuid, user, type, since, until });
+  // The days chosen are the facility's local days, sent as the moments they begin and end.
+  const dayStart = (d: string) => (d ? new Date(`${d}T00:00:00`).toISOString() : '');
+  const dayEnd = (d: string) => (d ? new Date(`${d}T23:59:59.999`).toISOString() : '');
+  const { entries, more, error, isLoading } = useAudit({
+    patient: patient?.uuid,
+    user,
+    type,
+    since: dayStart(since),
+    until: dayEnd(until),
+  });
   const action = (a: AuditEntry['action']) =>
     ({
       created: t('actionCreated', 'Created'),
@@ -110,7 +120,7 @@ export default function HistoryPanel() {
         <TableBody>
           {entries.map((e) => (
             <TableRow key={e.uuid}>
-              <TableCell>{new Date(e.dateCreated).toLocaleString()}</TableCell>
+              <TableCell>{formatDatetime(new Date(e.dateCreated))}</TableCell>
               <TableCell>
                 {e.user?.display ?? t('system', 'System')}
                 {e.clientAddress && <div className="cds--label">{e.clientAddress}</div>}
@@ -132,6 +142,7 @@ export default function HistoryPanel() {
         </TableBody>
       </Table>
       {!isLoading && entries.length === 0 && <p>{t('noChanges', 'No change recorded.')}</p>}
+      {more && <p className={styles.hint}>{t('olderChanges', 'Only the hundred newest changes are shown: narrow the filters to see older ones.')}</p>}
     </section>
   );
 }

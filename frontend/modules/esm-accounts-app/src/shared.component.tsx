@@ -50,6 +50,7 @@ export function FormModal({
   onSubmit,
   children,
   danger = false,
+  explainError = explain,
 }: {
   heading: string;
   submitText: string;
@@ -59,6 +60,8 @@ export function FormModal({
   onSubmit: () => Promise<unknown>;
   children: React.ReactNode;
   danger?: boolean;
+  /** How a refusal is told (the server's explanation, by default). */
+  explainError?: (e: unknown) => string;
 }) {
   const { t } = useTranslation();
   const [error, setError] = useState<string | null>(null);
@@ -75,7 +78,7 @@ export function FormModal({
       showSnackbar({ kind: 'success', title: done, isLowContrast: true });
       close();
     } catch (e) {
-      setError(explain(e));
+      setError(explainError(e));
     } finally {
       setBusy(false);
     }

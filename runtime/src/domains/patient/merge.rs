@@ -5,7 +5,7 @@
 //! - every record of the non-preferred patient, of every kind the domains register
 //!   (`Registry::patient_records`, the same list a purge checks, so a new kind of record
 //!   cannot be left behind), voided ones included, is pointed at the preferred patient
-//!   (`record::retarget`, `record::rewrite`); a relationship between the two is voided;
+//!   (`record::retarget`, `record::rewrite_all`); a relationship between the two is voided;
 //! - the preferred patient keeps her own names, identifiers, addresses and attributes as
 //!   they are (preferred) and gains the other's that she lacks, as non-preferred; her sex
 //!   is taken from the other when hers is neither M nor F, her birth date when she has none
@@ -197,6 +197,9 @@ pub fn merged_patients(
     {
         p.birthdate = other.birthdate.clone();
         p.birthdate_estimated = other.birthdate_estimated;
+    }
+    if other.dead {
+        p.dead = true;
     }
     if p.death_date.is_none() {
         p.death_date = other.death_date.clone();
@@ -406,5 +409,16 @@ mod tests {
         );
         // The same name (accents aside) is not copied twice.
         assert_eq!(p.names.len(), 1);
+    }
+
+    #[test]
+    fn a_death_recorded_on_the_other_record_is_kept() {
+        let a = patient("a", "Grâce", "Kapinga");
+        let mut b = patient("b", "Grâce", "Kapinga");
+        b.dead = true;
+        b.death_date = Some("2026-01-02T03:04:05.000Z".into());
+        let (p, _) = merged_patients(&a, &b, &merge_of("b", "a"));
+        assert!(p.dead);
+        assert_eq!(p.death_date.as_deref(), Some("2026-01-02T03:04:05.000Z"));
     }
 }

@@ -402,6 +402,13 @@ async fn change_patient(
     let stored = blocking(move || st.store.patient(&id).map_err(ApiError::from))
         .await?
         .ok_or(ApiError::NotFound)?;
+    // A voided record (one merged into another among them, whose identifiers are now the
+    // kept patient's) is kept as it was.
+    if stored.voided {
+        return Err(ApiError::BadRequest(
+            "A voided patient cannot be changed: unvoid it first".into(),
+        ));
+    }
     let mut body = as_body(&stored);
     change(&mut body)?;
     let (mut record, new_keys) = build_patient(state, caller, &body)?;
@@ -414,8 +421,16 @@ async fn change_patient(
     let old_keys = keys_of(&stored, &state.catalog.load());
     let st = state.clone();
     let saved = record.clone();
-    blocking(
-        move || match st.store.replace_patient(&saved, &old_keys, &new_keys) {
+    blocking(move || {
+        // The edit was made on the record as read above: if it changed meanwhile (another
+        // edit, a merge), writing this one would undo that change.
+        let _one_writer = st.store.write_lock();
+        if st.store.patient(&saved.uuid)?.as_ref() != Some(&stored) {
+            return Err(ApiError::BadRequest(
+                "The patient was changed by someone else meanwhile: read it again and make the change again".into(),
+            ));
+        }
+        match st.store.replace_patient(&saved, &old_keys, &new_keys) {
             Ok(()) => Ok(()),
             Err(StoreError::IdentifierInUse(id)) => {
                 let mut inv = Invalid::default();
@@ -423,8 +438,8 @@ async fn change_patient(
                 Err(ApiError::Invalid(inv))
             }
             Err(e) => Err(ApiError::from(e)),
-        },
-    )
+        }
+    })
     .await?;
     state.patient_index_mut().await?.upsert(&record);
     Ok(record)
@@ -684,29 +699,39 @@ pub async fn delete(
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     if !stored.voided {
-        let mut record = stored;
-        record.voided = true;
-        record.voiding = Some(PatientVoiding {
+        let voiding = PatientVoiding {
             voided_by: caller.user_uuid(),
             date_voided: chrono::Utc::now().to_rfc3339(),
             void_reason: param(&query, "reason")
                 .filter(|r| !r.trim().is_empty())
                 .unwrap_or("web service call")
                 .to_string(),
-        });
+        };
         let st = state.clone();
-        let saved = record.clone();
         let user = caller.user_uuid();
-        blocking(move || {
+        let id = uuid.clone();
+        let voided = blocking(move || {
             let _one_writer = st.store.write_lock();
-            st.store.update_patient(&saved)?;
-            for effect in st.store.registry().on_patient_voided {
-                effect(&st.store, &saved.uuid, &user)?;
+            // Read again under the lock: a change made since the read above (an edit, a
+            // merge) is kept, not overwritten by the record as it was.
+            let Some(mut record) = st.store.patient(&id)? else {
+                return Err(ApiError::NotFound);
+            };
+            if record.voided {
+                return Ok(None);
             }
-            Ok(())
+            record.voided = true;
+            record.voiding = Some(voiding);
+            st.store.update_patient(&record)?;
+            for effect in st.store.registry().on_patient_voided {
+                effect(&st.store, &record.uuid, &user)?;
+            }
+            Ok(Some(record))
         })
         .await?;
-        state.patient_index_mut().await?.upsert(&record);
+        if let Some(record) = voided {
+            state.patient_index_mut().await?.upsert(&record);
+        }
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -725,16 +750,18 @@ fn clinical_records(state: &AppState, patient: &str) -> ApiResult<Vec<&'static s
 
 /// `POST patient/{uuid}/merge` with `{"nonPreferred": "<uuid>"}`: merges the non-preferred
 /// patient into this (preferred) one (`merge`); privilege: Edit Patients, as core's
-/// `mergePatients`. Answers the preferred patient (default representation) and how many
+/// `mergePatients`. Answers the preferred patient (in `v`, default `default`) and how many
 /// records of each kind moved; 400 with the reason when refused, 404 when either is unknown.
 pub async fn merge(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
+    QueryPairs(query): QueryPairs,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Patients"])?;
     only_known(&body, &["nonPreferred"])?;
+    let rep = crate::http::answer::rep_of(&query)?;
     let from = match body.get("nonPreferred") {
         Some(Value::String(u)) if !u.trim().is_empty() => u.trim().to_string(),
         _ => {
@@ -771,7 +798,7 @@ pub async fn merge(
     let catalog = state.catalog.load();
     let patient = render(
         &PatientRes(&merged.preferred),
-        &Rep::Default,
+        &rep,
         &caller.ctx(&state, &catalog),
     )?;
     Ok(ok(json!({
