@@ -252,10 +252,12 @@ async fn basic_login(
         return Ok(Some(u));
     }
     let (st, n, p) = (state.clone(), name.to_string(), pass.to_string());
-    let verified =
-        tokio::task::spawn_blocking(move || auth::login(&st.store, st.lockout(), &n, &p))
-            .await
-            .map_err(ApiError::internal)??;
+    let author = crate::store::audit::current_slot();
+    let verified = tokio::task::spawn_blocking(move || {
+        crate::store::audit::acting_sync(author, || auth::login(&st.store, st.lockout(), &n, &p))
+    })
+    .await
+    .map_err(ApiError::internal)??;
     Ok(verified.map(|u| {
         state
             .sessions
@@ -303,6 +305,12 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 headers.get("x-real-ip").and_then(|v| v.to_str().ok()),
                 &state.config.trusted_proxies,
             );
+            // A failed login's bookkeeping (the account's count of failures) is a change
+            // made from this address, before anyone is authenticated.
+            crate::store::audit::set_actor(crate::store::audit::Actor {
+                user: None,
+                address: Some(client.to_string()),
+            });
             let limits = state.login_limits();
             if let Some(wait) = state.login_throttle.wait(client, &name, &limits) {
                 return Err(ApiError::TooManyLogins {

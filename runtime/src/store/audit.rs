@@ -504,6 +504,13 @@ mod tests {
     }
 
     #[test]
+    fn the_time_of_a_login_is_no_change_of_the_account() {
+        let old = json!({"username": "admin", "properties": {"lastLoginTimestamp": "1"}});
+        let new = json!({"username": "admin", "properties": {"lastLoginTimestamp": "2"}});
+        assert!(entry_of("users", "u", Some(old), Some(new), &Actor::default(), "t").is_none());
+    }
+
+    #[test]
     fn voiding_is_named_and_an_unchanged_write_leaves_no_entry() {
         let old = json!({"patient": "p", "voiding": {"voided": false}});
         let new = json!({"patient": "p", "voiding": {"voided": true, "void_reason": "erreur"}});

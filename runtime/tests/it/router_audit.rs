@@ -552,3 +552,36 @@ async fn every_kind_of_change_is_in_the_audit_trail_with_before_and_after() {
         [("visits", "changed"), ("visits", "created")].map(|(t, a)| (t.to_string(), a.to_string()))
     );
 }
+
+/// A wrong password counts against the account: that change is in the trail as the
+/// system's (nobody is logged in), with the address the guess came from.
+#[tokio::test]
+async fn a_failed_login_is_recorded_with_its_address() {
+    use base64::Engine;
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let admin_uuid = admin.user_uuid().await;
+    let before = audit(&mut admin, &format!("record={admin_uuid}"))
+        .await
+        .len();
+    let wrong = base64::engine::general_purpose::STANDARD.encode("admin:not-the-password");
+    let mut guesser = Client::new(st.clone());
+    let r = guesser
+        .send(
+            "GET",
+            &format!("{REST}/session"),
+            &[
+                ("authorization", &format!("Basic {wrong}")),
+                ("x-real-ip", DESK),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(r.body["authenticated"], false, "{:?}", r.body);
+    let entries = audit(&mut admin, &format!("record={admin_uuid}")).await;
+    assert_eq!(entries.len(), before + 1, "{entries:#?}");
+    let e = &entries[0];
+    assert_eq!(e["user"], Value::Null, "{e:#}");
+    assert_eq!(e["clientAddress"], DESK, "{e:#}");
+    assert_eq!(change(e, "failed_logins"), pair(0, 1));
+}

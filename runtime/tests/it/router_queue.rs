@@ -893,3 +893,62 @@ async fn a_queue_number_is_given_and_kept_on_the_visit() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
 }
+
+/// `GET visit-queue-entry?patient=`: the patient's entries still waiting or being served
+/// that belong to a visit, as the queue module lists its visit queue entries; an ended one
+/// leaves the list, another patient's is not in it.
+#[tokio::test]
+async fn a_patients_active_visit_queue_entries_are_listed() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let (patient, visit) = visiting(&mut c, &st, "300101").await;
+    let (other, other_visit) = visiting(&mut c, &st, "300102").await;
+    for (p, v) in [(&patient, &visit), (&other, &other_visit)] {
+        let r = c
+            .post(
+                &format!("{REST}/visit-queue-entry"),
+                &add_body(&st, p, v, TRIAGE, &ago(30)),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    let r = c
+        .get(&format!("{REST}/visit-queue-entry?patient={patient}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let results = r.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{:?}", r.body);
+    assert_eq!(results[0]["visit"]["uuid"], visit.as_str());
+    assert_eq!(
+        results[0]["queueEntry"]["patient"]["uuid"],
+        patient.as_str()
+    );
+    let entry = results[0]["queueEntry"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(results[0]["uuid"], entry.as_str());
+    // Both patients without the filter.
+    let r = c
+        .get(&format!("{REST}/visit-queue-entry?totalCount=true"))
+        .await;
+    assert_eq!(r.body["totalCount"], 2, "{:?}", r.body);
+    // Served and sent home: the entry ends and leaves the list.
+    let r = c
+        .post(
+            &format!("{REST}/queue-entry/{entry}"),
+            &json!({"endedAt": ago(1)}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let r = c
+        .get(&format!("{REST}/visit-queue-entry?patient={patient}"))
+        .await;
+    assert_eq!(r.body["results"], json!([]), "{:?}", r.body);
+    // Privilege: Get Queue Entries.
+    let mut anonymous = Client::new(st.clone());
+    let r = anonymous
+        .get(&format!("{REST}/visit-queue-entry?patient={patient}"))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+}

@@ -530,6 +530,59 @@ pub async fn create_for_visit(
     ))
 }
 
+/// `GET visit-queue-entry[?patient=…][&status=…][&service=…][&location=…]`: the entries
+/// still waiting or being served that belong to a visit (the queue module's active visit
+/// queue entries), each as `{uuid, display, visit, queueEntry}`; paged. Privilege: Get Queue
+/// Entries.
+pub async fn visit_entries(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Queue Entries"])?;
+    let rep = rep_of(&query)?;
+    let paging = Paging::from_query(&query)?;
+    let mut criteria: Vec<(String, String)> = query
+        .iter()
+        .filter(|(k, _)| matches!(k.as_str(), "patient" | "status" | "service" | "location"))
+        .cloned()
+        .collect();
+    criteria.push(("isEnded".into(), "false".into()));
+    criteria.push(("hasVisit".into(), "true".into()));
+    let st = state.clone();
+    let found = blocking(move || Criteria::parse(&st, &criteria)?.find(&st)).await?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let mut results = Vec::new();
+    for e in found.iter().skip(paging.start).take(paging.limit) {
+        // The visit and display as the module writes them; the entry in the representation
+        // asked for.
+        let usual = render(&QueueEntryRes(e), &Rep::Default, &ctx)?;
+        results.push(json!({
+            "uuid": e.uuid,
+            "display": usual["display"],
+            "visit": usual["visit"],
+            "queueEntry": render(&QueueEntryRes(e), &rep, &ctx)?,
+        }));
+    }
+    let request = caller.request_url(&state, "/visit-queue-entry", &query);
+    let body = paging.answer_to(
+        |out| {
+            for (i, r) in results.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(r.to_string().as_bytes());
+            }
+            Ok(())
+        },
+        paging.start.saturating_add(paging.limit) < found.len(),
+        paging.total_count.then_some(found.len()),
+        &request,
+    )?;
+    Ok(ok_bytes(body.into()))
+}
+
 /// Reads, changes and saves one entry under the write lock.
 async fn change(
     state: &Arc<AppState>,
@@ -899,7 +952,8 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         )
         .route(
             &paths.rest("/visit-queue-entry"),
-            post(crate::domains::queue::rest::create_for_visit),
+            get(crate::domains::queue::rest::visit_entries)
+                .post(crate::domains::queue::rest::create_for_visit),
         )
         .route(
             &paths.rest("/queue/{queue}/entry/{uuid}"),
