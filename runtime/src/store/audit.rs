@@ -442,12 +442,8 @@ pub fn list(store: &Store, q: &AuditQuery, window: Window) -> StoreResult<(Vec<A
         .count()
         + usize::from(q.record.is_some())
         > 1;
+    // The period bounds the index range read (every index key is `prefix|at|uuid`).
     let keep = |k: &str| -> bool {
-        let at = k.split('|').nth(1).unwrap_or("");
-        if q.since.as_deref().is_some_and(|s| at < s) || q.until.as_deref().is_some_and(|u| at > u)
-        {
-            return false;
-        }
         if !needs_record {
             return true;
         }
@@ -464,7 +460,15 @@ pub fn list(store: &Store, q: &AuditQuery, window: Window) -> StoreResult<(Vec<A
                 .is_none_or(|u| e.user.as_deref().unwrap_or(SYSTEM) == u)
             && q.table.as_ref().is_none_or(|t| &e.table == t)
     };
-    let page = crate::store::record::scan(&txn.open_table(index)?, prefix, 0, true, window, keep)?;
+    let page = crate::store::record::scan_between(
+        &txn.open_table(index)?,
+        prefix,
+        q.since.as_deref(),
+        q.until.as_deref(),
+        true,
+        window,
+        keep,
+    )?;
     let keys: Vec<&str> = page.uuids.iter().map(String::as_str).collect();
     let mut out = Vec::with_capacity(keys.len());
     for bytes in records.get_many(&keys)?.into_iter().flatten() {

@@ -354,10 +354,28 @@ fn walk_flags(
     index: &impl ReadableTable<&'static str, u8>,
     prefix: &str,
     newest_first: bool,
+    visit: impl FnMut(&str, u8) -> bool,
+) -> StoreResult<()> {
+    walk_flags_between(index, prefix, None, None, newest_first, visit)
+}
+
+/// `walk_flags` over the keys `prefix|t|…` whose `t` lies between `from` and `to`
+/// (inclusive, either open): the range read is bounded, so a period of a long history reads
+/// that period's keys only.
+fn walk_flags_between(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+    newest_first: bool,
     mut visit: impl FnMut(&str, u8) -> bool,
 ) -> StoreResult<()> {
-    let lower = format!("{prefix}|");
-    let upper = format!("{prefix}}}"); // '}' sorts right after '|'
+    let lower = format!("{prefix}|{}", from.unwrap_or(""));
+    // '}' sorts right after '|': every key `prefix|to|…` sorts before `prefix|to}`.
+    let upper = match to {
+        Some(to) => format!("{prefix}|{to}}}"),
+        None => format!("{prefix}}}"),
+    };
     let range = index.range(lower.as_str()..upper.as_str())?;
     let rows: Box<dyn Iterator<Item = _>> = if newest_first {
         Box::new(range.rev())
@@ -390,6 +408,42 @@ pub fn scan(
     scan_where(index, prefix, newest_first, window, |k, flags| {
         flags & exclude == 0 && keep(k)
     })
+}
+
+/// `scan` over the keys `prefix|t|…` whose `t` (a key-form datetime) lies between `from`
+/// and `to`, inclusive; only that range is read.
+pub fn scan_between(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+    newest_first: bool,
+    window: Window,
+    mut keep: impl FnMut(&str) -> bool,
+) -> StoreResult<Page> {
+    let mut page = Page::default();
+    let mut matched = 0usize;
+    walk_flags_between(index, prefix, from, to, newest_first, |k, _| {
+        if !keep(k) {
+            return true;
+        }
+        if matched >= window.start {
+            if page.uuids.len() < window.limit {
+                page.uuids.push(uuid_of(k).to_string());
+            } else {
+                page.more = true;
+                if !window.count_all {
+                    return false;
+                }
+            }
+        }
+        matched += 1;
+        true
+    })?;
+    if window.count_all {
+        page.total = Some(matched);
+    }
+    Ok(page)
 }
 
 /// The window of the keys under `prefix` that `keep` accepts from their key and flags.
@@ -499,4 +553,54 @@ pub fn decodes<T: for<'a> Deserialize<'a>>(bytes: &[u8]) -> Result<(), String> {
     serde_json::from_slice::<T>(bytes)
         .map(drop)
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INDEX: Index = TableDefinition::new("scan_between_test");
+
+    /// A period reads the keys of that period only, inclusive at both ends, whatever the
+    /// keys of other prefixes around them.
+    #[test]
+    fn a_bounded_scan_reads_its_period_only() {
+        let store = crate::domains::test_store();
+        store
+            .write(|txn| {
+                let mut t = txn.open_table(INDEX)?;
+                for (p, at, u) in [
+                    ("a", "2026-01-01T00:00:00.000Z", "1"),
+                    ("a", "2026-02-01T00:00:00.000Z", "2"),
+                    ("a", "2026-03-01T00:00:00.000Z", "3"),
+                    ("b", "2026-02-01T00:00:00.000Z", "4"),
+                ] {
+                    t.insert(key(&[p, at, u]).as_str(), 0)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let txn = store.begin_read().unwrap();
+        let index = txn.open_table(INDEX).unwrap();
+        let all = Window {
+            start: 0,
+            limit: 10,
+            count_all: true,
+        };
+        let uuids = |from: Option<&str>, to: Option<&str>| {
+            scan_between(&index, "a", from, to, true, all, |_| true)
+                .unwrap()
+                .uuids
+        };
+        assert_eq!(uuids(None, None), vec!["3", "2", "1"]);
+        assert_eq!(
+            uuids(
+                Some("2026-02-01T00:00:00.000Z"),
+                Some("2026-03-01T00:00:00.000Z")
+            ),
+            vec!["3", "2"]
+        );
+        assert_eq!(uuids(None, Some("2026-01-31T23:59:59.999Z")), vec!["1"]);
+        assert!(uuids(Some("2026-04-01T00:00:00.000Z"), None).is_empty());
+    }
 }
