@@ -112,6 +112,35 @@ pub fn page_body<R: Resource>(
     )
 }
 
+/// A page of results already rendered as JSON (items whose shape is not one resource's:
+/// a pair of patients, a visit queue entry), with the paging links and `totalCount`.
+pub fn values_answer(
+    state: &AppState,
+    caller: &Caller,
+    query: &[(String, String)],
+    path: &str,
+    paging: &Paging,
+    results: &[Value],
+    total: usize,
+) -> ApiResult<Response> {
+    let request = caller.request_url(state, path, query);
+    let body = paging.answer_to(
+        |out| {
+            for (i, r) in results.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                crate::http::repr::write_json(out, r);
+            }
+            Ok(())
+        },
+        paging.start.saturating_add(paging.limit) < total,
+        paging.total_count.then_some(total),
+        &request,
+    )?;
+    Ok(crate::http::ok_bytes(body.into()))
+}
+
 /// One page of a list already in memory and in order (the content's metadata, a
 /// facility's handful of rooms, derived inpatient records), as `page_answer` writes it.
 pub fn list_answer<R: Resource>(

@@ -421,29 +421,9 @@ pub fn scan_between(
     window: Window,
     mut keep: impl FnMut(&str) -> bool,
 ) -> StoreResult<Page> {
-    let mut page = Page::default();
-    let mut matched = 0usize;
-    walk_flags_between(index, prefix, from, to, newest_first, |k, _| {
-        if !keep(k) {
-            return true;
-        }
-        if matched >= window.start {
-            if page.uuids.len() < window.limit {
-                page.uuids.push(uuid_of(k).to_string());
-            } else {
-                page.more = true;
-                if !window.count_all {
-                    return false;
-                }
-            }
-        }
-        matched += 1;
-        true
-    })?;
-    if window.count_all {
-        page.total = Some(matched);
-    }
-    Ok(page)
+    scan_where_between(index, prefix, from, to, newest_first, window, |k, _| {
+        keep(k)
+    })
 }
 
 /// The window of the keys under `prefix` that `keep` accepts from their key and flags.
@@ -452,11 +432,24 @@ pub fn scan_where(
     prefix: &str,
     newest_first: bool,
     window: Window,
+    keep: impl FnMut(&str, u8) -> bool,
+) -> StoreResult<Page> {
+    scan_where_between(index, prefix, None, None, newest_first, window, keep)
+}
+
+/// `scan_where` over the keys `prefix|t|…` whose `t` lies between `from` and `to`.
+fn scan_where_between(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefix: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+    newest_first: bool,
+    window: Window,
     mut keep: impl FnMut(&str, u8) -> bool,
 ) -> StoreResult<Page> {
     let mut page = Page::default();
     let mut matched = 0usize;
-    walk_flags(index, prefix, newest_first, |k, flags| {
+    walk_flags_between(index, prefix, from, to, newest_first, |k, flags| {
         if !keep(k, flags) {
             return true;
         }

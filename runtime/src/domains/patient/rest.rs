@@ -854,22 +854,15 @@ pub async fn duplicates(
             "reasons": c.reasons,
         }));
     }
-    let request = caller.request_url(&state, "/patient/duplicates", &query);
-    let body = paging.answer_to(
-        |out| {
-            for (i, r) in results.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(r.to_string().as_bytes());
-            }
-            Ok(())
-        },
-        paging.start.saturating_add(paging.limit) < pairs.len(),
-        paging.total_count.then_some(pairs.len()),
-        &request,
-    )?;
-    Ok(crate::http::ok_bytes(body.into()))
+    crate::http::answer::values_answer(
+        &state,
+        &caller,
+        &query,
+        "/patient/duplicates",
+        &paging,
+        &results,
+        pairs.len(),
+    )
 }
 
 /// This domain's routes, with their full paths (merged into the application's one flat

@@ -565,22 +565,15 @@ pub async fn visit_entries(
             "queueEntry": render(&QueueEntryRes(e), &rep, &ctx)?,
         }));
     }
-    let request = caller.request_url(&state, "/visit-queue-entry", &query);
-    let body = paging.answer_to(
-        |out| {
-            for (i, r) in results.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(r.to_string().as_bytes());
-            }
-            Ok(())
-        },
-        paging.start.saturating_add(paging.limit) < found.len(),
-        paging.total_count.then_some(found.len()),
-        &request,
-    )?;
-    Ok(ok_bytes(body.into()))
+    crate::http::answer::values_answer(
+        &state,
+        &caller,
+        &query,
+        "/visit-queue-entry",
+        &paging,
+        &results,
+        found.len(),
+    )
 }
 
 /// Reads, changes and saves one entry under the write lock.
