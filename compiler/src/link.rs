@@ -56,6 +56,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         messages,
         opaque_files,
         dispositions,
+        reports,
     } = loaded;
 
     // Privileges: the package's, then core's that the package does not redefine.
@@ -647,6 +648,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
             .and_then(|(gp, loc)| address::parse_template_property(&gp.value, loc, sink)),
     };
     content.global_properties = gps.into_iter().map(|(gp, _)| gp).collect();
+    content.reports = link_reports(reports, &content, &index, sink);
     content.address_hierarchy = address_hierarchy;
     content.messages = messages;
     content.opaque_files = sorted(opaque_files, |f| &f.path);
@@ -1121,4 +1123,71 @@ fn build_indexes(concepts: &[Concept], sources: &[ConceptSource]) -> Indexes {
         }
     }
     indexes
+}
+
+/// Report definitions, read against everything they may name.
+fn link_reports(
+    reports: Vec<crate::domains::reports::LoadedReport>,
+    content: &Content,
+    concepts: &ConceptIndex,
+    sink: &mut Sink,
+) -> Vec<model::reports::ReportDefinition> {
+    fn named<'a>(items: impl Iterator<Item = (&'a str, &'a str)>) -> Lookup {
+        Lookup::new(items)
+    }
+    let mut states: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    for s in &content.program_workflow_states {
+        if let Some(w) = content
+            .program_workflows
+            .iter()
+            .find(|w| w.uuid == s.workflow)
+        {
+            states
+                .entry(w.program.clone())
+                .or_default()
+                .push((s.uuid.clone(), s.concept.clone()));
+        }
+    }
+    let names = crate::domains::reports::Names {
+        concepts,
+        default_locale: content.locales.default.clone(),
+        visit_types: named(
+            content
+                .visit_types
+                .iter()
+                .map(|t| (t.name.as_str(), t.uuid.as_str())),
+        ),
+        encounter_types: named(
+            content
+                .encounter_types
+                .iter()
+                .map(|t| (t.name.as_str(), t.uuid.as_str())),
+        ),
+        programmes: named(
+            content
+                .programs
+                .iter()
+                .map(|p| (p.name.as_str(), p.uuid.as_str())),
+        ),
+        states,
+        appointment_services: named(
+            content
+                .appointment_services
+                .iter()
+                .map(|s| (s.name.as_str(), s.uuid.as_str())),
+        ),
+        identifier_types: named(
+            content
+                .patient_identifier_types
+                .iter()
+                .map(|t| (t.name.as_str(), t.uuid.as_str())),
+        ),
+        person_attribute_types: named(
+            content
+                .person_attribute_types
+                .iter()
+                .map(|t| (t.name.as_str(), t.uuid.as_str())),
+        ),
+    };
+    crate::domains::reports::compile(reports, &names, sink)
 }

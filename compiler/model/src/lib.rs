@@ -7,6 +7,7 @@
 
 mod codec;
 mod entities;
+pub mod reports;
 
 pub use codec::{
     DecodeError, FORMAT_VERSION, MAGIC, decode, decode_header, encode, encode_to, hex,
@@ -121,6 +122,8 @@ pub struct Content {
     pub cash_points: Vec<CashPoint>,
     pub billable_services: Vec<BillableService>,
     pub dispositions: Vec<Disposition>,
+    /// Report definitions (`reports/`), by uuid.
+    pub reports: Vec<reports::ReportDefinition>,
     pub queues: Vec<Queue>,
     pub appointment_specialities: Vec<AppointmentSpeciality>,
     pub appointment_services: Vec<AppointmentService>,
@@ -221,6 +224,7 @@ impl Content {
             ("cash_points", self.cash_points.len()),
             ("billable_services", self.billable_services.len()),
             ("dispositions", self.dispositions.len()),
+            ("reports", self.reports.len()),
             ("queues", self.queues.len()),
             ("forms", self.forms.len()),
             ("form_translations", self.form_translations.len()),

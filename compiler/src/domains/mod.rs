@@ -17,6 +17,7 @@ pub mod metadata;
 pub mod ocl;
 pub mod orders;
 pub mod programs;
+pub mod reports;
 pub mod roles;
 pub mod services;
 
@@ -71,6 +72,7 @@ pub struct Loaded {
     pub messages: BTreeMap<String, BTreeMap<String, String>>,
     pub opaque_files: Vec<OpaqueFile>,
     pub dispositions: Vec<dispositions::LoadedDisposition>,
+    pub reports: Vec<reports::LoadedReport>,
 }
 
 /// Domains in Initializer's load order (the OpenMRS Initializer module's documented order), with their file type.
@@ -112,6 +114,7 @@ const DOMAINS: &[(&str, &str)] = &[
     ("appointmentservicedefinitions", "csv"),
     ("appointmentservicetypes", "csv"),
     ("dispositions", "json"),
+    ("reports", "json"),
 ];
 
 /// Progress reporting for the long part (OCL archives).
@@ -206,6 +209,7 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
             "ampathformstranslations" => forms::load_translations(&wanted, &mut loaded, sink),
             "messageproperties" => messages::load(&wanted, &mut loaded.messages, sink),
             "dispositions" => dispositions::load(&wanted, &mut loaded, sink),
+            "reports" => reports::load(&wanted, &mut loaded, sink),
             _ => {
                 let columns = columns_of(domain);
                 let mut tables: Vec<(Table, Layer)> = wanted
