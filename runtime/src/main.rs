@@ -202,6 +202,10 @@ fn main() -> ExitCode {
             );
         }
         runtime::app::jobs::spawn_auto_close(state.clone(), std::time::Duration::from_secs(60));
+        runtime::app::jobs::spawn_report_schedules(
+            state.clone(),
+            std::time::Duration::from_secs(60),
+        );
         runtime::app::health::spawn_store_recovery(
             state.clone(),
             std::time::Duration::from_secs(5),

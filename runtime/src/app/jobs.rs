@@ -1,4 +1,5 @@
-//! Jobs the application runs in the background: the auto-close of visits left open.
+//! Jobs the application runs in the background: the auto-close of visits left open, and
+//! the reports' schedules.
 
 use crate::domains::visit::close_stale_visits;
 use crate::http::AppState;
@@ -32,6 +33,40 @@ pub fn spawn_auto_close(state: std::sync::Arc<AppState>, every: std::time::Durat
                 ),
                 Ok(Err(e)) => tracing::error!(%e, "the visit auto-close job failed"),
                 Err(e) => tracing::error!(%e, "the visit auto-close job panicked"),
+            }
+        }
+    });
+}
+
+/// Every `every`: makes the month's request of each monthly report schedule once the month
+/// is over, and runs every request left waiting (made by a schedule, or asked before the
+/// runtime last stopped), one at a time, in the background.
+pub fn spawn_report_schedules(state: std::sync::Arc<AppState>, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let st = state.clone();
+            let due = tokio::task::spawn_blocking(move || {
+                let _alone = match st.store.server() {
+                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::Jobs)? {
+                        Some(held) => Some(held),
+                        None => return Ok(Vec::new()),
+                    },
+                    None => None,
+                };
+                let now = Utc::now();
+                crate::domains::report::due(&st.store, now.date_naive(), now)
+            })
+            .await;
+            match due {
+                Ok(Ok(list)) => {
+                    for uuid in list {
+                        crate::domains::report::rest::spawn_run(state.clone(), uuid);
+                    }
+                }
+                Ok(Err(e)) => tracing::error!(%e, "the report schedule job failed"),
+                Err(e) => tracing::error!(%e, "the report schedule job panicked"),
             }
         }
     });

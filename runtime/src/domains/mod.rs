@@ -40,6 +40,7 @@ pub mod provider;
 pub mod queue;
 pub mod queue_room;
 pub mod relationship;
+pub mod report;
 pub mod role;
 pub mod session;
 pub mod setting;
@@ -76,11 +77,12 @@ const RECORD_TABLES: &[RecordTable] = &[
     bed::store::TAG_RECORDS,
     bed::store::BED_RECORDS,
     bed::store::ASSIGNMENT_RECORDS,
+    report::store::RECORDS,
     crate::store::audit::RECORDS,
 ];
 
 /// Every blob table, written to backups after the record tables.
-const BLOB_TABLES: &[BlobTable] = &[attachment::store::CONTENTS];
+const BLOB_TABLES: &[BlobTable] = &[attachment::store::CONTENTS, report::store::CONTENTS];
 
 /// The domains' tables, handed to the store when it is opened.
 pub static REGISTRY: Registry = Registry {
@@ -100,6 +102,7 @@ pub static REGISTRY: Registry = Registry {
         &ENCOUNTER_NESTING,
         &ORDER_ENCOUNTERS,
     ],
+    reindexed_since: &[(3, &encounter::store::ENCOUNTER_RECORDS)],
 };
 
 /// What voiding an encounter does to the records that hang on it.
@@ -280,6 +283,7 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         .merge(bill::rest::routes(paths))
         .merge(cohort::rest::routes(paths))
         .merge(relationship::rest::routes(paths))
+        .merge(report::rest::routes(paths))
         .merge(idgen::rest::routes(paths))
         .merge(setting::rest::routes(paths))
         .merge(immunization::fhir::routes(paths))

@@ -48,6 +48,9 @@ pub enum ApiError {
     /// The store cannot write (a full disk, an I/O error): 507 or 503, nothing was saved.
     #[error("the store cannot write")]
     StoreUnavailable { disk_full: bool },
+    /// A system this one calls (DHIS2) refused or could not be reached: 502, with why.
+    #[error("upstream: {0}")]
+    Upstream(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -94,6 +97,7 @@ impl ApiError {
             ApiError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::StoreUnavailable { disk_full: true } => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::StoreUnavailable { disk_full: false } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -188,6 +192,7 @@ impl ApiError {
                 },
                 "emr.store.unwritable",
             ),
+            ApiError::Upstream(m) => envelope(format!("[{m}]"), "emr.upstream.refused"),
             ApiError::Internal(_) => envelope(
                 "[An internal error occurred; see the server log]".into(),
                 "org.openmrs.api.APIException",

@@ -51,6 +51,31 @@ pub struct Config {
     /// last served by a runtime built with other content (the first runtime of an upgrade,
     /// once the old ones are stopped). Without it such a runtime refuses to start.
     pub content_upgrade: bool,
+    /// `EMR_DHIS2_URL` (with `EMR_DHIS2_USERNAME`, `EMR_DHIS2_PASSWORD` and
+    /// `EMR_DHIS2_ORG_UNIT`): the national DHIS2 the reports' figures are sent to; without
+    /// it, sending is refused (the figures can still be pulled from `reportdata`).
+    pub dhis2: Option<Dhis2>,
+}
+
+/// Where the reports' figures go.
+#[derive(Clone)]
+pub struct Dhis2 {
+    /// The instance's base URL (`https://snis.sante.gouv.cd`), without `/api`.
+    pub url: String,
+    pub username: String,
+    pub password: String,
+    /// The facility's organisation unit uid in that DHIS2.
+    pub org_unit: String,
+}
+
+impl std::fmt::Debug for Dhis2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Dhis2 {{ url: {:?}, org_unit: {:?} }}",
+            self.url, self.org_unit
+        )
+    }
 }
 
 /// Where the shared store lives.
@@ -107,7 +132,21 @@ impl Config {
             password: var("EMR_DATABASE_PASSWORD"),
             schema: var("EMR_DATABASE_SCHEMA").unwrap_or_else(|| "emr".into()),
         });
+        let dhis2 = match var("EMR_DHIS2_URL") {
+            None => None,
+            Some(url) => {
+                let need =
+                    |k: &str| var(k).ok_or_else(|| format!("EMR_DHIS2_URL is set but {k} is not"));
+                Some(Dhis2 {
+                    url: url.trim_end_matches('/').to_string(),
+                    username: need("EMR_DHIS2_USERNAME")?,
+                    password: need("EMR_DHIS2_PASSWORD")?,
+                    org_unit: need("EMR_DHIS2_ORG_UNIT")?,
+                })
+            }
+        };
         Ok(Config {
+            dhis2,
             database,
             content_upgrade: var("EMR_CONTENT_UPGRADE").is_some_and(|v| v == "true" || v == "1"),
             app_path,
@@ -148,6 +187,7 @@ impl Config {
             connections: crate::serve::Limits::default(),
             database: None,
             content_upgrade: false,
+            dhis2: None,
         }
     }
 }

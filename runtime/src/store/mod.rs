@@ -34,7 +34,7 @@ use std::sync::Arc;
 /// records this one in an older store it opens (which it may then write in the new way,
 /// so the older runtime must refuse it from then on). 2: observations in binary
 /// (`encounter::store::encode_obs`), the patients' search projection.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 /// The meta key of the content hash of the bundle the store was last served with.
@@ -627,7 +627,23 @@ impl Store {
                         supported: SCHEMA_VERSION,
                     }),
                     Some(v) if v == SCHEMA_VERSION => Ok(()),
-                    Some(_) | None => {
+                    Some(older) => {
+                        drop(meta);
+                        for (since, table) in store.registry.reindexed_since {
+                            if older < *since {
+                                let n = record::reindex_all(txn, table)?;
+                                tracing::info!(
+                                    table = table.name,
+                                    records = n,
+                                    "indexes rebuilt for store version {since}"
+                                );
+                            }
+                        }
+                        txn.open_table(META)?
+                            .insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
+                        Ok(())
+                    }
+                    None => {
                         meta.insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
                         Ok(())
                     }

@@ -145,6 +145,23 @@ impl Store {
             .transpose()
     }
 
+    /// A patient in the caller's read transaction (reports read many in one snapshot).
+    pub fn patient_in(txn: &ReadTransaction, uuid: &str) -> StoreResult<Option<PatientRecord>> {
+        txn.open_table(PATIENTS)?
+            .get(uuid)?
+            .map(|v| decode("patients", v.value()))
+            .transpose()
+    }
+
+    /// Every stored patient's uuid (keys only), in the caller's read transaction.
+    pub fn patient_uuids_in(txn: &ReadTransaction) -> StoreResult<Vec<String>> {
+        let mut out = Vec::new();
+        for row in txn.open_table(PATIENTS)?.iter()? {
+            out.push(row?.0.value().to_string());
+        }
+        Ok(out)
+    }
+
     pub fn patient_exists(&self, uuid: &str) -> StoreResult<bool> {
         let txn = self.begin_read()?;
         Ok(txn.open_table(PATIENTS)?.get(uuid)?.is_some())

@@ -151,6 +151,48 @@ pub struct Registry {
     /// What the domains above a domain register for it: what they do when its records
     /// change, what they nest in its representations (`extension`).
     pub extensions: &'static [&'static (dyn std::any::Any + Send + Sync)],
+    /// Tables whose indexes changed in a store version: a store written by an older version
+    /// has the table's indexes rebuilt from its records when it is opened, once
+    /// (`(version, table)`: rebuilt for a store older than `version`).
+    pub reindexed_since: &'static [(u32, &'static RecordTable)],
+}
+
+/// How many records a store upgrade reads at a time while it rebuilds an index, so that a
+/// table of a million records is never held in memory whole.
+const REINDEX_BATCH: usize = 2_000;
+
+/// Rebuilds the indexes of every record of `table` in the caller's write transaction (an
+/// upgrade: index entries are keys, so writing an existing one again changes nothing).
+pub fn reindex_all(txn: &WriteTransaction, table: &RecordTable) -> StoreResult<u64> {
+    use std::ops::Bound;
+    let mut after: Option<String> = None;
+    let mut count = 0u64;
+    loop {
+        let batch: Vec<(String, Vec<u8>)> = {
+            let t = txn.open_table(table.table)?;
+            let lower = match &after {
+                Some(k) => Bound::Excluded(k.as_str()),
+                None => Bound::Unbounded,
+            };
+            let mut out = Vec::with_capacity(REINDEX_BATCH);
+            for row in t.range::<&str>((lower, Bound::Unbounded))? {
+                let (k, v) = row?;
+                out.push((k.value().to_string(), v.value().to_vec()));
+                if out.len() == REINDEX_BATCH {
+                    break;
+                }
+            }
+            out
+        };
+        let Some((last, _)) = batch.last() else {
+            return Ok(count);
+        };
+        after = Some(last.clone());
+        for (_, bytes) in &batch {
+            (table.reindex)(txn, bytes)?;
+        }
+        count += batch.len() as u64;
+    }
 }
 
 impl Registry {
@@ -510,6 +552,44 @@ pub fn records_under<T: for<'a> Deserialize<'a>>(
     let mut out = Vec::with_capacity(uuids.len());
     for bytes in records.get_many(&keys)?.into_iter().flatten() {
         out.push(decode(name, bytes.value())?);
+    }
+    Ok(out)
+}
+
+/// The records of `table` whose key in `index` is `prefix|t|…` with `t` (a key-form
+/// datetime) between `from` and `to` inclusive (either open), oldest first, voided ones
+/// left out, read in the caller's transaction with `decode` (the reports' readers, which
+/// make many such reads in one snapshot).
+pub fn records_between_in<T>(
+    txn: &crate::store::kv::ReadTransaction,
+    table: TableDefinition<&'static str, &'static [u8]>,
+    index: Index,
+    prefix: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+    decode: fn(&[u8]) -> StoreResult<T>,
+) -> StoreResult<Vec<T>> {
+    let mut uuids = Vec::new();
+    walk_flags_between(
+        &txn.open_table(index)?,
+        prefix,
+        from,
+        to,
+        false,
+        |k, flags| {
+            if flags & VOIDED == 0 {
+                uuids.push(uuid_of(k).to_string());
+            }
+            true
+        },
+    )?;
+    let records = txn.open_table(table)?;
+    let mut out = Vec::with_capacity(uuids.len());
+    for chunk in uuids.chunks(500) {
+        let keys: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        for bytes in records.get_many(&keys)?.into_iter().flatten() {
+            out.push(decode(bytes.value())?);
+        }
     }
     Ok(out)
 }

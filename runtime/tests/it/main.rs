@@ -39,6 +39,7 @@ mod router_programme;
 mod router_provider;
 mod router_queue;
 mod router_relationship;
+mod router_report;
 mod router_session;
 mod router_setting;
 mod router_spa;

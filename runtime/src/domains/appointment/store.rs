@@ -156,3 +156,41 @@ pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMo
     adjust: None,
     counted_as: None,
 };
+
+fn decode_appointment(bytes: &[u8]) -> StoreResult<AppointmentRecord> {
+    crate::store::record::decode("appointments", bytes)
+}
+
+/// Appointments starting between `from` and `to` (key form, inclusive, either open), in
+/// the caller's read transaction (reports).
+pub fn starting_between_in(
+    txn: &crate::store::kv::ReadTransaction,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> StoreResult<Vec<AppointmentRecord>> {
+    crate::store::record::records_between_in(
+        txn,
+        TABLE,
+        BY_START,
+        "all",
+        from,
+        to,
+        decode_appointment,
+    )
+}
+
+/// A patient's appointments, by start, voided ones left out.
+pub fn of_patient_in(
+    txn: &crate::store::kv::ReadTransaction,
+    patient: &str,
+) -> StoreResult<Vec<AppointmentRecord>> {
+    crate::store::record::records_between_in(
+        txn,
+        TABLE,
+        BY_PATIENT,
+        patient,
+        None,
+        None,
+        decode_appointment,
+    )
+}

@@ -7,13 +7,16 @@
 //! observations in binary (`encode_obs`; JSON ones of earlier stores are still read).
 
 use crate::domains::encounter::{EncounterRecord, ObsRecord};
-use crate::store::kv::{ReadableTable, TableDefinition, WriteTransaction};
+use crate::store::kv::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 use crate::store::record::{Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
 
 const ENCOUNTERS: TableDefinition<&str, &[u8]> = TableDefinition::new("encounters");
 const ENC_BY_PATIENT: Index = TableDefinition::new("encounters_by_patient");
 const ENC_BY_VISIT: Index = TableDefinition::new("encounters_by_visit");
+/// Every encounter by time (`all|datetime|uuid`), for the reports' "an encounter in the
+/// period" (added in store version 3; `domains::REGISTRY` rebuilds it for older stores).
+const ENC_BY_TIME: Index = TableDefinition::new("encounters_by_time");
 const OBS: TableDefinition<&str, &[u8]> = TableDefinition::new("obs");
 const OBS_BY_ENCOUNTER: Index = TableDefinition::new("obs_by_encounter");
 const OBS_BY_PATIENT: Index = TableDefinition::new("obs_by_patient");
@@ -23,7 +26,7 @@ const OBS_BY_GROUP: Index = TableDefinition::new("obs_by_group");
 pub const ENCOUNTER_RECORDS: RecordTable = RecordTable {
     name: "encounters",
     table: ENCOUNTERS,
-    indexes: &[ENC_BY_PATIENT, ENC_BY_VISIT],
+    indexes: &[ENC_BY_PATIENT, ENC_BY_VISIT, ENC_BY_TIME],
     create: create_encounter_tables,
     reindex: |txn, bytes| {
         let e: EncounterRecord = crate::store::record::decode("encounters", bytes)?;
@@ -105,6 +108,7 @@ fn create_encounter_tables(txn: &WriteTransaction) -> StoreResult<()> {
     txn.open_table(ENCOUNTERS)?;
     txn.open_table(ENC_BY_PATIENT)?;
     txn.open_table(ENC_BY_VISIT)?;
+    txn.open_table(ENC_BY_TIME)?;
     Ok(())
 }
 
@@ -132,6 +136,10 @@ fn encounter_keys(e: &EncounterRecord) -> (String, Option<String>) {
     )
 }
 
+fn time_key(e: &EncounterRecord) -> String {
+    key(&["all", &e.datetime, &e.uuid])
+}
+
 fn index_encounter(
     txn: &WriteTransaction,
     old: Option<&EncounterRecord>,
@@ -139,8 +147,10 @@ fn index_encounter(
 ) -> StoreResult<()> {
     let mut by_patient = txn.open_table(ENC_BY_PATIENT)?;
     let mut by_visit = txn.open_table(ENC_BY_VISIT)?;
+    let mut by_time = txn.open_table(ENC_BY_TIME)?;
     if let Some(old) = old {
         let (p, v) = encounter_keys(old);
+        by_time.remove(time_key(old).as_str())?;
         by_patient.remove(p.as_str())?;
         if let Some(v) = v {
             by_visit.remove(v.as_str())?;
@@ -148,6 +158,7 @@ fn index_encounter(
     }
     let f = voided_flag(e.voiding.voided);
     let (p, v) = encounter_keys(e);
+    by_time.insert(time_key(e).as_str(), f)?;
     by_patient.insert(p.as_str(), f)?;
     if let Some(v) = v {
         by_visit.insert(v.as_str(), f)?;
@@ -490,9 +501,115 @@ pub const MERGE_OBS: crate::store::record::MergeMove = crate::store::record::Mer
     counted_as: Some("observations"),
 };
 
+/// The encounters between `from` and `to` (key form, inclusive, either open), oldest
+/// first, voided ones left out, in the caller's read transaction (reports).
+pub fn between_in(
+    txn: &ReadTransaction,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> StoreResult<Vec<EncounterRecord>> {
+    crate::store::record::records_between_in(
+        txn,
+        ENCOUNTERS,
+        ENC_BY_TIME,
+        "all",
+        from,
+        to,
+        decode_encounter,
+    )
+}
+
+/// A patient's encounters between `from` and `to`, oldest first, voided ones left out.
+pub fn of_patient_between_in(
+    txn: &ReadTransaction,
+    patient: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> StoreResult<Vec<EncounterRecord>> {
+    crate::store::record::records_between_in(
+        txn,
+        ENCOUNTERS,
+        ENC_BY_PATIENT,
+        patient,
+        from,
+        to,
+        decode_encounter,
+    )
+}
+
+/// A patient's observations of one concept between `from` and `to`, oldest first, voided
+/// ones left out (the index by patient and concept: one range read).
+pub fn obs_of_concept_in(
+    txn: &ReadTransaction,
+    patient: &str,
+    concept: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> StoreResult<Vec<ObsRecord>> {
+    crate::store::record::records_between_in(
+        txn,
+        OBS,
+        OBS_BY_CONCEPT,
+        &key(&[patient, concept]),
+        from,
+        to,
+        decode_obs,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store written before the index by time (version 2) has it rebuilt when opened,
+    /// so the reports find its encounters.
+    #[test]
+    fn an_older_store_gets_the_encounters_index_by_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let e = EncounterRecord {
+            v: 1,
+            uuid: "encounter-1".into(),
+            patient: "patient-1".into(),
+            encounter_type: "type-1".into(),
+            datetime: "2026-01-10T09:00:00.000Z".into(),
+            location: None,
+            form: None,
+            visit: None,
+            providers: Vec::new(),
+            audit: Audit::new("admin", chrono::Utc::now()),
+            voiding: Voiding::default(),
+        };
+        {
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+            write(
+                &s,
+                &Change {
+                    encounter: Some((None, &e)),
+                    obs: Vec::new(),
+                },
+            )
+            .unwrap();
+            // As version 2 left it: no entry by time.
+            s.write(|txn| {
+                txn.open_table(ENC_BY_TIME)?.remove(time_key(&e).as_str())?;
+                Ok(())
+            })
+            .unwrap();
+            s.set_meta("schema_version", "2").unwrap();
+            let txn = s.begin_read().unwrap();
+            assert!(between_in(&txn, None, None).unwrap().is_empty());
+        }
+        let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+        let txn = s.begin_read().unwrap();
+        let found = between_in(
+            &txn,
+            Some("2026-01-01T00:00:00.000Z"),
+            Some("2026-01-31T23:59:59.999Z"),
+        )
+        .unwrap();
+        assert_eq!(found, vec![e]);
+    }
     use crate::domains::encounter::ObsValue;
     use crate::store::record::{Audit, Voiding};
 

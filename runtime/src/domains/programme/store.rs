@@ -130,3 +130,40 @@ pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMo
     adjust: None,
     counted_as: None,
 };
+
+fn decode_enrolment(bytes: &[u8]) -> StoreResult<EnrolmentRecord> {
+    crate::store::record::decode("programenrollments", bytes)
+}
+
+/// A patient's enrolments, voided ones left out, in the caller's read transaction.
+pub fn of_patient_in(
+    txn: &crate::store::kv::ReadTransaction,
+    patient: &str,
+) -> StoreResult<Vec<EnrolmentRecord>> {
+    crate::store::record::records_between_in(
+        txn,
+        TABLE,
+        BY_PATIENT,
+        patient,
+        None,
+        None,
+        decode_enrolment,
+    )
+}
+
+/// The patients with an enrolment (voided ones left out) in a programme, read from the
+/// enrolments themselves: a facility's enrolments are thousands, not millions.
+pub fn patients_enrolled_in(
+    txn: &crate::store::kv::ReadTransaction,
+    program: &str,
+) -> StoreResult<std::collections::BTreeSet<String>> {
+    let mut out = std::collections::BTreeSet::new();
+    for row in txn.open_table(TABLE)?.iter()? {
+        let (_, v) = row?;
+        let e = decode_enrolment(v.value())?;
+        if e.program == program && !e.voiding.voided {
+            out.insert(e.patient);
+        }
+    }
+    Ok(out)
+}

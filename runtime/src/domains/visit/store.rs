@@ -4,7 +4,7 @@
 //! visits of a whole facility are read without scanning its history).
 
 use crate::domains::visit::VisitRecord;
-use crate::store::kv::{TableDefinition, WriteTransaction};
+use crate::store::kv::{ReadTransaction, TableDefinition, WriteTransaction};
 use crate::store::record::{ENDED, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
 
@@ -226,3 +226,30 @@ pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMo
     adjust: None,
     counted_as: None,
 };
+
+fn decode_visit(bytes: &[u8]) -> StoreResult<VisitRecord> {
+    crate::store::record::decode("visits", bytes)
+}
+
+/// The visits started between `from` and `to` (key form, inclusive, either open), oldest
+/// first, voided ones left out, in the caller's read transaction (reports).
+pub fn started_between_in(
+    txn: &ReadTransaction,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> StoreResult<Vec<VisitRecord>> {
+    crate::store::record::records_between_in(txn, TABLE, BY_START, "all", from, to, decode_visit)
+}
+
+/// A patient's visits, oldest first, voided ones left out, in the caller's transaction.
+pub fn of_patient_in(txn: &ReadTransaction, patient: &str) -> StoreResult<Vec<VisitRecord>> {
+    crate::store::record::records_between_in(
+        txn,
+        TABLE,
+        BY_PATIENT,
+        patient,
+        None,
+        None,
+        decode_visit,
+    )
+}
