@@ -20,6 +20,7 @@ import * as ward from "./journeys/ward.mjs";
 import * as clinicalReview from "./journeys/clinical-review.mjs";
 import * as appointments from "./journeys/appointments.mjs";
 import * as administration from "./journeys/administration.mjs";
+import * as reports from "./journeys/reports.mjs";
 
 // In the walk's order.
 const journeys = {
@@ -30,6 +31,8 @@ const journeys = {
   ward,
   "clinical-review": clinicalReview,
   appointments,
+  // Before administration, which ends the day in English and logs out.
+  reports,
   administration,
 };
 const names = Object.keys(journeys);

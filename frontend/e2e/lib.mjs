@@ -64,6 +64,11 @@ function knownSetting(message) {
   const paths = schemaPaths(spaDir, m[1]);
   return paths !== null && paths.has(m[2]);
 }
+// Requests a pinned module makes knowing they fail, answered as OpenMRS answers them: the
+// reports app 4.4.0 asks for a report's scheduled request before the report has one
+// (`reportRequest/undefined`), and the reporting module answers 404, as this server does.
+const EXPECTED_FAILURES = [/\/ws\/rest\/v1\/reportingrest\/reportRequest\/undefined$/];
+const expectedFailure = (url) => EXPECTED_FAILURES.some((re) => re.test(new URL(url).pathname));
 // Each step's requests with how long they took, so that a failed step can say what was slow
 // (and what never finished).
 const started = new Map();
@@ -161,7 +166,7 @@ export async function start() {
   page = await context.newPage();
   page.on("response", (r) => {
     if (process.env.E2E_TRACE && r.url().includes("/openmrs/") && !r.url().includes("/openmrs/spa/")) console.log(`  ${r.status()} ${r.request().method()} ${r.url()}`);
-    if (r.url().includes("/openmrs/") && !r.url().includes("/openmrs/spa/") && r.status() >= 400) {
+    if (r.url().includes("/openmrs/") && !r.url().includes("/openmrs/spa/") && r.status() >= 400 && !(r.status() === 404 && expectedFailure(r.url()))) {
       backendErrors.push(`${r.status()} ${r.request().method()} ${r.url()}`);
       // What was sent and answered, to see why.
       r.text()
@@ -177,6 +182,7 @@ export async function start() {
     const text = m.text();
     if (SLOW_BROWSER.some((re) => re.test(text))) slowNotes.push(text.slice(0, 200));
     else if (knownSetting(text)) raceNotes.add(text);
+    else if (/^Failed to load resource: the server responded with a status of 404/.test(text) && m.location()?.url && expectedFailure(m.location().url)) return;
     else consoleErrors.push(`${text.slice(0, 300)}${m.location()?.url ? ` (${m.location().url})` : ""}`);
   });
   page.on("pageerror", (e) => consoleErrors.push(`uncaught: ${e.message.slice(0, 300)}`));

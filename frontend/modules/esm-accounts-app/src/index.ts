@@ -17,3 +17,4 @@ export const accountsAppMenuLink = getAsyncLifecycle(() => import('./app-menu-li
 export const records = getAsyncLifecycle(() => import('./records.component'), options);
 
 export const recordsAppMenuLink = getAsyncLifecycle(() => import('./records-menu-link.component'), options);
+export const reportsAppMenuLink = getAsyncLifecycle(() => import('./reports-menu-link.component'), options);
