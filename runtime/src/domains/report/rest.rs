@@ -801,6 +801,13 @@ fn report_file(
     })
 }
 
+/// A query parameter the call cannot do without, as Spring names its absence.
+fn required(query: &[(String, String)], name: &str) -> ApiResult<String> {
+    param(query, name)
+        .map(str::to_string)
+        .ok_or_else(|| ApiError::BadRequest(format!("Required parameter '{name}' is not present")))
+}
+
 /// `GET reportingrest/downloadReport?reportRequestUuid=`: `{filename, contentType,
 /// fileContent}` (the file in base64), in the request's design.
 pub async fn download(
@@ -809,11 +816,7 @@ pub async fn download(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[VIEW])?;
-    let uuid = param(&query, "reportRequestUuid")
-        .ok_or_else(|| {
-            ApiError::BadRequest("Required parameter 'reportRequestUuid' is not present".into())
-        })?
-        .to_string();
+    let uuid = required(&query, "reportRequestUuid")?;
     let (r, data) = finished(&state, uuid).await?;
     let catalog = state.catalog.load();
     Ok(crate::http::ok(report_file(
@@ -831,11 +834,7 @@ pub async fn download_many(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[VIEW])?;
-    let list = param(&query, "reportRequestUuids")
-        .ok_or_else(|| {
-            ApiError::BadRequest("Required parameter 'reportRequestUuids' is not present".into())
-        })?
-        .to_string();
+    let list = required(&query, "reportRequestUuids")?;
     let mut files = Vec::new();
     for uuid in list.split(',').map(str::trim).filter(|u| !u.is_empty()) {
         let (r, data) = finished(&state, uuid.to_string()).await?;
@@ -852,11 +851,7 @@ pub async fn save(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[RUN])?;
-    let uuid = param(&query, "reportRequestUuid")
-        .ok_or_else(|| {
-            ApiError::BadRequest("Required parameter 'reportRequestUuid' is not present".into())
-        })?
-        .to_string();
+    let uuid = required(&query, "reportRequestUuid")?;
     let user = caller.user_uuid();
     let st = state.clone();
     let saved = blocking(move || {
