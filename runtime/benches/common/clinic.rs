@@ -52,6 +52,24 @@ impl Rng {
     }
 }
 
+/// What a benchmark may add to the generated data (nothing by default): other encounter
+/// types for the encounter that opens each visit, and coded observations for a share of the
+/// patients. The numeric observations stay the same either way.
+#[derive(Default)]
+pub struct Extra {
+    /// The type of the encounter that opens each visit (instead of `Refs::encounter_type`;
+    /// the visit's second encounter keeps that one).
+    pub opening_type: Option<String>,
+    /// For one patient in `.1`, the type of the encounter that opens each visit instead
+    /// (an admission).
+    pub admission: Option<(String, usize)>,
+    /// Coded observations written in every encounter of one patient in `coded_every`, one
+    /// per question: (question, answers), the answer turning with the patient and the
+    /// encounter (every combination of answers among the patients of an encounter round).
+    pub coded: Vec<(String, Vec<String>)>,
+    pub coded_every: usize,
+}
+
 /// Writes the visits, encounters and observations: per patient, one visit every two
 /// encounters a month apart, each encounter with `OBS_PER_ENCOUNTER` observations. Rounds go
 /// over every patient, as a facility's days do. Answers (visits, encounters, observations).
@@ -59,6 +77,16 @@ pub fn generate(
     store: &runtime::store::Store,
     patients: &[String],
     refs: &Refs,
+) -> (u64, u64, u64) {
+    generate_with(store, patients, refs, &Extra::default())
+}
+
+/// `generate`, with what `extra` adds.
+pub fn generate_with(
+    store: &runtime::store::Store,
+    patients: &[String],
+    refs: &Refs,
+    extra: &Extra,
 ) -> (u64, u64, u64) {
     let first_day = chrono::DateTime::parse_from_rfc3339("2022-01-03T08:00:00Z")
         .unwrap()
@@ -99,11 +127,21 @@ pub fn generate(
                             visits_of[n] = visit.uuid;
                             visits += 1;
                         }
+                        let mut encounter_type = &refs.encounter_type;
+                        if round % 2 == 0 {
+                            match (&extra.admission, &extra.opening_type) {
+                                (Some((admission, every)), _) if n.is_multiple_of(*every) => {
+                                    encounter_type = admission;
+                                }
+                                (_, Some(opening)) => encounter_type = opening,
+                                _ => {}
+                            }
+                        }
                         let encounter = EncounterRecord {
                             v: 1,
                             uuid: uuid::Uuid::now_v7().to_string(),
                             patient: patient.clone(),
-                            encounter_type: refs.encounter_type.clone(),
+                            encounter_type: encounter_type.clone(),
                             datetime: at.clone(),
                             location: Some(refs.location.clone()),
                             form: None,
@@ -112,30 +150,44 @@ pub fn generate(
                             audit: Audit::new(&refs.admin, created),
                             voiding: Voiding::default(),
                         };
-                        let obs: Vec<ObsRecord> = VITALS
+                        let observation = |concept: &str, value: ObsValue| ObsRecord {
+                            v: 1,
+                            uuid: uuid::Uuid::now_v7().to_string(),
+                            person: patient.clone(),
+                            concept: concept.into(),
+                            encounter: Some(encounter.uuid.clone()),
+                            obs_group: None,
+                            datetime: at.clone(),
+                            location: Some(refs.location.clone()),
+                            value,
+                            comment: None,
+                            form_field_namespace: None,
+                            form_field_path: None,
+                            status: "FINAL".into(),
+                            interpretation: None,
+                            order: None,
+                            previous_version: None,
+                            audit: Audit::new(&refs.admin, created),
+                            voiding: Voiding::default(),
+                        };
+                        let mut obs: Vec<ObsRecord> = VITALS
                             .iter()
                             .take(OBS_PER_ENCOUNTER)
-                            .map(|&(concept, low, high)| ObsRecord {
-                                v: 1,
-                                uuid: uuid::Uuid::now_v7().to_string(),
-                                person: patient.clone(),
-                                concept: concept.into(),
-                                encounter: Some(encounter.uuid.clone()),
-                                obs_group: None,
-                                datetime: at.clone(),
-                                location: Some(refs.location.clone()),
-                                value: ObsValue::Numeric(rng.between(low, high)),
-                                comment: None,
-                                form_field_namespace: None,
-                                form_field_path: None,
-                                status: "FINAL".into(),
-                                interpretation: None,
-                                order: None,
-                                previous_version: None,
-                                audit: Audit::new(&refs.admin, created),
-                                voiding: Voiding::default(),
+                            .map(|&(concept, low, high)| {
+                                observation(concept, ObsValue::Numeric(rng.between(low, high)))
                             })
                             .collect();
+                        if extra.coded_every > 0 && n.is_multiple_of(extra.coded_every) {
+                            // Each question turns slower than the ones before it, by their
+                            // numbers of answers, so every combination of answers is given.
+                            let mut pace = 1;
+                            for (question, answers) in &extra.coded {
+                                let turn = n / extra.coded_every / pace + round;
+                                let answer = &answers[turn % answers.len()];
+                                obs.push(observation(question, ObsValue::Coded(answer.clone())));
+                                pace *= answers.len();
+                            }
+                        }
                         let change = Change {
                             encounter: Some((None, &encounter)),
                             obs: obs.iter().map(|o| (None, o)).collect(),
