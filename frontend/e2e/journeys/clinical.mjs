@@ -96,8 +96,10 @@ export async function run() {
   await step("fill-the-hiv-enrolment-form", async () => {
     await openForm("Inscription dans les soins VIH");
     await visible(page.getByText("Stade clinique OMS"));
-    await page.getByText("Stade 2", { exact: true }).click();
-    await page.getByText("Oui", { exact: true }).first().click();
+    await page.getByText("Stade 2 (adulte)", { exact: true }).click();
+    // Not referred out (the first yes-or-no question), on cotrimoxazole (the second).
+    await page.getByText("Non", { exact: true }).first().click();
+    await page.getByText("Oui", { exact: true }).nth(1).click();
     await page.getByRole("button", { name: "Enregistrer", exact: true }).click();
     await visible(page.getByText("Formulaire enregistré"));
     const obs = await savedObs("633e991f-da9d-4232-b0b2-d245cffa8701");
