@@ -2,7 +2,8 @@
 //! cost the chart meanwhile.
 //! `cargo bench -p runtime --bench reports` (needs `wrk`; about 13 GB free on the disk of
 //! the temporary directory, or `BENCH_DIR` pointing elsewhere; `BENCH_SCALE=10` divides
-//! the clinical counts by ten for a quicker look).
+//! the clinical counts by ten for a quicker look; `BENCH_GENERATE=<dir>` only generates the
+//! data directory there, to profile a runtime started on it).
 //!
 //! Generates the clinical benchmark's store (`clinical.rs`: 100,000 patients, 500,000
 //! visits, 1,000,000 encounters, 10,000,000 numeric observations, May 2022 in the middle of
@@ -312,7 +313,8 @@ fn run() {
         Some(d) => tempfile::tempdir_in(d).unwrap(),
         None => tempfile::tempdir().unwrap(),
     };
-    let data = dir.path().join("data");
+    let keep = std::env::var_os("BENCH_GENERATE").map(std::path::PathBuf::from);
+    let data = keep.clone().unwrap_or_else(|| dir.path().join("data"));
 
     // A first start creates the administrator, whom the generated records name.
     let (_, child, _) = cold_start(&runtime_exe, false, &data);
@@ -354,6 +356,18 @@ fn run() {
         t.elapsed().as_secs_f64(),
         store_bytes as f64 / 1e9,
     );
+
+    if keep.is_some() {
+        // The patients with clinical data, one per line, to drive a profiled runtime.
+        std::fs::write(data.join("patients.txt"), patients.join("\n")).unwrap();
+        println!(
+            "generated into {} (patients with clinical data in patients.txt; the reports' paths: {} and {})",
+            data.display(),
+            report_path(HIV, None),
+            report_path(ACTIVITY, Some(&location))
+        );
+        return;
+    }
 
     let (_, child, port) = cold_start(&runtime_exe, false, &data);
     let pid = child.id();
@@ -525,7 +539,7 @@ fn run() {
         "chart calls (wrk -t2 -c32, {seconds} s each) without / with the two reports running back to back:"
     );
     println!(
-        "{:<50} | {:>17} | {:>19} | {:>19} | reports meanwhile (median, max, runs)",
+        "{:<50} | {:>17} | {:>19} | {:>19} | reports that ran meanwhile",
         "call", "req/s", "p50", "p99"
     );
     for l in &loaded {
@@ -544,10 +558,8 @@ fn run() {
                     format!("{n}: none finished")
                 } else {
                     format!(
-                        "{n}: {}, {}, {}",
-                        ms(median(t.clone())),
-                        ms(*t.iter().max().unwrap()),
-                        t.len()
+                        "{n}: {}",
+                        t.iter().map(|d| ms(*d)).collect::<Vec<_>>().join(", ")
                     )
                 })
                 .collect::<Vec<_>>()

@@ -129,8 +129,10 @@ export async function run() {
     await visible(page.getByText("Dispensation interrompue."));
     let [order] = (await api("GET", `order?patient=${patientUuid()}&status=active&v=custom:(uuid,fulfillerStatus)`)).results;
     if (order?.fulfillerStatus !== "ON_HOLD") throw new Error(`the pause did not put the order on hold: ${JSON.stringify(order)}`);
-    // Then closed: the pharmacy will not dispense it.
-    await page.locator("button", { hasText: "Terminer" }).filter({ visible: true }).first().click();
+    // Then closed: the pharmacy will not dispense it. (Once the pause form has gone: while it
+    // closes, a disabled danger button of its own may still match.)
+    await page.locator("input#reasonForPause").waitFor({ state: "detached", timeout: 30000 });
+    await page.locator("button:not([disabled])", { hasText: "Terminer" }).filter({ visible: true }).first().click();
     // (The close form's reason field has the pause form's id.)
     const closeForm = page.locator("form").filter({ hasText: "Raison de l'arrêt" });
     await closeForm.locator("input#reasonForPause").click();
