@@ -146,7 +146,7 @@ pub enum Criterion {
 }
 
 /// A period of time relative to the report's dates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum When {
     /// From the start date to the end date.
     Period,

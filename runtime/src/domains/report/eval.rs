@@ -32,6 +32,17 @@ pub struct Period {
     pub location: Option<String>,
 }
 
+impl Period {
+    /// Whether a record at `location` counts for a criterion asking for the report's
+    /// location (`wanted`): always when it does not ask or the report takes none.
+    fn admits(&self, wanted: bool, location: Option<&str>) -> bool {
+        match (&self.location, wanted) {
+            (Some(l), true) => location == Some(l.as_str()),
+            _ => true,
+        }
+    }
+}
+
 /// What a run gives: each data set's columns and rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportData {
@@ -105,6 +116,7 @@ struct Evaluator<'t> {
     enrolments: HashMap<String, Vec<programme::EnrolmentRecord>>,
     appointments: HashMap<String, Vec<appointment::AppointmentRecord>>,
     everyone: Option<BTreeSet<String>>,
+    windows: HashMap<When, Bounds>,
 }
 
 fn day_start(d: NaiveDate) -> String {
@@ -152,10 +164,21 @@ impl<'t> Evaluator<'t> {
             enrolments: HashMap::new(),
             appointments: HashMap::new(),
             everyone: None,
+            windows: HashMap::new(),
         }
     }
 
-    fn bounds(&self, when: When) -> Bounds {
+    /// A window's bounds, computed once per run: every candidate's every test asks.
+    fn bounds(&mut self, when: When) -> Bounds {
+        if let Some(b) = self.windows.get(&when) {
+            return b.clone();
+        }
+        let b = self.window(when);
+        self.windows.insert(when, b.clone());
+        b
+    }
+
+    fn window(&self, when: When) -> Bounds {
         let (start, end) = (self.period.start, self.period.end);
         match when {
             When::Period | When::AtEnd => (Some(day_start(start)), Some(day_end(end))),
@@ -207,13 +230,6 @@ impl<'t> Evaluator<'t> {
             self.appointments.insert(patient.to_string(), a);
         }
         Ok(&self.appointments[patient])
-    }
-
-    fn at_location(&self, wanted: bool, location: Option<&str>) -> bool {
-        match (&self.period.location, wanted) {
-            (Some(l), true) => location == Some(l.as_str()),
-            _ => true,
-        }
     }
 
     /// The patients of a criterion (living or dead, never voided).
@@ -335,14 +351,12 @@ impl<'t> Evaluator<'t> {
                 at_location,
             } => {
                 let bounds = self.bounds(*when);
-                let location = self.period.location.clone();
+                let period = self.period;
                 let visits = self.visits_of(p)?;
                 visits.iter().any(|v| {
                     Self::within(&v.start, &bounds)
                         && (visit_types.is_empty() || visit_types.contains(&v.visit_type))
-                        && (!at_location
-                            || location.is_none()
-                            || v.location.as_deref() == location.as_deref())
+                        && period.admits(*at_location, v.location.as_deref())
                 })
             }
             Criterion::Encounter {
@@ -359,7 +373,7 @@ impl<'t> Evaluator<'t> {
                 )?;
                 list.iter().any(|e| {
                     (encounter_types.is_empty() || encounter_types.contains(&e.encounter_type))
-                        && self.at_location(*at_location, e.location.as_deref())
+                        && self.period.admits(*at_location, e.location.as_deref())
                 })
             }
             Criterion::Obs {
@@ -389,7 +403,7 @@ impl<'t> Evaluator<'t> {
                 when,
             } => {
                 let bounds = self.bounds(*when);
-                let end = day_end(self.period.end);
+                let end = self.bounds(When::UpToEnd).1.unwrap_or_default();
                 let enrolments = self.enrolments_of(p)?;
                 enrolments.iter().any(|e| {
                     if &e.program != programme || e.voiding.voided {
@@ -532,7 +546,7 @@ impl<'t> Evaluator<'t> {
         appointment_rule: Option<&Criterion>,
     ) -> StoreResult<Cell> {
         let end = self.period.end;
-        let end_key = day_end(end);
+        let end_key = self.bounds(When::UpToEnd).1.unwrap_or_default();
         let text = |s: Option<String>| s.filter(|s| !s.is_empty()).map_or(Cell::Empty, Cell::Text);
         Ok(match value {
             LineValue::Identifier(kind) => {
