@@ -223,6 +223,23 @@ export async function step(name, fn) {
   }
 }
 export const visible = (locator) => locator.first().waitFor({ state: "visible", timeout: 30000 });
+
+/** Follows the app menu's link so named. The menu's button is on the page before the
+ * navigation app has bound its click (just after a page load, a click can go unheard), so
+ * the click is repeated until the menu's panel (its extension slot) has opened; then the
+ * link is awaited there, as other modules' links join the slot as they load. */
+export async function followAppMenuLink(name) {
+  const panel = page.locator('[data-extension-slot-name="app-menu-slot"]');
+  for (let attempt = 1; !(await panel.isVisible()); attempt++) {
+    await page.getByRole("button", { name: "Applications" }).click();
+    try {
+      await panel.waitFor({ state: "visible", timeout: 5000 });
+    } catch (e) {
+      if (attempt === 3) throw new Error(`the app menu did not open after ${attempt} clicks`);
+    }
+  }
+  await panel.getByRole("link", { name, exact: true }).click();
+}
 // No loader, skeleton or progress indicator left on the page: what the screenshot shows is
 // what the user sees once the screen has loaded.
 const settled = () =>

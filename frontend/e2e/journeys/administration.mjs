@@ -7,7 +7,7 @@
 // language switch to English and the logout.
 // Needs: the browser logged in at reception, her chart, as registered (an estimated 34 years,
 // the province of Kinshasa), and the patient found at reception (start() registers her).
-import { FACILITY, api, base, clerkPassword, logIn, openTheChart, page, patientUuid, registerThePatient, setFrench, state, step, visible } from "../lib.mjs";
+import { FACILITY, api, base, clerkPassword, followAppMenuLink, logIn, openTheChart, page, patientUuid, registerThePatient, setFrench, state, step, visible } from "../lib.mjs";
 
 export async function seed() {
   await registerThePatient();
@@ -109,8 +109,7 @@ export async function run() {
 
   await step("administer-accounts", async () => {
     // From the application menu, as an administrator finds it.
-    await page.getByRole("button", { name: "Applications" }).click();
-    await page.getByRole("link", { name: "Comptes et rôles" }).click();
+    await followAppMenuLink("Comptes et rôles");
     await page.waitForURL(/\/spa\/accounts/, { timeout: 30000 });
     await visible(page.getByRole("cell", { name: "admin", exact: true }));
 
@@ -199,8 +198,7 @@ export async function run() {
     });
 
     // A data manager finds the pair among the likely duplicates, compares them and keeps hers.
-    await page.getByRole("button", { name: "Applications" }).click();
-    await page.getByRole("link", { name: "Dossiers des patients" }).click();
+    await followAppMenuLink("Dossiers des patients");
     await page.waitForURL(/\/spa\/records/, { timeout: 30000 });
     const row = page.getByRole("row").filter({ hasText: "Grace Kapinga" }).filter({ hasText: "Grâce Kapinga" });
     await visible(row);

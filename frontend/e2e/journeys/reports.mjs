@@ -8,7 +8,7 @@
 // parameters labelled "Date de début du rapport" and "Date de fin du rapport" (the national
 // module's labels). Leaves nothing behind.
 import { readFileSync } from "node:fs";
-import { api, base, basic, logIn, page, step, visible } from "../lib.mjs";
+import { api, base, basic, followAppMenuLink, logIn, page, step, visible } from "../lib.mjs";
 
 const REPORT = "Rapport sur les stades 3 et 4 du VIH en RDC";
 const REPORT_UUID = "27b977d2-02bf-4ef9-b512-9b9c495962b8";
@@ -66,8 +66,7 @@ export async function run() {
   await step("run-a-report", async () => {
     // From the app menu, where the distribution's module puts the reports app.
     await page.goto(`${base}/openmrs/spa/home`);
-    await page.getByRole("button", { name: "Applications" }).click();
-    await page.getByRole("link", { name: "Rapports", exact: true }).click();
+    await followAppMenuLink("Rapports");
     await page.waitForURL(/\/spa\/reports/, { timeout: 30000 });
     await visible(page.getByRole("heading", { name: "Rapports", exact: true }));
     await visible(page.getByRole("columnheader", { name: "Nom du rapport" }));
