@@ -22,6 +22,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     let Loaded {
         global_properties,
         concept_sources,
+        fhir_concept_sources,
         concept_classes,
         ocl,
         csv_concepts,
@@ -260,6 +261,8 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         }
     }
     content.concept_sources = sources.into_values().collect();
+    content.fhir_concept_sources =
+        link_fhir_concept_sources(fhir_concept_sources, &content.concept_sources, sink);
     content.concept_classes = classes.into_values().collect();
     content.concept_datatypes = builtin::DATATYPES
         .iter()
@@ -1190,4 +1193,89 @@ fn link_reports(
         ),
     };
     crate::domains::reports::compile(reports, &names, sink)
+}
+
+/// Initializer's `fhirconceptsources`: each names a concept source (by name, HL7 code,
+/// unique id or uuid, case aside) and the absolute URL FHIR writes its codes under; one
+/// URL per source and one source per URL, so that a coding read back names one source.
+fn link_fhir_concept_sources(
+    rows: Registry<FhirConceptSource>,
+    sources: &[ConceptSource],
+    sink: &mut Sink,
+) -> Vec<FhirConceptSource> {
+    let find = |reference: &str| {
+        let r = reference.trim().to_lowercase();
+        sources.iter().find(|s| {
+            [
+                Some(&s.name),
+                s.hl7_code.as_ref(),
+                s.unique_id.as_ref(),
+                Some(&s.uuid),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|k| k.to_lowercase() == r)
+        })
+    };
+    let mut out: Vec<FhirConceptSource> = Vec::new();
+    let mut url_of_source: BTreeMap<String, String> = BTreeMap::new();
+    let mut source_of_url: BTreeMap<String, String> = BTreeMap::new();
+    for (_, entry) in rows.items {
+        let Some(source) = find(&entry.value.source) else {
+            sink.unknown_reference(entry.at("source"), "concept source", &entry.value.source)
+                .help = Some("define it in conceptsources/ (or check the spelling)".into());
+            continue;
+        };
+        let url = entry.value.url.trim().to_string();
+        let absolute = url.split_once(':').is_some_and(|(scheme, rest)| {
+            !rest.is_empty()
+                && scheme
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+        }) && !url.contains(char::is_whitespace);
+        if !absolute {
+            sink.emit(
+                Code::InvalidValue,
+                entry.at("url"),
+                format!("'{url}' is not an absolute URI"),
+            )
+            .help = Some("FHIR code systems are absolute URIs, e.g. http://loinc.org".into());
+            continue;
+        }
+        if let Some(url) = url_of_source.get(&source.name) {
+            sink.emit(
+                Code::InvalidValue,
+                entry.at("source"),
+                format!(
+                    "Concept source '{}' has a FHIR code system already: {url}",
+                    source.name
+                ),
+            )
+            .help = Some("one URL per concept source".into());
+            continue;
+        }
+        if let Some(other) = source_of_url.get(&url) {
+            sink.emit(
+                Code::InvalidValue,
+                entry.at("url"),
+                format!("'{url}' is the FHIR code system of concept source '{other}' already"),
+            )
+            .help = Some(
+                "one concept source per URL, so that a coding read back names one source".into(),
+            );
+            continue;
+        }
+        url_of_source.insert(source.name.clone(), url.clone());
+        source_of_url.insert(url.clone(), source.name.clone());
+        out.push(FhirConceptSource {
+            uuid: entry.value.uuid.clone(),
+            source: source.name.clone(),
+            url,
+        });
+    }
+    out
 }

@@ -69,6 +69,17 @@ pub struct ConceptSource {
     pub retired: bool,
 }
 
+/// The code system URL under which FHIR writes a concept source's codes (Initializer's
+/// `fhirconceptsources`, fhir2's `fhir_concept_source`). A source without one has its
+/// mappings left out of FHIR codings, as fhir2 leaves them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FhirConceptSource {
+    pub uuid: String,
+    /// The concept source's name (resolved at build time).
+    pub source: String,
+    pub url: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConceptClass {
     pub uuid: String,

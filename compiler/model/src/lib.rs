@@ -94,6 +94,7 @@ pub struct Content {
     pub global_properties: Vec<GlobalProperty>,
     pub locales: Locales,
     pub concept_sources: Vec<ConceptSource>,
+    pub fhir_concept_sources: Vec<FhirConceptSource>,
     pub concept_classes: Vec<ConceptClass>,
     pub concept_datatypes: Vec<ConceptDatatype>,
     pub concept_map_types: Vec<NamedMetadata>,
@@ -190,6 +191,7 @@ impl Content {
         vec![
             ("global_properties", self.global_properties.len()),
             ("concept_sources", self.concept_sources.len()),
+            ("fhir_concept_sources", self.fhir_concept_sources.len()),
             ("concept_classes", self.concept_classes.len()),
             ("concept_datatypes", self.concept_datatypes.len()),
             ("concept_map_types", self.concept_map_types.len()),

@@ -18,6 +18,14 @@ pub const SOURCE_COLUMNS: Columns = Columns {
     required: &["name", "description"],
 };
 
+/// Initializer's `fhirconceptsources`: the source by `Concept source` (its name, HL7 code,
+/// unique id or uuid) or, in Initializer's earlier form, `Concept source name`.
+pub const FHIR_SOURCE_COLUMNS: Columns = Columns {
+    known: &["concept source", "concept source name", "url"],
+    prefixes: &[],
+    required: &["url"],
+};
+
 pub const ENCOUNTER_TYPE_COLUMNS: Columns = Columns {
     known: &["name", "description", "view privilege", "edit privilege"],
     prefixes: &[],
@@ -73,6 +81,7 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     match domain {
         "relationshiptypes" => return load_relationship_type(ctx, loaded, sink),
         "conceptsources" => return load_source(ctx, loaded, sink),
+        "fhirconceptsources" => return load_fhir_source(ctx, loaded, sink),
         _ => {}
     }
     let Some(name) = ctx.required("name", sink) else {
@@ -263,6 +272,38 @@ fn load_source(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         retired: ctx.retired(sink),
     };
     loaded.concept_sources.insert(uuid, ctx.entry(value), sink);
+}
+
+fn load_fhir_source(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
+    let column = if ctx.table.has("concept source") {
+        "concept source"
+    } else if ctx.table.has("concept source name") {
+        "concept source name"
+    } else {
+        sink.emit(
+            Code::MissingValue,
+            &ctx.row_loc(),
+            "Neither 'Concept source' nor 'Concept source name' names the concept source",
+        )
+        .help = Some("add a 'Concept source' column: the source's name, HL7 code or uuid".into());
+        return;
+    };
+    let Some(source) = ctx.required(column, sink) else {
+        return;
+    };
+    let Some(url) = ctx.required("url", sink) else {
+        return;
+    };
+    let Some(uuid) = ctx.uuid(UuidRule::Metadata, &source, sink) else {
+        return;
+    };
+    let value = FhirConceptSource {
+        uuid: uuid.clone(),
+        source,
+        url,
+    };
+    let entry = ctx.entry_with(value, &[("source", column), ("url", "url")]);
+    loaded.fhir_concept_sources.insert(uuid, entry, sink);
 }
 
 fn load_relationship_type(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {

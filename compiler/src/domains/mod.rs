@@ -35,6 +35,7 @@ pub struct Loaded {
     /// Keyed by property name.
     pub global_properties: Registry<GlobalProperty>,
     pub concept_sources: Registry<ConceptSource>,
+    pub fhir_concept_sources: Registry<FhirConceptSource>,
     pub concept_classes: Registry<ConceptClass>,
     pub ocl: ocl::OclLoaded,
     /// Concepts from CSV files (they override OCL concepts with the same uuid).
@@ -79,6 +80,7 @@ pub struct Loaded {
 const DOMAINS: &[(&str, &str)] = &[
     ("conceptclasses", "csv"),
     ("conceptsources", "csv"),
+    ("fhirconceptsources", "csv"),
     ("visittypes", "csv"),
     ("patientidentifiertypes", "csv"),
     ("relationshiptypes", "csv"),
@@ -262,6 +264,7 @@ fn columns_of(domain: &str) -> &'static Columns {
         "paymentmodes" => &orders::PAYMENT_COLUMNS,
         "queues" => &orders::QUEUE_COLUMNS,
         "conceptsources" => &metadata::SOURCE_COLUMNS,
+        "fhirconceptsources" => &metadata::FHIR_SOURCE_COLUMNS,
         "encountertypes" => &metadata::ENCOUNTER_TYPE_COLUMNS,
         "relationshiptypes" => &metadata::RELATIONSHIP_COLUMNS,
         "personattributetypes" => &metadata::PERSON_ATTRIBUTE_COLUMNS,
