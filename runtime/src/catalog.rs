@@ -102,6 +102,39 @@ impl Catalog {
         self.content.concept_by_reference(reference)
     }
 
+    /// The code system URL FHIR writes a concept source's codes under (by the source's
+    /// name), when the content's `fhirconceptsources` give it one.
+    pub fn fhir_system(&self, source: &str) -> Option<&str> {
+        self.content
+            .fhir_concept_sources
+            .iter()
+            .find(|f| f.source == source)
+            .map(|f| f.url.as_str())
+    }
+
+    /// The concept source a FHIR coding's `system` names: the source whose URL it is (a
+    /// trailing slash aside).
+    pub fn source_of_fhir_system(&self, system: &str) -> Option<&str> {
+        let system = system.trim().trim_end_matches('/');
+        self.content
+            .fhir_concept_sources
+            .iter()
+            .find(|f| f.url.trim_end_matches('/') == system)
+            .map(|f| f.source.as_str())
+    }
+
+    /// The concept a FHIR coding names: without a system, by its uuid (as this server
+    /// writes its own coding); with one, by the mapping in the source that system names.
+    pub fn concept_of_coding(&self, system: Option<&str>, code: &str) -> Option<&Concept> {
+        match system.map(str::trim).filter(|s| !s.is_empty()) {
+            None => self.concept(code.trim()),
+            Some(system) => {
+                let source = self.source_of_fhir_system(system)?;
+                self.concept(&format!("{source}:{}", code.trim()))
+            }
+        }
+    }
+
     pub fn global_property(&self, name: &str) -> Option<&GlobalProperty> {
         self.content.global_property(name)
     }

@@ -179,10 +179,19 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
             }
             let mut r = json!({"type": s.kind, "interaction": interactions});
             if s.searchable {
+                // Parameters by name, once each (R4's cpb-12): a modifier (`:contains`,
+                // `:Patient`, `:below`) is not a name, and `_format` and `_pretty` are
+                // general parameters, not search ones.
+                let mut names: Vec<&str> = Vec::new();
+                for p in s.search.iter().chain(COMMON) {
+                    let name = p.split(':').next().unwrap_or(p);
+                    if !names.contains(&name) && !matches!(name, "_format" | "_pretty") {
+                        names.push(name);
+                    }
+                }
                 r["searchParam"] = Value::Array(
-                    s.search
-                        .iter()
-                        .chain(COMMON)
+                    names
+                        .into_iter()
                         .map(|p| json!({"name": p, "type": param_type(p)}))
                         .collect(),
                 );
@@ -216,7 +225,7 @@ fn param_type(p: &str) -> &'static str {
         "_count" | "_getpagesoffset" => "number",
         "birthdate" | "deathdate" | "date" => "date",
         "patient" | "patient:Patient" | "subject" | "subject:Patient" | "encounter"
-        | "prescription" | "context" | "location" | "partof:below" => "reference",
+        | "prescription" | "context" | "location" | "partof" | "partof:below" => "reference",
         "name" | "given" | "family" | "name:contains" | "address-city" | "address-state"
         | "address-country" | "address-postalcode" | "patientSearchTerm" | "_query" => "string",
         _ => "token",

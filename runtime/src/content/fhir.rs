@@ -24,16 +24,34 @@ fn location_json(l: &Location, catalog: &crate::catalog::Catalog) -> Value {
     let mut r = json!({
         "resourceType": "Location",
         "id": l.uuid,
-        "meta": {"tag": tags},
         "status": if l.retired { "inactive" } else { "active" },
         "name": l.name,
     });
+    if !tags.is_empty() {
+        r["meta"] = json!({"tag": tags});
+    }
     if let Some(d) = &l.description {
         r["description"] = json!(d);
     }
     let a = &l.address;
-    if a.city_village.is_some() || a.state_province.is_some() || a.country.is_some() {
-        r["address"] = json!({"city": a.city_village, "district": a.county_district, "state": a.state_province, "country": a.country, "postalCode": a.postal_code});
+    // Only the parts the location has: R4 allows no null.
+    let address: serde_json::Map<String, Value> = [
+        ("city", &a.city_village),
+        ("district", &a.county_district),
+        ("state", &a.state_province),
+        ("country", &a.country),
+        ("postalCode", &a.postal_code),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| {
+        Some((
+            k.to_string(),
+            json!(v.as_deref().filter(|v| !v.trim().is_empty())?),
+        ))
+    })
+    .collect();
+    if !address.is_empty() {
+        r["address"] = Value::Object(address);
     }
     if let Some(p) = l.parent.as_deref().and_then(|p| catalog.location(p)) {
         r["partOf"] = json!({"reference": format!("Location/{}", p.uuid), "type": "Location", "display": p.name});
@@ -196,12 +214,11 @@ pub async fn value_set(
         local_include["valueSet"] = Value::Array(nested_sets);
     }
     let mut include = vec![local_include];
+    // Sources without a FHIR code system URL are left out, as from every coding.
     for (source, concepts) in by_source {
-        let system = match source.as_str() {
-            "CIEL" => "https://cielterminology.org".to_string(),
-            other => format!("urn:openmrs:concept-source:{other}"),
-        };
-        include.push(json!({"system": system, "concept": concepts}));
+        if let Some(system) = catalog.fhir_system(&source) {
+            include.push(json!({"system": system, "concept": concepts}));
+        }
     }
     let description = set.descriptions.first().map(|d| d.description.clone());
     Ok(fhir(

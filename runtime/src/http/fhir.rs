@@ -67,18 +67,43 @@ pub fn reference_id(v: Option<&Value>, kind: &str) -> Option<String> {
     }
 }
 
-/// The concept source a FHIR coding's `system` names: CIEL's URL, OpenMRS's
-/// `urn:openmrs:concept-source:…` (both as `ValueSet` writes them), else the system's last
-/// part (`CIEL`, as codings of this server name their sources).
-pub fn source_of_system(system: &str) -> &str {
-    let system = system.trim().trim_end_matches('/');
-    if system.ends_with("cielterminology.org") {
-        return "CIEL";
-    }
-    if let Some(source) = system.strip_prefix("urn:openmrs:concept-source:") {
-        return source;
-    }
-    system.rsplit(['/', ':']).next().unwrap_or(system)
+pub const UCUM: &str = "http://unitsofmeasure.org";
+
+/// The UCUM code of a concept's units as content writes them (`°C`, `battements/min`,
+/// `mmHg`…), when they have one; units UCUM does not know (a count of tablets, a score)
+/// have none and are written as `unit` alone, never claimed as UCUM.
+pub fn ucum(units: &str) -> Option<&'static str> {
+    let folded = crate::search::fold(units.trim()).replace(' ', "");
+    Some(match folded.as_str() {
+        "°c" | "degc" | "cel" => "Cel",
+        "°f" | "degf" | "[degf]" => "[degF]",
+        "battements/min" | "bpm" | "beats/min" | "/min" | "respirations/min" | "resp/min"
+        | "mouvements/min" | "cycles/min" => "/min",
+        "mmhg" | "mm[hg]" => "mm[Hg]",
+        "%" => "%",
+        "kg" => "kg",
+        "g" => "g",
+        "mg" => "mg",
+        "cm" => "cm",
+        "mm" => "mm",
+        "m" => "m",
+        "l" => "L",
+        "ml" => "mL",
+        "kg/m2" | "kg/m²" => "kg/m2",
+        "mg/dl" => "mg/dL",
+        "g/dl" => "g/dL",
+        "g/l" => "g/L",
+        "mmol/l" => "mmol/L",
+        "µmol/l" | "umol/l" => "umol/L",
+        "copies/ml" => "{copies}/mL",
+        "cellules/µl" | "cells/µl" | "cellules/mm3" | "cells/mm3" | "/mm3" => "/uL",
+        "ui/l" | "iu/l" => "[IU]/L",
+        "semaines" | "weeks" | "sem" => "wk",
+        "jours" | "days" | "j" => "d",
+        "mois" | "months" => "mo",
+        "ans" | "years" => "a",
+        _ => return None,
+    })
 }
 
 /// What a FHIR write's blocking section ends with: the record it wrote, or the answer that
@@ -300,12 +325,15 @@ pub fn concept_codeable<'a>(
         code: Some(&c.uuid),
         display: Some(name),
     }];
+    // As fhir2: a mapping is a coding only when its source has a FHIR code system URL.
     for m in &c.mappings {
-        coding.push(Coding {
-            system: Some(&m.source),
-            code: Some(&m.code),
-            display: Some(name),
-        });
+        if let Some(system) = catalog.fhir_system(&m.source) {
+            coding.push(Coding {
+                system: Some(system),
+                code: Some(&m.code),
+                display: Some(name),
+            });
+        }
     }
     Codeable {
         coding,

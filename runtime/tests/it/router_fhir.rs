@@ -313,3 +313,159 @@ async fn the_practitioners_the_server_names_are_served() {
     empties(&r.body, "Practitioner", &mut found);
     assert!(found.is_empty(), "{found:?}");
 }
+
+/// Every coding `system` anywhere in `v` (Codings and Quantities).
+fn systems(v: &Value, found: &mut Vec<String>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| systems(x, found)),
+        Value::Object(m) => {
+            if let Some(Value::String(s)) = m.get("system") {
+                found.push(s.clone());
+            }
+            m.values().for_each(|x| systems(x, found));
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn codings_name_their_systems_by_url_and_find_what_they_coded() {
+    const OUTPATIENT: &str = "f19c6fdb-bd43-41e7-bb4c-cc892e489c25";
+    const VITALS_TYPE: &str = "023c2721-8ffa-4ce2-a1d4-7a2a3ec45f42";
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = register_patient(&mut c, &st, "Bahati", "Mwamba", "200201").await;
+    let start = (chrono::Utc::now() - chrono::Duration::minutes(60))
+        .format("%Y-%m-%dT%H:%M:%S.000+0000")
+        .to_string();
+    let visit = c
+        .post(
+            "/openmrs/ws/rest/v1/visit",
+            &serde_json::json!({"patient": p, "visitType": OUTPATIENT, "location": location_uuid(&st, "Centre de santé Bondeko"), "startDatetime": start}).to_string(),
+        )
+        .await;
+    assert_eq!(visit.status, StatusCode::CREATED, "{:?}", visit.body);
+    let visit = visit.body["uuid"].as_str().unwrap().to_string();
+    let concept = |r: &str| st.catalog.load().concept(r).unwrap().uuid.clone();
+    let r = c
+        .post("/openmrs/ws/rest/v1/encounter", &serde_json::json!({"patient": p, "encounterType": VITALS_TYPE, "visit": visit,
+            "obs": [{"concept": concept("CIEL:5088"), "value": 38.4}, {"concept": concept("CIEL:5087"), "value": 92}]}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let encounter = r.body["uuid"].as_str().unwrap().to_string();
+
+    let bundle = c
+        .get(&format!("{FHIR}/Observation?subject:Patient={p}"))
+        .await
+        .body;
+    let temperature = bundle["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["resource"])
+        .find(|o| o["valueQuantity"]["value"] == 38.4)
+        .expect("the temperature")
+        .clone();
+    // Systems are absolute URIs: the content's fhirconceptsources, never a bare name.
+    let mut found = Vec::new();
+    systems(&bundle, &mut found);
+    assert!(!found.is_empty());
+    for s in &found {
+        assert!(s.starts_with("http://") || s.starts_with("https://"), "{s}");
+    }
+    let codings = temperature["code"]["coding"].as_array().unwrap();
+    assert!(
+        codings
+            .iter()
+            .any(|c| c["system"] == "http://loinc.org" && c["code"] == "8310-5"),
+        "{codings:?}"
+    );
+    assert!(
+        codings
+            .iter()
+            .any(|c| c["system"] == "https://cielterminology.org" && c["code"] == "5088")
+    );
+    // °C is UCUM's Cel, beats a minute its /min; no null anywhere.
+    assert_eq!(temperature["valueQuantity"]["unit"], "°C");
+    assert_eq!(
+        temperature["valueQuantity"]["system"],
+        "http://unitsofmeasure.org"
+    );
+    assert_eq!(temperature["valueQuantity"]["code"], "Cel");
+    let mut nulls = Vec::new();
+    empties(&bundle, "Bundle", &mut nulls);
+    assert!(nulls.is_empty(), "{nulls:?}");
+
+    // Each coding the server wrote finds the Observation again; a bare source name does not.
+    for coding in codings {
+        let token = match coding.get("system") {
+            Some(s) => format!(
+                "{}|{}",
+                s.as_str().unwrap(),
+                coding["code"].as_str().unwrap()
+            ),
+            None => coding["code"].as_str().unwrap().to_string(),
+        };
+        let token: String = form_urlencoded::byte_serialize(token.as_bytes()).collect();
+        let r = c
+            .get(&format!(
+                "{FHIR}/Observation?subject:Patient={p}&code={token}"
+            ))
+            .await;
+        assert_eq!(
+            ids(&r.body),
+            vec![temperature["id"].as_str().unwrap().to_string()],
+            "{token}"
+        );
+    }
+    let r = c
+        .get(&format!(
+            "{FHIR}/Observation?subject:Patient={p}&code=CIEL%7C5088"
+        ))
+        .await;
+    assert_eq!(
+        r.body["total"], 0,
+        "a system that is no URL of this server names nothing"
+    );
+
+    // The encounter's partOf resolves: the visit, as fhir2 serves visits.
+    let e = c.get(&format!("{FHIR}/Encounter/{encounter}")).await.body;
+    assert_eq!(e["partOf"]["reference"], format!("Encounter/{visit}"));
+    assert_eq!(e["meta"]["tag"][0]["code"], "encounter");
+    let v = c.get(&format!("{FHIR}/Encounter/{visit}")).await;
+    assert_eq!(v.status, StatusCode::OK, "{:?}", v.body);
+    assert_eq!(v.body["meta"]["tag"][0]["code"], "visit");
+    assert_eq!(v.body["status"], "in-progress");
+    assert_eq!(v.body["type"][0]["coding"][0]["code"], OUTPATIENT);
+    assert_eq!(v.body["subject"]["reference"], format!("Patient/{p}"));
+}
+
+#[tokio::test]
+async fn the_capability_statement_names_each_search_parameter_once() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let r = c.get(&format!("{FHIR}/metadata")).await;
+    for x in r.body["rest"][0]["resource"].as_array().unwrap() {
+        let names: Vec<&str> = x["searchParam"]
+            .as_array()
+            .map(|l| l.iter().map(|p| p["name"].as_str().unwrap()).collect())
+            .unwrap_or_default();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{}: {names:?}", x["type"]);
+        assert!(names.iter().all(|n| !n.contains(':')), "{names:?}");
+    }
+}
+
+#[tokio::test]
+async fn locations_have_no_empty_address_parts() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let r = c.get(&format!("{FHIR}/Location?_count=100")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(!ids(&r.body).is_empty());
+    let mut nulls = Vec::new();
+    empties(&r.body, "Bundle", &mut nulls);
+    assert!(nulls.is_empty(), "{nulls:?}");
+}

@@ -31,11 +31,10 @@ fn codeable(ctx: &Ctx, uuid: &str, text: Option<&str>) -> Value {
     };
     let name = ConceptRes(c).display(ctx);
     let mut coding = vec![json!({"code": c.uuid, "display": name})];
-    coding.extend(
-        c.mappings
-            .iter()
-            .map(|m| json!({"system": m.source, "code": m.code, "display": name})),
-    );
+    coding.extend(c.mappings.iter().filter_map(|m| {
+        let system = ctx.catalog.fhir_system(&m.source)?;
+        Some(json!({"system": system, "code": m.code, "display": name}))
+    }));
     json!({"coding": coding, "text": text.unwrap_or(&name)})
 }
 

@@ -11,7 +11,7 @@ use crate::http::AppState;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fhir::{
     Written, base, concept_codeable, fhir, invalid, iso, outcome, patient_param, reference_id,
-    search_bundle, source_of_system, unprocessable, window,
+    search_bundle, unprocessable, window,
 };
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
 use crate::invalid::Invalid;
@@ -313,11 +313,8 @@ fn apply(
             let Some(value) = coding.get("code").and_then(Value::as_str) else {
                 continue;
             };
-            let reference = match coding.get("system").and_then(Value::as_str) {
-                None => value.to_string(),
-                Some(system) => format!("{}:{value}", source_of_system(system)),
-            };
-            if let Some(concept) = catalog.concept(&reference) {
+            let system = coding.get("system").and_then(Value::as_str);
+            if let Some(concept) = catalog.concept_of_coding(system, value) {
                 c.coded = Some(concept.uuid.clone());
                 break;
             }

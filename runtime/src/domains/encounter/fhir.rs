@@ -106,14 +106,29 @@ impl Serialize for Reference<'_> {
     }
 }
 
+/// A value in a concept's units: `unit` as the content writes it, and UCUM's `system` and
+/// `code` only when the units are UCUM (`crate::http::fhir::ucum`); nothing for no units.
 #[derive(Serialize)]
 struct Quantity<'a> {
     value: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     unit: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<Option<&'a str>>,
+    code: Option<&'static str>,
+}
+
+impl<'a> Quantity<'a> {
+    fn of(value: f64, units: Option<&'a str>) -> Quantity<'a> {
+        let code = units.and_then(crate::http::fhir::ucum);
+        Quantity {
+            value,
+            unit: units.filter(|u| !u.trim().is_empty()),
+            system: code.map(|_| crate::http::fhir::UCUM),
+            code,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -213,14 +228,7 @@ impl ConceptParts {
             concept.map(|c| raw(&one_coding(CATEGORY, Some(category_of(&c.class)), None)));
         let reference_range = concept.and_then(|c| c.numeric.as_ref()).and_then(|num| {
             let unit = num.units.as_deref();
-            let bound = |v: Option<f64>| {
-                v.map(|value| Quantity {
-                    value,
-                    unit,
-                    system: None,
-                    code: None,
-                })
-            };
+            let bound = |v: Option<f64>| v.map(|value| Quantity::of(value, unit));
             let ranges: Vec<ReferenceRange> = [
                 (num.low_normal, num.hi_normal, RANGE_MEANING, "normal"),
                 (
@@ -329,12 +337,7 @@ pub fn observation_resource<'a>(
     match &o.value {
         ObsValue::Numeric(n) => {
             let unit = numeric.and_then(|x| x.units.as_deref());
-            r.value_quantity = Some(Quantity {
-                value: *n,
-                unit,
-                system: Some("http://unitsofmeasure.org"),
-                code: Some(unit),
-            });
+            r.value_quantity = Some(Quantity::of(*n, unit));
             if let Some(num) = numeric {
                 r.reference_range = own.reference_range.as_deref();
                 if o.interpretation.is_none()
@@ -371,15 +374,29 @@ pub fn encounter_json(e: &EncounterRecord, catalog: &crate::catalog::Catalog) ->
         .encounter_types
         .iter()
         .find(|t| t.uuid == e.encounter_type);
+    let mut kind = json!({"system": "http://fhir.openmrs.org/code-system/encounter-type", "code": e.encounter_type});
+    if let Some(t) = t {
+        kind["display"] = json!(t.name);
+    }
+    let mut meta =
+        json!({"tag": [{"system": ENCOUNTER_TAG, "code": "encounter", "display": "Encounter"}]});
+    if let Some(updated) = crate::wire::fhir_datetime(
+        e.audit
+            .date_changed
+            .as_deref()
+            .unwrap_or(&e.audit.date_created),
+    ) {
+        meta["lastUpdated"] = json!(updated);
+    }
     let mut r = json!({
         "resourceType": "Encounter",
         "id": e.uuid,
         "status": "unknown",
         "class": {"system": "http://terminology.hl7.org/CodeSystem/v3-ActCode", "code": "AMB"},
-        "type": [{"coding": [{"system": "http://fhir.openmrs.org/code-system/encounter-type", "code": e.encounter_type, "display": t.map(|t| t.name.clone())}]}],
+        "type": [{"coding": [kind]}],
         "subject": {"reference": format!("Patient/{}", e.patient), "type": "Patient"},
         "period": {"start": iso(&e.datetime)},
-        "meta": {"lastUpdated": iso(e.audit.date_changed.as_deref().unwrap_or(&e.audit.date_created))},
+        "meta": meta,
     });
     if let Some(l) = e.location.as_deref().and_then(|l| catalog.location(l)) {
         r["location"] = json!([{"location": {"reference": format!("Location/{}", l.uuid), "type": "Location", "display": l.name}}]);
@@ -539,11 +556,73 @@ pub async fn encounter(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounters"])?;
-    let Some(e) = store::encounter(&state.store, &id)? else {
-        return Ok(not_found("Encounter", &id));
-    };
     let catalog = state.catalog.load();
-    Ok(fhir(StatusCode::OK, encounter_json(&e, &catalog)))
+    if let Some(e) = store::encounter(&state.store, &id)? {
+        return Ok(fhir(StatusCode::OK, encounter_json(&e, &catalog)));
+    }
+    // fhir2 serves visits as Encounters too: encounters' `partOf` and immunizations'
+    // `encounter` name them so.
+    if caller.grants.has("Get Visits")
+        && let Some(v) = crate::domains::visit::store::get(&state.store, &id)?
+    {
+        return Ok(fhir(StatusCode::OK, visit_json(&v, &catalog)));
+    }
+    Ok(not_found("Encounter", &id))
+}
+
+/// What tells a visit's Encounter from an encounter's (`meta.tag`), as fhir2 tags them.
+const ENCOUNTER_TAG: &str = "http://fhir.openmrs.org/ext/encounter-tag";
+
+/// A visit as fhir2 represents it: an Encounter typed by the visit type, over the visit's
+/// period, in progress until it ends.
+pub fn visit_json(
+    v: &crate::domains::visit::VisitRecord,
+    catalog: &crate::catalog::Catalog,
+) -> Value {
+    let t = catalog
+        .content
+        .visit_types
+        .iter()
+        .find(|t| t.uuid == v.visit_type);
+    let mut kind =
+        json!({"system": "http://fhir.openmrs.org/code-system/visit-type", "code": v.visit_type});
+    if let Some(t) = t {
+        kind["display"] = json!(t.name);
+    }
+    let mut period = json!({});
+    if let Some(start) = crate::wire::fhir_datetime(&v.start) {
+        period["start"] = json!(start);
+    }
+    if let Some(stop) = v.stop.as_deref().and_then(crate::wire::fhir_datetime) {
+        period["end"] = json!(stop);
+    }
+    let mut meta = json!({"tag": [{"system": ENCOUNTER_TAG, "code": "visit", "display": "Visit"}]});
+    if let Some(updated) = crate::wire::fhir_datetime(
+        v.audit
+            .date_changed
+            .as_deref()
+            .unwrap_or(&v.audit.date_created),
+    ) {
+        meta["lastUpdated"] = json!(updated);
+    }
+    let mut r = json!({
+        "resourceType": "Encounter",
+        "id": v.uuid,
+        "meta": meta,
+        "status": match (v.voiding.voided, v.stop.is_some()) {
+            (true, _) => "entered-in-error",
+            (false, true) => "finished",
+            (false, false) => "in-progress",
+        },
+        "class": {"system": "http://terminology.hl7.org/CodeSystem/v3-ActCode", "code": "AMB"},
+        "type": [{"coding": [kind]}],
+        "subject": {"reference": format!("Patient/{}", v.patient), "type": "Patient"},
+        "period": period,
+    });
+    if let Some(l) = v.location.as_deref().and_then(|l| catalog.location(l)) {
+        r["location"] = json!([{"location": {"reference": format!("Location/{}", l.uuid), "type": "Location", "display": l.name}}]);
+    }
+    r
 }
 
 /// An encounter by uuid as FHIR shows it (registered for orders' `_include`).

@@ -284,12 +284,16 @@ pub fn concepts_param(
         .iter()
         .filter(|(k, _)| names.contains(&k.as_str()))
         .flat_map(|(_, v)| v.split(','))
-        .map(|c| c.rsplit('|').next().unwrap_or(c).trim())
-        .filter(|c| !c.is_empty())
+        .filter(|c| !c.trim().is_empty())
         .map(|c| {
+            // `system|code` (FHIR's token), `|code` (no system) or a bare code.
+            let (system, code) = match c.split_once('|') {
+                Some((system, code)) => (Some(system), code),
+                None => (None, c),
+            };
             catalog
-                .concept(c)
-                .map_or_else(|| c.to_string(), |x| x.uuid.clone())
+                .concept_of_coding(system, code)
+                .map_or_else(|| c.trim().to_string(), |x| x.uuid.clone())
         })
         .collect()
 }

@@ -11,7 +11,7 @@ use crate::http::AppState;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fhir::{
     Written, base, concept_codeable, fhir, invalid, iso, not_found, outcome, patient_param,
-    reference_id, search_bundle, source_of_system, unprocessable, window,
+    reference_id, search_bundle, unprocessable, window,
 };
 use crate::http::{Caller, JsonBody, QueryPairs, blocking};
 use crate::invalid::Invalid;
@@ -195,7 +195,7 @@ fn parse(
             let system = c.get("system")?.as_str()?;
             let code = c.get("code")?.as_str()?;
             catalog
-                .concept(&format!("{}:{code}", source_of_system(system)))
+                .concept_of_coding(Some(system), code)
                 .map(|c| c.uuid.clone())
         })
     };
