@@ -8,7 +8,9 @@ so a variable set by one is seen by the next. An answer written as JSON is a pat
 object may have more properties than shown, "…" matches any value, and a list ending with
 "…" may have more items; any other answer must equal the output exactly.
 
-It also checks that every resource the endpoint table names has at least one example.
+It also checks that every resource the endpoint table names has at least one example, and
+then, on the records the examples made, FHIR as a client and a validator see it
+(.ci/fhir_check.py).
 
 Usage: python3 .ci/api_examples.py [path/to/runtime]
 """
@@ -119,6 +121,15 @@ def documented_resources(text):
     return names
 
 
+# The patient whose records .ci/fhir_check.py reads.
+FHIR_PATIENT = "5b0c8a4e-2f4e-4f4e-9d1a-6c1c6f0a0001"
+
+
+def run_fhir_check_output(work):
+    out = work / "fhir-check.out"
+    return out.read_text().strip() if out.exists() else "the FHIR check did not run (no example voids the patient)"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -151,7 +162,13 @@ def main():
             except OSError:
                 time.sleep(0.1)
         script = [f"EMR={shlex.quote(base)}", f"AUTH={shlex.quote('admin:' + password)}"]
+        checked = False
         for n, (command, _) in enumerate(pairs):
+            # FHIR as a client and a validator see it, on the records the examples made, just
+            # before the examples take the patient away.
+            if not checked and re.search(rf"-X DELETE \S*/ws/rest/v1/patient/{FHIR_PATIENT}", command):
+                script.append(f"python3 {shlex.quote(str(ROOT / '.ci' / 'fhir_check.py'))} \"$EMR\" \"$AUTH\" > fhir-check.out 2>&1")
+                checked = True
             script.append(f"printf '\\n@@example {n}@@\\n'")
             script.append(command)
         run = subprocess.run(["bash", "-c", "\n".join(script)], cwd=work, capture_output=True, text=True)
@@ -175,7 +192,9 @@ def main():
         if run.stderr.strip():
             print(run.stderr.strip())
         print(f"api examples: {len(pairs) - failures} passed, {failures} failed")
-        return 1 if failures else 0
+        fhir = run_fhir_check_output(work)
+        print(fhir)
+        return 1 if failures or not fhir.endswith("fhir check: 0 problems") else 0
     finally:
         server.terminate()
         server.wait()

@@ -33,7 +33,7 @@ cargo test --workspace --locked
 step "the integration suite again, every store in PostgreSQL"
 EMR_TEST_BACKEND=postgres cargo test --locked -p runtime --test it
 
-step "the worked examples of docs/api.md, run against a real runtime"
+step "the worked examples of docs/api.md, then FHIR as a client and an R4 validator see it, against a real runtime"
 python3 .ci/api_examples.py target/debug/runtime
 
 step "operating procedure against a real runtime"
