@@ -12,6 +12,7 @@ prescription and its dispense, a practitioner). From the CapabilityStatement it:
     and, for vital signs, R4's vital-signs profiles), and checks what the specification
     cannot: coding systems are absolute URIs, units claimed as UCUM are UCUM-shaped, a
     vital sign carries a LOINC coding,
+  - runs a FHIR client library's scenario (.ci/fhir_client.py, with fhirpy),
   - checks the rules a client relies on: an unknown type is 404 with an OperationOutcome, an
     unsupported parameter is refused under `Prefer: handling=strict`, a malformed date is
     400, `_summary=count` answers a total without entries, paging totals add up, a coding
@@ -19,6 +20,7 @@ prescription and its dispense, a practitioner). From the CapabilityStatement it:
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -164,9 +166,25 @@ def run(base, auth):
     check.validated.append(("GET metadata", capability))
     offered = {r["type"]: {p["name"] for p in r.get("searchParam", [])} for r in capability["rest"][0]["resource"]}
 
-    # Every searchable type, as the CapabilityStatement offers it, from the examples' patient.
+    # The examples' patient.
     patient = client.get(f"Patient/{PATIENT}")[1]
     identifier = patient["identifier"][0]["value"]
+
+    # First a FHIR client library's scenario (fhirpy, installed by .ci/run into .tools/py),
+    # whose pulse is then crawled and validated with the rest (R4's heart-rate profile).
+    python = ROOT / ".tools" / "py" / "bin" / "python"
+    if not python.exists():
+        check.problem("the FHIR client scenario needs fhirpy: python3 -m venv .tools/py && .tools/py/bin/pip install -r tools/fhir-validate/requirements.txt")
+    else:
+        scenario = subprocess.run([str(python), str(ROOT / ".ci" / "fhir_client.py"), base, auth, identifier, PATIENT],
+                                  capture_output=True, text=True)
+        check.problems.extend(f"fhirpy scenario: {l}" for l in scenario.stdout.splitlines() if l.strip())
+        if scenario.returncode not in (0, 1) or (scenario.returncode == 1 and not scenario.stdout.strip()):
+            check.problem(f"fhirpy scenario failed: {scenario.stderr[-1500:]}")
+        else:
+            print("fhirpy scenario: patient by identifier, her observations page by page, a pulse recorded and found by its LOINC code")
+
+    # Every searchable type, as the CapabilityStatement offers it.
     family = patient["name"][0]["family"]
     check.search(f"Patient?identifier={urllib.parse.quote(identifier)}")
     check.search(f"Patient?family={urllib.parse.quote(family)}")
@@ -224,7 +242,10 @@ def run(base, auth):
             f.write(json.dumps({"from": where, "resource": resource}, ensure_ascii=False) + "\n")
         ndjson = f.name
     validation = subprocess.run(["node", str(VALIDATOR / "validate.mjs"), ndjson], capture_output=True, text=True)
-    Path(ndjson).unlink()
+    if os.environ.get("FHIR_CHECK_KEEP"):
+        print(f"the resources validated are kept in {ndjson}")
+    else:
+        Path(ndjson).unlink()
     check.problems.extend(l for l in validation.stdout.splitlines() if l.strip())
     print(validation.stderr.strip())
     if validation.returncode not in (0, 1):

@@ -57,18 +57,21 @@ pub const SUPPORTED: &[Supported] = &[
         "Location",
         &["_id", "name", "name:contains", "_tag", "partof:below"],
     ),
-    read_search(
-        "Observation",
-        &[
-            SUBJECT[0],
-            SUBJECT[1],
-            SUBJECT[2],
-            SUBJECT[3],
-            "code",
-            "category",
-            "encounter.type",
-        ],
-    ),
+    Supported {
+        create: true,
+        ..read_search(
+            "Observation",
+            &[
+                SUBJECT[0],
+                SUBJECT[1],
+                SUBJECT[2],
+                SUBJECT[3],
+                "code",
+                "category",
+                "encounter.type",
+            ],
+        )
+    },
     read_search(
         "Encounter",
         &[

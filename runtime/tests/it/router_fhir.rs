@@ -385,6 +385,10 @@ async fn codings_name_their_systems_by_url_and_find_what_they_coded() {
             .iter()
             .any(|c| c["system"] == "https://cielterminology.org" && c["code"] == "5088")
     );
+    assert_eq!(
+        temperature["category"][0]["coding"][0]["code"],
+        "vital-signs"
+    );
     // °C is UCUM's Cel, beats a minute its /min; no null anywhere.
     assert_eq!(temperature["valueQuantity"]["unit"], "°C");
     assert_eq!(
@@ -468,4 +472,77 @@ async fn locations_have_no_empty_address_parts() {
     let mut nulls = Vec::new();
     empties(&r.body, "Bundle", &mut nulls);
     assert!(nulls.is_empty(), "{nulls:?}");
+}
+
+#[tokio::test]
+async fn an_integration_records_an_observation_as_fhir2_takes_it() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = register_patient(&mut c, &st, "Neema", "Kabeya", "200301").await;
+    let when = (chrono::Utc::now() - chrono::Duration::minutes(5))
+        .format("%Y-%m-%dT%H:%M:%S+00:00")
+        .to_string();
+    let temperature = |value: Value, code: Value| {
+        serde_json::json!({"resourceType": "Observation", "status": "final",
+            "subject": {"reference": format!("Patient/{p}")}, "code": {"coding": [code]},
+            "effectiveDateTime": when, "valueQuantity": {"value": value, "unit": "Cel"}})
+        .to_string()
+    };
+    let loinc = serde_json::json!({"system": "http://loinc.org", "code": "8310-5"});
+    let r = c
+        .post(
+            &format!("{FHIR}/Observation"),
+            &temperature(serde_json::json!(38.9), loinc.clone()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let id = r.body["id"].as_str().unwrap().to_string();
+    assert!(
+        r.headers["location"]
+            .to_str()
+            .unwrap()
+            .ends_with(&format!("/Observation/{id}"))
+    );
+    assert_eq!(r.body["valueQuantity"]["code"], "Cel");
+    // Read back by FHIR and by REST: the same record, of the temperature concept.
+    let back = c.get(&format!("{FHIR}/Observation/{id}")).await;
+    assert_eq!(back.body["valueQuantity"]["value"], 38.9);
+    assert_eq!(back.body["subject"]["reference"], format!("Patient/{p}"));
+    let rest = c.get(&format!("/openmrs/ws/rest/v1/obs/{id}?v=full")).await;
+    assert_eq!(
+        rest.body["concept"]["uuid"],
+        "5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    );
+    assert!(
+        rest.body["auditInfo"]["creator"].is_object(),
+        "who and when: {:?}",
+        rest.body["auditInfo"]
+    );
+
+    // A code nobody knows, no subject, two values: 400; a value beyond the concept's
+    // absolute range (43 °C): 422. Each an OperationOutcome, and nothing is stored.
+    let unknown = serde_json::json!({"system": "http://loinc.org", "code": "0000-0"});
+    let r = c
+        .post(
+            &format!("{FHIR}/Observation"),
+            &temperature(serde_json::json!(37), unknown),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(is_outcome(&r.body));
+    let r = c
+        .post(&format!("{FHIR}/Observation"), r#"{"resourceType": "Observation", "code": {"coding": [{"system": "http://loinc.org", "code": "8310-5"}]}, "valueQuantity": {"value": 37}}"#)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(is_outcome(&r.body));
+    let r = c
+        .post(
+            &format!("{FHIR}/Observation"),
+            &temperature(serde_json::json!(55), loinc.clone()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", r.body);
+    assert!(is_outcome(&r.body));
+    let all = c.get(&format!("{FHIR}/Observation?subject={p}")).await;
+    assert_eq!(ids(&all.body), vec![id]);
 }

@@ -634,3 +634,128 @@ pub fn json_by_uuid(
     Ok(crate::domains::encounter::store::encounter(store, uuid)?
         .map(|e| encounter_json(&e, catalog)))
 }
+
+/// A FHIR Observation as the REST body `POST obs` takes (`create_obs`), or what is wrong
+/// with it: `subject` (a patient), `encounter`, `code` (a coding this server resolves:
+/// a concept uuid without `system`, or a mapping under a system it writes),
+/// `effectiveDateTime`, `status`, and one of `valueQuantity`, `valueCodeableConcept`,
+/// `valueString`, `valueBoolean`, `valueDateTime`.
+fn rest_obs_of(
+    catalog: &crate::catalog::Catalog,
+    body: &serde_json::Map<String, Value>,
+) -> Result<serde_json::Map<String, Value>, String> {
+    use crate::http::fhir::reference_id;
+    if body.get("resourceType").and_then(Value::as_str) != Some("Observation") {
+        return Err("The resource must be an Observation (resourceType)".into());
+    }
+    let concept_of = |codeable: Option<&Value>, field: &str| -> Result<String, String> {
+        let codings = codeable
+            .and_then(|c| c.get("coding"))
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("Observation.{field} needs a coding"))?;
+        codings
+            .iter()
+            .find_map(|c| {
+                let code = c.get("code")?.as_str()?;
+                let system = c.get("system").and_then(Value::as_str);
+                catalog.concept_of_coding(system, code)
+            })
+            .map(|c| c.uuid.clone())
+            .ok_or_else(|| format!("Observation.{field}: no coding names a concept of this server"))
+    };
+    let patient = reference_id(body.get("subject"), "Patient")
+        .ok_or("Observation.subject must name a patient (Patient/…)")?;
+    let mut out = serde_json::Map::new();
+    out.insert("person".into(), json!(patient));
+    out.insert(
+        "concept".into(),
+        json!(concept_of(body.get("code"), "code")?),
+    );
+    if let Some(e) = body.get("encounter") {
+        let id = reference_id(Some(e), "Encounter")
+            .ok_or("Observation.encounter must name an Encounter")?;
+        out.insert("encounter".into(), json!(id));
+    }
+    if let Some(when) = body.get("effectiveDateTime") {
+        let when = when
+            .as_str()
+            .filter(|w| crate::wire::parse_datetime(w).is_some())
+            .ok_or("Observation.effectiveDateTime must be a FHIR dateTime")?;
+        out.insert("obsDatetime".into(), json!(when));
+    }
+    if let Some(status) = body.get("status") {
+        let status = match status.as_str() {
+            Some("final") => "FINAL",
+            Some("preliminary") => "PRELIMINARY",
+            Some("amended") => "AMENDED",
+            _ => return Err("Observation.status must be final, preliminary or amended".into()),
+        };
+        out.insert("status".into(), json!(status));
+    }
+    let values: Vec<(&str, &Value)> = [
+        "valueQuantity",
+        "valueCodeableConcept",
+        "valueString",
+        "valueBoolean",
+        "valueDateTime",
+    ]
+    .into_iter()
+    .filter_map(|k| Some((k, body.get(k)?)))
+    .collect();
+    let value = match values.as_slice() {
+        [("valueQuantity", q)] => q.get("value").filter(|v| v.is_number()).cloned()
+            .ok_or("Observation.valueQuantity.value must be a number")?,
+        [("valueCodeableConcept", c)] => json!(concept_of(Some(c), "valueCodeableConcept")?),
+        [("valueString", v)] => v.as_str().map(|s| json!(s)).ok_or("Observation.valueString must be a string")?,
+        [("valueBoolean", v)] => v.as_bool().map(|b| json!(b)).ok_or("Observation.valueBoolean must be true or false")?,
+        [("valueDateTime", v)] => v.as_str().map(|s| json!(s)).ok_or("Observation.valueDateTime must be a dateTime")?,
+        [] => return Err("Observation needs a value (valueQuantity, valueCodeableConcept, valueString, valueBoolean or valueDateTime)".into()),
+        _ => return Err("Observation has more than one value[x]".into()),
+    };
+    out.insert("value".into(), value);
+    Ok(out)
+}
+
+/// `POST Observation`: one observation, with the rules of `POST obs` (the patient exists,
+/// the encounter is hers, the value fits the concept's datatype and its absolute range…):
+/// a device feed or an integration recording a measure — privilege: Add Observations.
+/// Malformed resources are 400, rule failures 422, each an OperationOutcome; 201 with
+/// `Location` and the Observation as read back.
+pub async fn create_observation(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    crate::http::JsonBody(body): crate::http::JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Add Observations"])?;
+    let catalog = state.catalog.load();
+    let rest = match rest_obs_of(&catalog, &body) {
+        Ok(rest) => rest,
+        Err(e) => return Ok(crate::http::fhir::invalid(&e)),
+    };
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let o = match crate::http::blocking(move || {
+        crate::domains::encounter::rest::create_obs(&st, &rest, &user)
+    })
+    .await
+    {
+        Ok(o) => o,
+        Err(ApiError::Invalid(inv)) => return Ok(crate::http::fhir::unprocessable(&inv)),
+        Err(e) => return Err(e),
+    };
+    let locale = caller.locale(&catalog);
+    let mut parts = PartsByConcept::new(&catalog, &locale);
+    parts.prepare(&o);
+    let mut res = fhir_of(
+        StatusCode::CREATED,
+        &observation_resource(&o, &catalog, &parts, &[]),
+    );
+    if let Ok(v) = axum::http::HeaderValue::from_str(&format!(
+        "{}/Observation/{}",
+        base(&state, &caller),
+        o.uuid
+    )) {
+        res.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    Ok(res)
+}

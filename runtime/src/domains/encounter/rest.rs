@@ -617,66 +617,70 @@ pub async fn obs_create(
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
     let st = state.clone();
-    let o = blocking(move || {
-        let now = Utc::now();
-        let audit = Audit::new(&user, now);
-        let person = opt_ref(&body, "person")?
-            .ok_or_else(|| ApiError::invalid_field("person", "error.null", "Person is required"))?;
-        if st.store.patient(&person)?.is_none() {
-            return Err(ApiError::invalid_field(
-                "person",
-                "error.invalid",
-                "Person does not exist",
-            ));
-        }
-        let encounter = match opt_ref(&body, "encounter")? {
-            Some(e) => {
-                let e = store::encounter(&st.store, &e)?.ok_or_else(|| {
-                    ApiError::invalid_field(
-                        "encounter",
-                        "error.invalid",
-                        "Encounter does not exist",
-                    )
-                })?;
-                if e.patient != person {
-                    return Err(ApiError::invalid_field(
-                        "encounter",
-                        "error.invalid",
-                        "The encounter belongs to another patient",
-                    ));
-                }
-                Some(e)
-            }
-            None => None,
-        };
-        let mut inv = Invalid::default();
-        let mut obs = Vec::new();
-        crate::domains::encounter::body::parse_obs(
-            &st,
-            &body,
-            "",
-            &person,
-            encounter.as_ref(),
-            None,
-            &audit,
-            &mut inv,
-            &mut obs,
-        )?;
-        if !inv.is_empty() {
-            return Err(ApiError::Invalid(inv));
-        }
-        check_obs_orders(&st, &obs, &person, &[])?;
-        store::write(
-            &st.store,
-            &Change {
-                encounter: None,
-                obs: obs.iter().map(|o| (None, o)).collect(),
-            },
-        )?;
-        Ok(obs.swap_remove(0))
-    })
-    .await?;
+    let o = blocking(move || create_obs(&st, &body, &user)).await?;
     answer(&state, &caller, &ObsRes(&o), &rep, StatusCode::CREATED)
+}
+
+/// Records one observation (and its group's members) from a REST body (`person`,
+/// `encounter`, `concept`, `obsDatetime`, `value`, `groupMembers`…) with every rule of
+/// `POST obs`: the REST API's and FHIR's `POST Observation` (which translates to this).
+pub fn create_obs(
+    st: &AppState,
+    body: &serde_json::Map<String, serde_json::Value>,
+    user: &str,
+) -> ApiResult<ObsRecord> {
+    let now = Utc::now();
+    let audit = Audit::new(user, now);
+    let person = opt_ref(body, "person")?
+        .ok_or_else(|| ApiError::invalid_field("person", "error.null", "Person is required"))?;
+    if st.store.patient(&person)?.is_none() {
+        return Err(ApiError::invalid_field(
+            "person",
+            "error.invalid",
+            "Person does not exist",
+        ));
+    }
+    let encounter = match opt_ref(body, "encounter")? {
+        Some(e) => {
+            let e = store::encounter(&st.store, &e)?.ok_or_else(|| {
+                ApiError::invalid_field("encounter", "error.invalid", "Encounter does not exist")
+            })?;
+            if e.patient != person {
+                return Err(ApiError::invalid_field(
+                    "encounter",
+                    "error.invalid",
+                    "The encounter belongs to another patient",
+                ));
+            }
+            Some(e)
+        }
+        None => None,
+    };
+    let mut inv = Invalid::default();
+    let mut obs = Vec::new();
+    crate::domains::encounter::body::parse_obs(
+        st,
+        body,
+        "",
+        &person,
+        encounter.as_ref(),
+        None,
+        &audit,
+        &mut inv,
+        &mut obs,
+    )?;
+    if !inv.is_empty() {
+        return Err(ApiError::Invalid(inv));
+    }
+    check_obs_orders(st, &obs, &person, &[])?;
+    store::write(
+        &st.store,
+        &Change {
+            encounter: None,
+            obs: obs.iter().map(|o| (None, o)).collect(),
+        },
+    )?;
+    Ok(obs.swap_remove(0))
 }
 
 /// `POST obs/{uuid}` with a new `value` (and `comment`, `obsDatetime`, `status`): as
@@ -975,7 +979,8 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         )
         .route(
             &paths.fhir("/Observation"),
-            get(crate::domains::encounter::fhir::observations),
+            get(crate::domains::encounter::fhir::observations)
+                .post(crate::domains::encounter::fhir::create_observation),
         )
         .route(
             &paths.fhir("/Observation/{id}"),
