@@ -196,6 +196,7 @@ def run(base, auth):
             check.search(f"{kind}?subject={PATIENT}&_count=100")
     check.search("Location?_tag=Login%20Location", expect_some=False)
     check.search("Location?_count=100")
+    check.search("Observation?_lastUpdated=gt2000-01-01&_count=100")
     check.search("Practitioner?name=a", expect_some=False)
     check.search("Medication?_count=20", expect_some=False)
     check.search("Encounter?_query=encountersWithMedicationRequests", expect_some=False)

@@ -69,6 +69,8 @@ pub const SUPPORTED: &[Supported] = &[
                 "code",
                 "category",
                 "encounter.type",
+                "date",
+                "_lastUpdated",
             ],
         )
     },
@@ -226,7 +228,7 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
 fn param_type(p: &str) -> &'static str {
     match p {
         "_count" | "_getpagesoffset" => "number",
-        "birthdate" | "deathdate" | "date" => "date",
+        "birthdate" | "deathdate" | "date" | "_lastUpdated" => "date",
         "patient" | "patient:Patient" | "subject" | "subject:Patient" | "encounter"
         | "prescription" | "context" | "location" | "partof" | "partof:below" => "reference",
         "name" | "given" | "family" | "name:contains" | "address-city" | "address-state"

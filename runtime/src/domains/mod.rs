@@ -102,7 +102,10 @@ pub static REGISTRY: Registry = Registry {
         &ENCOUNTER_NESTING,
         &ORDER_ENCOUNTERS,
     ],
-    reindexed_since: &[(3, &encounter::store::ENCOUNTER_RECORDS)],
+    reindexed_since: &[
+        (3, &encounter::store::ENCOUNTER_RECORDS),
+        (4, &encounter::store::OBS_RECORDS),
+    ],
 };
 
 /// What voiding an encounter does to the records that hang on it.

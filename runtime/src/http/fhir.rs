@@ -67,6 +67,87 @@ pub fn reference_id(v: Option<&Value>, kind: &str) -> Option<String> {
     }
 }
 
+/// The inclusive key-form bounds (`wire::datetime_key`) a FHIR date search parameter sets,
+/// every occurrence of it combined (`_lastUpdated=ge2026-11-01&_lastUpdated=lt2026-12`):
+/// `None` when the search does not name it, an error naming the value a client got wrong.
+/// Each value is a prefix (`eq` by default, `gt`, `ge`, `lt`, `le`) and a FHIR date or
+/// dateTime, whose precision (year, month, day, second) is the range `eq` means.
+pub type Bounds = (Option<String>, Option<String>);
+
+pub fn instant_bounds(query: &[(String, String)], name: &str) -> Result<Option<Bounds>, String> {
+    use chrono::{DateTime, Duration, NaiveDate, Utc};
+    let mut from: Option<DateTime<Utc>> = None;
+    let mut to: Option<DateTime<Utc>> = None;
+    let mut named = false;
+    for (_, raw) in query.iter().filter(|(k, _)| k == name) {
+        named = true;
+        let wrong = || {
+            format!(
+                "{name}: '{raw}' is not a FHIR date or dateTime with an optional prefix (eq, gt, ge, lt, le)"
+            )
+        };
+        let (prefix, value) = ["eq", "gt", "ge", "lt", "le"]
+            .iter()
+            .find_map(|p| raw.strip_prefix(p).map(|v| (*p, v)))
+            .unwrap_or(("eq", raw.as_str()));
+        let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
+        // [start, end) of the value's precision.
+        let first_of = |y: i32, m: u32| NaiveDate::from_ymd_opt(y, m, 1).and_then(midnight);
+        let (start, end) = match value.len() {
+            4 => {
+                let y: i32 = value.parse().map_err(|_| wrong())?;
+                (first_of(y, 1), first_of(y + 1, 1))
+            }
+            7 => {
+                let d = NaiveDate::parse_from_str(&format!("{value}-01"), "%Y-%m-%d")
+                    .map_err(|_| wrong())?;
+                let (y, m) = (chrono::Datelike::year(&d), chrono::Datelike::month(&d));
+                (
+                    first_of(y, m),
+                    if m == 12 {
+                        first_of(y + 1, 1)
+                    } else {
+                        first_of(y, m + 1)
+                    },
+                )
+            }
+            10 => {
+                let d = NaiveDate::parse_from_str(value, "%Y-%m-%d").map_err(|_| wrong())?;
+                (midnight(d), d.succ_opt().and_then(midnight))
+            }
+            // A dateTime carries its zone in FHIR (`…T10:00:00+01:00`, `…Z`).
+            _ => {
+                let t = DateTime::parse_from_rfc3339(value)
+                    .map_err(|_| wrong())?
+                    .with_timezone(&Utc);
+                (Some(t), Some(t + Duration::seconds(1)))
+            }
+        };
+        let (start, end) = (start.ok_or_else(wrong)?, end.ok_or_else(wrong)?);
+        let (lo, hi) = match prefix {
+            "eq" => (Some(start), Some(end)),
+            "gt" => (Some(end), None),
+            "ge" => (Some(start), None),
+            "lt" => (None, Some(start)),
+            _ => (None, Some(end)),
+        };
+        if let Some(lo) = lo {
+            from = Some(from.map_or(lo, |f| f.max(lo)));
+        }
+        if let Some(hi) = hi {
+            to = Some(to.map_or(hi, |t| t.min(hi)));
+        }
+    }
+    if !named {
+        return Ok(None);
+    }
+    // `to` is exclusive: the last key before it, to the millisecond keys hold.
+    Ok(Some((
+        from.map(crate::wire::datetime_key),
+        to.map(|t| crate::wire::datetime_key(t - Duration::milliseconds(1))),
+    )))
+}
+
 pub const UCUM: &str = "http://unitsofmeasure.org";
 
 /// The UCUM code of a concept's units as content writes them (`°C`, `battements/min`,

@@ -33,8 +33,9 @@ use std::sync::Arc;
 /// Bumped when a table's meaning changes; `open` refuses a store with a newer version and
 /// records this one in an older store it opens (which it may then write in the new way,
 /// so the older runtime must refuse it from then on). 2: observations in binary
-/// (`encounter::store::encode_obs`), the patients' search projection.
-pub const SCHEMA_VERSION: u32 = 3;
+/// (`encounter::store::encode_obs`), the patients' search projection. 3: encounters by
+/// time. 4: observations by when they last changed (`obs_by_updated`).
+pub const SCHEMA_VERSION: u32 = 4;
 
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 /// The meta key of the content hash of the bundle the store was last served with.

@@ -480,7 +480,7 @@ pub fn scan_where(
 }
 
 /// `scan_where` over the keys `prefix|t|…` whose `t` lies between `from` and `to`.
-fn scan_where_between(
+pub fn scan_where_between(
     index: &impl ReadableTable<&'static str, u8>,
     prefix: &str,
     from: Option<&str>,

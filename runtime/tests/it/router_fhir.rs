@@ -546,3 +546,85 @@ async fn an_integration_records_an_observation_as_fhir2_takes_it() {
     let all = c.get(&format!("{FHIR}/Observation?subject={p}")).await;
     assert_eq!(ids(&all.body), vec![id]);
 }
+
+#[tokio::test]
+async fn a_warehouse_reads_the_observations_changed_since_its_last_visit() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let post = |p: &str, value: f64| {
+        serde_json::json!({"resourceType": "Observation", "status": "final",
+            "subject": {"reference": format!("Patient/{p}")},
+            "code": {"coding": [{"system": "http://loinc.org", "code": "29463-7"}]},
+            "valueQuantity": {"value": value}})
+        .to_string()
+    };
+    let a = register_patient(&mut c, &st, "Furaha", "Lukusa", "200401").await;
+    let b = register_patient(&mut c, &st, "Imani", "Mbuyi", "200402").await;
+    let mut made = Vec::new();
+    for (p, v) in [(&a, 61.0), (&b, 70.5), (&a, 61.4)] {
+        let r = c.post(&format!("{FHIR}/Observation"), &post(p, v)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        made.push(r.body["id"].as_str().unwrap().to_string());
+    }
+    let yesterday = (chrono::Utc::now() - chrono::Duration::days(1))
+        .format("%Y-%m-%d")
+        .to_string();
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1))
+        .format("%Y-%m-%d")
+        .to_string();
+
+    // Every patient's, oldest change first, page by page; the pages add up.
+    let r = c
+        .get(&format!(
+            "{FHIR}/Observation?_lastUpdated=gt{yesterday}&_count=2"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["total"], 3);
+    assert_eq!(ids(&r.body), made[..2].to_vec());
+    assert!(r.body["entry"][0]["resource"]["meta"]["lastUpdated"].is_string());
+    let next = r.body["link"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["relation"] == "next")
+        .unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let next = &next[next.find("/openmrs/").unwrap()..];
+    assert_eq!(ids(&c.get(next).await.body), made[2..].to_vec());
+    // Narrowed by code, by patient; a period after today holds nothing.
+    let r = c.get(&format!("{FHIR}/Observation?_lastUpdated=ge{yesterday}&_lastUpdated=lt{tomorrow}&code=http://loinc.org%7C29463-7&subject={a}")).await;
+    assert_eq!(
+        ids(&r.body),
+        vec![made[2].clone(), made[0].clone()],
+        "a patient's: newest first"
+    );
+    let r = c
+        .get(&format!("{FHIR}/Observation?_lastUpdated=gt{tomorrow}"))
+        .await;
+    assert_eq!(r.body["total"], 0);
+    // When they were made, not changed: nothing before 1900.
+    let r = c
+        .get(&format!("{FHIR}/Observation?subject={a}&date=lt1900"))
+        .await;
+    assert_eq!(r.body["total"], 0, "{:?}", r.body);
+    let r = c
+        .get(&format!(
+            "{FHIR}/Observation?subject={a}&date=ge{yesterday}"
+        ))
+        .await;
+    assert_eq!(r.body["total"], 2);
+
+    // A malformed date, or neither a patient nor _lastUpdated: refused, never every record.
+    for query in [
+        "subject=x&date=not-a-date",
+        "_lastUpdated=2026-13",
+        "code=http://loinc.org%7C29463-7",
+    ] {
+        let r = c.get(&format!("{FHIR}/Observation?{query}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{query}");
+        assert!(is_outcome(&r.body), "{query}");
+    }
+}

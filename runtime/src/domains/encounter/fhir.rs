@@ -49,10 +49,14 @@ fn interpretation(n: f64, num: &model::ConceptNumeric) -> Option<(&'static str, 
 pub struct Observation<'a> {
     resource_type: &'static str,
     id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    meta: Option<Meta>,
     status: &'static str,
     code: &'a RawValue,
     subject: Reference<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     effective_date_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     issued: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     category: Option<&'a RawValue>,
@@ -76,6 +80,13 @@ pub struct Observation<'a> {
     has_member: Option<Vec<Reference<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     interpretation: Option<[Codeable<'a>; 1]>,
+}
+
+/// When the resource last changed (`_lastUpdated` searches it).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    last_updated: String,
 }
 
 /// `{"reference": "Kind/id", "type": "Kind"}`, written without building the string.
@@ -308,6 +319,7 @@ pub fn observation_resource<'a>(
     let mut r = Observation {
         resource_type: "Observation",
         id: &o.uuid,
+        meta: iso_opt(store::last_updated(o)).map(|last_updated| Meta { last_updated }),
         status: match (o.voiding.voided, o.status.as_str()) {
             (true, _) => "entered-in-error",
             (_, "PRELIMINARY") => "preliminary",
@@ -414,11 +426,17 @@ pub async fn observations(
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
     let catalog = state.catalog.load();
-    let Some(patient) = patient_param(&query) else {
+    let bounds =
+        |name: &str| crate::http::fhir::instant_bounds(&query, name).map_err(ApiError::BadRequest);
+    let (date, updated) = (bounds("date")?, bounds("_lastUpdated")?);
+    let patient = patient_param(&query);
+    // Without a patient, the changes of a period (a warehouse's incremental extraction):
+    // the one way in that an index serves, never a scan of every observation.
+    if patient.is_none() && updated.is_none() {
         return Err(ApiError::BadRequest(
-            "Observation searches need a patient (subject:Patient)".into(),
+            "Observation searches need a patient (subject, patient) or _lastUpdated".into(),
         ));
-    };
+    }
     let concepts = crate::domains::encounter::concepts_param(&catalog, &query, &["code"]);
     let w = window(&query);
     // A category no concept of the content falls in matches nothing (an empty concept
@@ -443,12 +461,14 @@ pub async fn observations(
     };
     // `encounter.type` narrows to one encounter type (the form engine's latest value).
     let q = ObsQuery {
-        patient: Some(patient),
+        patient,
         concepts,
         encounter: None,
         encounter_type: param(&query, "encounter.type")
             .map(|t| crate::domains::encounter::encounter_type_uuid(&catalog, t)),
         include_voided: false,
+        date,
+        updated,
     };
     let (list, page) = store::list_obs(&state.store, &q, w)?;
     let locale = caller.locale(&catalog);

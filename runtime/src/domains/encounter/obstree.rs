@@ -83,9 +83,7 @@ fn leaf(c: &Concept, patient: &str, ctx: &Ctx) -> ApiResult<Value> {
         &ObsQuery {
             patient: Some(patient.to_string()),
             concepts: vec![c.uuid.clone()],
-            encounter: None,
-            encounter_type: None,
-            include_voided: false,
+            ..ObsQuery::default()
         },
         Window {
             start: 0,

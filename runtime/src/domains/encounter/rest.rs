@@ -873,6 +873,8 @@ pub async fn obs_search(
         encounter: param(&query, "encounter").map(str::to_string),
         encounter_type: None,
         include_voided: flag(&query, "includeAll").unwrap_or(false),
+        date: None,
+        updated: None,
     };
     if q.patient.is_none() && q.encounter.is_none() {
         return Err(ApiError::BadRequest(

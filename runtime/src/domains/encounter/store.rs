@@ -22,6 +22,10 @@ const OBS_BY_ENCOUNTER: Index = TableDefinition::new("obs_by_encounter");
 const OBS_BY_PATIENT: Index = TableDefinition::new("obs_by_patient");
 const OBS_BY_CONCEPT: Index = TableDefinition::new("obs_by_patient_concept");
 const OBS_BY_GROUP: Index = TableDefinition::new("obs_by_group");
+/// Every observation by when it last changed (`all|updated|uuid`, `last_updated`): FHIR's
+/// `_lastUpdated`, a warehouse's incremental extraction (added in store version 4;
+/// `domains::REGISTRY` rebuilds it for older stores).
+const OBS_BY_UPDATED: Index = TableDefinition::new("obs_by_updated");
 
 pub const ENCOUNTER_RECORDS: RecordTable = RecordTable {
     name: "encounters",
@@ -43,6 +47,7 @@ pub const OBS_RECORDS: RecordTable = RecordTable {
         OBS_BY_PATIENT,
         OBS_BY_CONCEPT,
         OBS_BY_GROUP,
+        OBS_BY_UPDATED,
     ],
     create: create_obs_tables,
     reindex: |txn, bytes| index_obs(txn, None, &decode_obs(bytes)?),
@@ -119,6 +124,7 @@ fn create_obs_tables(txn: &WriteTransaction) -> StoreResult<()> {
         OBS_BY_PATIENT,
         OBS_BY_CONCEPT,
         OBS_BY_GROUP,
+        OBS_BY_UPDATED,
     ] {
         txn.open_table(t)?;
     }
@@ -166,7 +172,18 @@ fn index_encounter(
     Ok(())
 }
 
-fn obs_keys(o: &ObsRecord) -> [Option<(Index, String)>; 4] {
+/// When an observation last changed (key form): made, changed or voided, the latest.
+pub fn last_updated(o: &ObsRecord) -> &str {
+    [
+        o.audit.date_changed.as_deref(),
+        o.voiding.date_voided.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(o.audit.date_created.as_str(), |latest, t| latest.max(t))
+}
+
+fn obs_keys(o: &ObsRecord) -> [Option<(Index, String)>; 5] {
     [
         o.encounter
             .as_ref()
@@ -179,6 +196,7 @@ fn obs_keys(o: &ObsRecord) -> [Option<(Index, String)>; 4] {
         o.obs_group
             .as_ref()
             .map(|g| (OBS_BY_GROUP, key(&[g, &o.uuid]))),
+        Some((OBS_BY_UPDATED, key(&["all", last_updated(o), &o.uuid]))),
     ]
 }
 
@@ -401,6 +419,11 @@ pub struct ObsQuery {
     /// Only observations of encounters of this type (FHIR's `encounter.type`).
     pub encounter_type: Option<String>,
     pub include_voided: bool,
+    /// Key-form bounds (inclusive) of when the observation was made (FHIR's `date`).
+    pub date: Option<(Option<String>, Option<String>)>,
+    /// Key-form bounds (inclusive) of when it last changed (`_lastUpdated`): without a
+    /// patient, the only way in (the `obs_by_updated` index, oldest change first).
+    pub updated: Option<(Option<String>, Option<String>)>,
 }
 
 /// One page of observations, newest first. With several concepts, each concept's index
@@ -414,24 +437,48 @@ pub fn list_obs(
     let records = txn.open_table(OBS)?;
     let encounters = txn.open_table(ENCOUNTERS)?;
     let exclude = if q.include_voided { 0 } else { VOIDED };
-    // The encounter-type filter reads the obs and its encounter; without it keys suffice.
-    let of_type = |uuid: &str| -> bool {
-        let Some(wanted) = &q.encounter_type else {
+    let within = |t: &str, bounds: &Option<(Option<String>, Option<String>)>| {
+        bounds.as_ref().is_none_or(|(from, to)| {
+            from.as_deref().is_none_or(|f| t >= f) && to.as_deref().is_none_or(|u| t <= u)
+        })
+    };
+    // Without a patient the `updated` index is read, and the concepts are tested on the
+    // record; with one, the patient's (and concept's) index already holds them.
+    let by_updated = q.encounter.is_none() && q.patient.is_none();
+    let needs_record = q.encounter_type.is_some()
+        || q.date.is_some()
+        || (q.updated.is_some() && !by_updated)
+        || (by_updated && !q.concepts.is_empty());
+    // What the keys cannot tell is read from the observation (and its encounter's type).
+    let admits = |uuid: &str| -> bool {
+        if !needs_record {
             return true;
-        };
-        let encounter = records
+        }
+        let Some(o) = records
             .get(uuid)
             .ok()
             .flatten()
             .and_then(|b| decode_obs(b.value()).ok())
-            .and_then(|o| o.encounter);
-        encounter
+        else {
+            return false;
+        };
+        if !within(&o.datetime, &q.date)
+            || (!by_updated && !within(last_updated(&o), &q.updated))
+            || (by_updated && !q.concepts.is_empty() && !q.concepts.contains(&o.concept))
+        {
+            return false;
+        }
+        let Some(wanted) = &q.encounter_type else {
+            return true;
+        };
+        o.encounter
             .and_then(|e| encounters.get(e.as_str()).ok().flatten())
             .and_then(|b| {
                 crate::store::record::decode::<EncounterRecord>("encounters", b.value()).ok()
             })
             .is_some_and(|e| &e.encounter_type == wanted)
     };
+    let of_type = admits;
     let keep = |k: &str| of_type(k.rsplit('|').next().unwrap_or_default());
     let page = match (&q.encounter, &q.patient) {
         (Some(e), _) => crate::store::record::scan(
@@ -479,7 +526,18 @@ pub fn list_obs(
             window,
             keep,
         )?,
-        (None, None) => Page::default(),
+        (None, None) => match &q.updated {
+            Some((from, to)) => crate::store::record::scan_where_between(
+                &txn.open_table(OBS_BY_UPDATED)?,
+                "all",
+                from.as_deref(),
+                to.as_deref(),
+                false,
+                window,
+                |k, flags| flags & exclude == 0 && keep(k),
+            )?,
+            None => Page::default(),
+        },
     };
     let out = read_all(&records, &page.uuids, decode_obs)?;
     Ok((out, page))
@@ -610,6 +668,63 @@ mod tests {
         .unwrap();
         assert_eq!(found, vec![e]);
     }
+    /// A store of version 3 had no observations by change; opening it builds the index, so
+    /// `_lastUpdated` finds what was recorded before.
+    #[test]
+    fn an_older_store_gets_the_observations_index_by_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let o = record(
+            "obs-1",
+            crate::domains::encounter::ObsValue::Numeric(38.5),
+            false,
+        );
+        let changed = (
+            Some("2026-11-01T00:00:00.000Z".to_string()),
+            Some("2026-11-01T23:59:59.999Z".to_string()),
+        );
+        let query = ObsQuery {
+            updated: Some(changed.clone()),
+            ..ObsQuery::default()
+        };
+        let all = Window {
+            start: 0,
+            limit: 100,
+            count_all: true,
+        };
+        {
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+            write(
+                &s,
+                &Change {
+                    encounter: None,
+                    obs: vec![(None, &o)],
+                },
+            )
+            .unwrap();
+            assert_eq!(list_obs(&s, &query, all).unwrap().0, vec![o.clone()]);
+            // As version 3 left it: no entry by change.
+            s.write(|txn| {
+                txn.open_table(OBS_BY_UPDATED)?
+                    .remove(key(&["all", last_updated(&o), &o.uuid]).as_str())?;
+                Ok(())
+            })
+            .unwrap();
+            s.set_meta("schema_version", "3").unwrap();
+            assert!(list_obs(&s, &query, all).unwrap().0.is_empty());
+        }
+        let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+        let (found, page) = list_obs(&s, &query, all).unwrap();
+        assert_eq!(found, vec![o.clone()]);
+        assert_eq!(page.total, Some(1));
+        // The day before names nothing.
+        let before = ObsQuery {
+            updated: Some((None, Some("2026-10-31T23:59:59.999Z".into()))),
+            ..ObsQuery::default()
+        };
+        assert!(list_obs(&s, &before, all).unwrap().0.is_empty());
+    }
+
     use crate::domains::encounter::ObsValue;
     use crate::store::record::{Audit, Voiding};
 
