@@ -152,6 +152,18 @@ pub const SUPPORTED: &[Supported] = &[
     },
     read_search("Medication", &["code"]),
     read_search(
+        "ServiceRequest",
+        &[
+            SUBJECT[0],
+            SUBJECT[1],
+            SUBJECT[2],
+            SUBJECT[3],
+            "encounter",
+            "code",
+            "status",
+        ],
+    ),
+    read_search(
         "Practitioner",
         crate::domains::provider::fhir::SEARCH_PARAMS,
     ),

@@ -516,6 +516,39 @@ async fn the_laboratory_picks_up_a_test_order_enters_its_result_and_completes_it
     let encounter = r.body["uuid"].as_str().unwrap().to_string();
     let order = r.body["orders"][0]["uuid"].as_str().unwrap().to_string();
 
+    // Over FHIR, a ServiceRequest a laboratory system reads, whose references resolve.
+    let fhir = "/openmrs/ws/fhir2/R4";
+    let r = c
+        .get(&format!(
+            "{fhir}/ServiceRequest?patient={}&status=active",
+            ch.patient
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["total"], 1);
+    let sr = &r.body["entry"][0]["resource"];
+    assert_eq!(sr["id"], order.as_str());
+    assert_eq!(
+        (
+            sr["status"].as_str(),
+            sr["intent"].as_str(),
+            sr["priority"].as_str()
+        ),
+        (Some("active"), Some("order"), Some("stat"))
+    );
+    assert_eq!(sr["code"]["coding"][0]["code"], HAEMOGLOBIN);
+    assert_eq!(sr["note"][0]["text"], "à jeun");
+    for reference in [
+        &sr["encounter"]["reference"],
+        &sr["requester"]["reference"],
+        &sr["subject"]["reference"],
+    ] {
+        let r = c
+            .get(&format!("{fhir}/{}", reference.as_str().unwrap()))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{reference}");
+    }
+
     // Today's worklist, as the laboratory app asks for it (UTC day bounds from the browser).
     let today = chrono::Utc::now().format("%Y-%m-%d");
     let worklist = |status: &str, exclude: bool| {
@@ -587,6 +620,20 @@ async fn the_laboratory_picks_up_a_test_order_enters_its_result_and_completes_it
     )
     .await;
     assert_eq!(r.status, StatusCode::CREATED);
+    // Completed over FHIR too; the discontinuation is no ServiceRequest of its own.
+    let r = c.get(&format!("{fhir}/ServiceRequest/{order}")).await;
+    assert_eq!(r.body["status"], "completed", "{:?}", r.body);
+    let r = c
+        .get(&format!("{fhir}/ServiceRequest?patient={}", ch.patient))
+        .await;
+    assert_eq!(r.body["total"], 1);
+    let r = c
+        .get(&format!(
+            "{fhir}/ServiceRequest?patient={}&status=active",
+            ch.patient
+        ))
+        .await;
+    assert_eq!(r.body["total"], 0);
     // Off the in-progress list, on the completed one.
     let r = c.get(&worklist("&fulfillerStatus=IN_PROGRESS", true)).await;
     assert!(

@@ -660,3 +660,194 @@ pub async fn medications(
         ),
     ))
 }
+
+/// Whether an order is a ServiceRequest: a test order, not a discontinuation.
+pub fn is_service_request(o: &OrderRecord) -> bool {
+    o.class == OrderClass::Test && o.action != Action::Discontinue
+}
+
+/// fhir2's status of a test order: `completed` once the laboratory completed it, `active`
+/// while it stands, `revoked` once stopped or voided, `unknown` once expired.
+fn service_status(o: &OrderRecord, now: &str) -> &'static str {
+    if o.fulfiller_status == Some(FulfillerStatus::Completed) {
+        "completed"
+    } else if o.voiding.voided || o.date_stopped.as_deref().is_some_and(|s| s <= now) {
+        "revoked"
+    } else if o.is_active(now) {
+        "active"
+    } else {
+        "unknown"
+    }
+}
+
+/// A test order as fhir2 translates it to a ServiceRequest: the test's concept, the
+/// patient, the encounter it was placed in, who ordered it, when it stands.
+pub fn service_request_json(
+    state: &AppState,
+    catalog: &Catalog,
+    o: &OrderRecord,
+    locale: &str,
+) -> Value {
+    let now = datetime_key(Utc::now());
+    let mut r = Map::new();
+    r.insert("resourceType".into(), json!("ServiceRequest"));
+    r.insert("id".into(), json!(o.uuid));
+    if let Some(updated) = crate::wire::fhir_datetime(
+        o.audit
+            .date_changed
+            .as_deref()
+            .unwrap_or(&o.audit.date_created),
+    ) {
+        r.insert("meta".into(), json!({"lastUpdated": updated}));
+    }
+    let mut identifiers = vec![json!({"use": "usual", "value": o.order_number})];
+    if let Some(accession) = &o.accession_number {
+        identifiers.push(
+            json!({"use": "secondary", "type": {"text": "Accession number"}, "value": accession}),
+        );
+    }
+    r.insert("identifier".into(), json!(identifiers));
+    r.insert("status".into(), json!(service_status(o, &now)));
+    r.insert("intent".into(), json!("order"));
+    r.insert(
+        "priority".into(),
+        json!(if o.urgency == crate::domains::order::Urgency::Stat {
+            "stat"
+        } else {
+            "routine"
+        }),
+    );
+    r.insert("code".into(), codeable(catalog, Some(&o.concept), locale));
+    r.insert(
+        "subject".into(),
+        patient_reference(&state.store, &o.patient),
+    );
+    r.insert(
+        "encounter".into(),
+        json!({"reference": format!("Encounter/{}", o.encounter), "type": "Encounter"}),
+    );
+    r.insert("requester".into(), practitioner(&state.store, &o.orderer));
+    let mut period = Map::new();
+    if let Some(start) =
+        crate::wire::fhir_datetime(o.scheduled_date.as_deref().unwrap_or(&o.date_activated))
+    {
+        period.insert("start".into(), json!(start));
+    }
+    if let Some(end) = o
+        .date_stopped
+        .as_deref()
+        .or(o.auto_expire_date.as_deref())
+        .and_then(crate::wire::fhir_datetime)
+    {
+        period.insert("end".into(), json!(end));
+    }
+    if !period.is_empty() {
+        r.insert("occurrencePeriod".into(), Value::Object(period));
+    }
+    if let Some(reason) = &o.order_reason {
+        r.insert(
+            "reasonCode".into(),
+            json!([codeable(catalog, Some(reason), locale)]),
+        );
+    } else if let Some(text) = o
+        .order_reason_non_coded
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+    {
+        r.insert("reasonCode".into(), json!([{"text": text}]));
+    }
+    let notes: Vec<Value> = [o.instructions.as_deref(), o.comment_to_fulfiller.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| json!({"text": t}))
+        .collect();
+    if !notes.is_empty() {
+        r.insert("note".into(), json!(notes));
+    }
+    // The specimen's kind, named: this server keeps no Specimen resource to reference.
+    if let Some(name) = o
+        .test
+        .as_ref()
+        .and_then(|t| t.specimen_source.as_deref())
+        .and_then(|s| crate::http::fhir::concept_codeable(catalog, s, locale).text)
+    {
+        r.insert("specimen".into(), json!([{ "display": name }]));
+    }
+    Value::Object(r)
+}
+
+/// `GET ServiceRequest?patient=…|subject=…|encounter=…[&code=…][&status=…]`: test orders,
+/// newest first, as the laboratory's systems read them — privilege: Get Orders.
+pub async fn service_requests(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Orders"])?;
+    let catalog = state.catalog.load();
+    let locale = caller.locale(&catalog);
+    let now = datetime_key(Utc::now());
+    let orders: Vec<OrderRecord> = if let Some(e) = param(&query, "encounter") {
+        store::of_encounter(&state.store, e.trim_start_matches("Encounter/"), false)?
+    } else if let Some(p) = patient_param(&query) {
+        store::of_patient(&state.store, &p, false)?
+    } else {
+        return Ok(crate::http::fhir::invalid(
+            "ServiceRequest searches name a patient (patient, subject) or an encounter",
+        ));
+    };
+    let codes = crate::domains::encounter::concepts_param(&catalog, &query, &["code"]);
+    let statuses: Option<Vec<String>> = param(&query, "status").map(|s| {
+        s.split(',')
+            .map(|x| x.trim().to_ascii_lowercase())
+            .collect()
+    });
+    let matching: Vec<&OrderRecord> = orders
+        .iter()
+        .filter(|o| is_service_request(o))
+        .filter(|o| codes.is_empty() || codes.contains(&o.concept))
+        .filter(|o| {
+            statuses
+                .as_ref()
+                .is_none_or(|s| s.iter().any(|x| x == service_status(o, &now)))
+        })
+        .collect();
+    let w = crate::http::fhir::window(&query);
+    let resources: Vec<Value> = matching
+        .iter()
+        .skip(w.start)
+        .take(w.limit)
+        .map(|o| service_request_json(&state, &catalog, o, &locale))
+        .collect();
+    Ok(fhir(
+        StatusCode::OK,
+        crate::http::fhir::search_bundle(
+            &base(&state, &caller),
+            "ServiceRequest",
+            &query,
+            matching.len(),
+            w.start,
+            w.limit,
+            resources,
+        ),
+    ))
+}
+
+/// `GET ServiceRequest/{id}`: a test order (a discontinuation or a voided one is 404) —
+/// privilege: Get Orders.
+pub async fn service_request(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Orders"])?;
+    let catalog = state.catalog.load();
+    match store::get(&state.store, &id)? {
+        Some(o) if is_service_request(&o) && !o.voiding.voided => Ok(fhir(
+            StatusCode::OK,
+            service_request_json(&state, &catalog, &o, &caller.locale(&catalog)),
+        )),
+        _ => Ok(not_found("ServiceRequest", &id)),
+    }
+}

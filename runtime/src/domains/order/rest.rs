@@ -1061,6 +1061,14 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
             get(crate::domains::order::fhir::read).patch(crate::domains::order::fhir::patch),
         )
         .route(
+            &paths.fhir("/ServiceRequest"),
+            get(crate::domains::order::fhir::service_requests),
+        )
+        .route(
+            &paths.fhir("/ServiceRequest/{id}"),
+            get(crate::domains::order::fhir::service_request),
+        )
+        .route(
             &paths.fhir("/Medication"),
             get(crate::domains::order::fhir::medications),
         )
