@@ -191,12 +191,14 @@ def run(base, auth):
     check.search(f"Patient?_id={PATIENT}")
     for kind, params in sorted(offered.items()):
         if "patient" in params:
-            check.search(f"{kind}?patient={PATIENT}&_count=100", expect_some=kind not in ("MedicationDispense",))
+            check.search(f"{kind}?patient={PATIENT}&_count=100", expect_some=kind not in ("MedicationDispense", "RelatedPerson"))
         elif "subject" in params:
             check.search(f"{kind}?subject={PATIENT}&_count=100")
     check.search("Location?_tag=Login%20Location", expect_some=False)
     check.search("Location?_count=100")
     check.search("Observation?_lastUpdated=gt2000-01-01&_count=100")
+    # Her child, of whom she is the RelatedPerson.
+    check.search("RelatedPerson?patient=5b0c8a4e-2f4e-4f4e-9d1a-6c1c6f0a0002")
     check.search("Practitioner?name=a", expect_some=False)
     check.search("Medication?_count=20", expect_some=False)
     check.search("Encounter?_query=encountersWithMedicationRequests", expect_some=False)

@@ -151,6 +151,7 @@ pub const SUPPORTED: &[Supported] = &[
         )
     },
     read_search("Medication", &["code"]),
+    read_search("RelatedPerson", &["_id", SUBJECT[0], SUBJECT[1]]),
     read_search(
         "ServiceRequest",
         &[

@@ -57,6 +57,32 @@ async fn a_relationship_is_recorded_read_from_both_sides_changed_voided_and_purg
             .starts_with("2020-03-01")
     );
 
+    // Over FHIR: the mother as the child's RelatedPerson, as fhir2 translates it.
+    let fhir = "/openmrs/ws/fhir2/R4";
+    let r = clerk
+        .get(&format!("{fhir}/RelatedPerson?patient={child}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["total"], 1);
+    let related = &r.body["entry"][0]["resource"];
+    assert_eq!(related["id"], uuid.as_str());
+    assert_eq!(related["patient"]["reference"], format!("Patient/{child}"));
+    assert_eq!(related["name"][0]["given"][0], "Odile");
+    assert_eq!(related["relationship"][0]["text"], kind.a_is_to_b.as_str());
+    assert!(
+        related["period"]["start"]
+            .as_str()
+            .unwrap()
+            .starts_with("2020-03-01")
+    );
+    let r = clerk.get(&format!("{fhir}/RelatedPerson/{uuid}")).await;
+    assert_eq!(r.body["id"], uuid.as_str());
+    // The mother is no one's related person but her own relationships' person A.
+    let r = clerk
+        .get(&format!("{fhir}/RelatedPerson?patient={mother}"))
+        .await;
+    assert_eq!(r.body["total"], 0);
+
     // From either side, as the chart's widget asks.
     for person in [&mother, &child] {
         let found = clerk

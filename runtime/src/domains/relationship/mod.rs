@@ -8,6 +8,7 @@
 //! before the start date, and neither in the future. Relationships are voided, never
 //! purged through the API; a patient who has any cannot be purged.
 
+pub mod fhir;
 pub mod rest;
 pub mod store;
 

@@ -416,4 +416,12 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
                 .post(crate::domains::relationship::rest::update)
                 .delete(crate::domains::relationship::rest::delete),
         )
+        .route(
+            &paths.fhir("/RelatedPerson"),
+            get(crate::domains::relationship::fhir::search),
+        )
+        .route(
+            &paths.fhir("/RelatedPerson/{id}"),
+            get(crate::domains::relationship::fhir::read),
+        )
 }
