@@ -148,6 +148,32 @@ pub fn instant_bounds(query: &[(String, String)], name: &str) -> Result<Option<B
     )))
 }
 
+/// The concepts a query names under `names`: repeated (`concept=a&concept=b`) or
+/// comma-separated, each a uuid or `SOURCE:CODE`, or a FHIR token `system|code`; as uuids
+/// (unknown ones pass through and match nothing).
+pub fn concepts_param(
+    catalog: &crate::catalog::Catalog,
+    query: &[(String, String)],
+    names: &[&str],
+) -> Vec<String> {
+    query
+        .iter()
+        .filter(|(k, _)| names.contains(&k.as_str()))
+        .flat_map(|(_, v)| v.split(','))
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            // `system|code` (FHIR's token), `|code` (no system) or a bare code.
+            let (system, code) = match c.split_once('|') {
+                Some((system, code)) => (Some(system), code),
+                None => (None, c),
+            };
+            catalog
+                .concept_of_coding(system, code)
+                .map_or_else(|| c.trim().to_string(), |x| x.uuid.clone())
+        })
+        .collect()
+}
+
 pub const UCUM: &str = "http://unitsofmeasure.org";
 
 /// The UCUM code of a concept's units as content writes them (`°C`, `battements/min`,

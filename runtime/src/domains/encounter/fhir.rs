@@ -437,7 +437,7 @@ pub async fn observations(
             "Observation searches need a patient (subject, patient) or _lastUpdated".into(),
         ));
     }
-    let concepts = crate::domains::encounter::concepts_param(&catalog, &query, &["code"]);
+    let concepts = crate::http::fhir::concepts_param(&catalog, &query, &["code"]);
     let w = window(&query);
     // A category no concept of the content falls in matches nothing (an empty concept
     // list would mean "any concept").

@@ -272,32 +272,6 @@ pub fn encounter_type_uuid(catalog: &crate::catalog::Catalog, reference: &str) -
         .map_or_else(|| reference.to_string(), |x| x.uuid.clone())
 }
 
-/// The concepts a query names under `names`: repeated (`concept=a&concept=b`) or
-/// comma-separated, each a uuid or `SOURCE:CODE`, or a FHIR token `system|code`; as uuids
-/// (unknown ones pass through and match nothing).
-pub fn concepts_param(
-    catalog: &crate::catalog::Catalog,
-    query: &[(String, String)],
-    names: &[&str],
-) -> Vec<String> {
-    query
-        .iter()
-        .filter(|(k, _)| names.contains(&k.as_str()))
-        .flat_map(|(_, v)| v.split(','))
-        .filter(|c| !c.trim().is_empty())
-        .map(|c| {
-            // `system|code` (FHIR's token), `|code` (no system) or a bare code.
-            let (system, code) = match c.split_once('|') {
-                Some((system, code)) => (Some(system), code),
-                None => (None, c),
-            };
-            catalog
-                .concept_of_coding(system, code)
-                .map_or_else(|| c.trim().to_string(), |x| x.uuid.clone())
-        })
-        .collect()
-}
-
 /// What the domains that hang on encounters do when one is voided, registered in the
 /// domains' registry (a bed the encounter put a patient in is freed): an encounter names
 /// none of them.

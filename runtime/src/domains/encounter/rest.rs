@@ -860,11 +860,8 @@ pub async fn obs_search(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
-    let concepts = crate::domains::encounter::concepts_param(
-        &state.catalog.load(),
-        &query,
-        &["concept", "concepts"],
-    );
+    let concepts =
+        crate::http::fhir::concepts_param(&state.catalog.load(), &query, &["concept", "concepts"]);
     let q = ObsQuery {
         patient: param(&query, "patient")
             .or(param(&query, "person"))

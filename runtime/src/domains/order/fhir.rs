@@ -797,7 +797,7 @@ pub async fn service_requests(
             "ServiceRequest searches name a patient (patient, subject) or an encounter",
         ));
     };
-    let codes = crate::domains::encounter::concepts_param(&catalog, &query, &["code"]);
+    let codes = crate::http::fhir::concepts_param(&catalog, &query, &["code"]);
     let statuses: Option<Vec<String>> = param(&query, "status").map(|s| {
         s.split(',')
             .map(|x| x.trim().to_ascii_lowercase())
