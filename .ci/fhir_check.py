@@ -189,6 +189,7 @@ def run(base, auth):
     check.search(f"Patient?identifier={urllib.parse.quote(identifier)}")
     check.search(f"Patient?family={urllib.parse.quote(family)}")
     check.search(f"Patient?_id={PATIENT}")
+    check.search(f"Person?_id={PATIENT}")
     for kind, params in sorted(offered.items()):
         if "patient" in params:
             check.search(f"{kind}?patient={PATIENT}&_count=100", expect_some=kind not in ("MedicationDispense", "RelatedPerson"))

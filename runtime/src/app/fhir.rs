@@ -54,6 +54,10 @@ pub const COMMON: &[&str] = &[
 pub const SUPPORTED: &[Supported] = &[
     read_search("Patient", crate::domains::patient::fhir::SEARCH_PARAMS),
     read_search(
+        "Person",
+        crate::domains::patient::fhir::PERSON_SEARCH_PARAMS,
+    ),
+    read_search(
         "Location",
         &["_id", "name", "name:contains", "_tag", "partof:below"],
     ),

@@ -146,7 +146,7 @@ async fn what_is_not_served_is_said_so_never_an_empty_bundle() {
     let mut c = Client::admin(st.clone()).await;
     for path in [
         "NoSuchType",
-        "Person?name=x",
+        "Group?name=x",
         "DiagnosticReport?patient=x",
         "NoSuchType/123",
         "ValueSet?url=x",
@@ -627,4 +627,36 @@ async fn a_warehouse_reads_the_observations_changed_since_its_last_visit() {
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{query}");
         assert!(is_outcome(&r.body), "{query}");
     }
+}
+
+#[tokio::test]
+async fn a_patient_is_also_a_person_linked_to_her_patient() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = register_patient(&mut c, &st, "Esther", "Nyota", "200501").await;
+    let r = c.get(&format!("{FHIR}/Person/{p}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["resourceType"], "Person");
+    assert_eq!(r.body["name"][0]["family"], "Nyota");
+    assert_eq!(
+        r.body["link"][0]["target"]["reference"],
+        format!("Patient/{p}")
+    );
+    assert!(r.body.get("identifier").is_none() && r.body.get("deceasedBoolean").is_none());
+    let r = c.get(&format!("{FHIR}/Person?name=nyota")).await;
+    assert_eq!(ids(&r.body), vec![p.clone()]);
+    assert_eq!(r.body["entry"][0]["resource"]["resourceType"], "Person");
+    // Patient's own parameters that FHIR's Person has not are refused when strict.
+    let r = c
+        .send(
+            "GET",
+            &format!("{FHIR}/Person?name=nyota&deceased=false"),
+            &[("prefer", "handling=strict")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let r = c.get(&format!("{FHIR}/Person/no-such-person")).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(is_outcome(&r.body));
 }

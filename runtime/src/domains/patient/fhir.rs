@@ -107,6 +107,48 @@ pub fn patient_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Val
     r
 }
 
+/// A patient as fhir2 writes her Person: her names, sex, birth date, addresses and
+/// telephone, and a link to her Patient (every person of this server is a patient's).
+pub fn person_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Value {
+    let patient = patient_json(p, catalog);
+    let mut r = serde_json::Map::new();
+    r.insert("resourceType".into(), json!("Person"));
+    for k in [
+        "id",
+        "meta",
+        "name",
+        "telecom",
+        "gender",
+        "birthDate",
+        "address",
+        "active",
+    ] {
+        if let Some(v) = patient.get(k) {
+            r.insert(k.into(), v.clone());
+        }
+    }
+    r.insert(
+        "link".into(),
+        json!([{"target": {"reference": format!("Patient/{}", p.uuid), "type": "Patient"}}]),
+    );
+    Value::Object(r)
+}
+
+/// `GET Person/{uuid}` — privilege: Get Patients.
+pub async fn person(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&["Get Patients"])?;
+    let found = state.store.patient(&id)?;
+    let catalog = state.catalog.load();
+    Ok(match found {
+        Some(p) if !p.voided => fhir(StatusCode::OK, person_json(&p, &catalog)),
+        _ => not_found("Person", &id),
+    })
+}
+
 /// Drops `null` members (FHIR has no null: an element without a value is left out) and the
 /// objects and lists left empty by that.
 fn without_nulls(v: &mut Value) {
@@ -171,6 +213,19 @@ pub const SEARCH_PARAMS: &[&str] = &[
     "address-country",
     "address-postalcode",
     "_summary",
+];
+
+/// The search parameters `Person?` accepts: FHIR Person's among those of `Patient?`.
+pub const PERSON_SEARCH_PARAMS: &[&str] = &[
+    "_id",
+    "identifier",
+    "name",
+    "gender",
+    "birthdate",
+    "address-city",
+    "address-state",
+    "address-country",
+    "address-postalcode",
 ];
 
 /// A date search value: its prefix and the range of days it names (`2024`, `2024-05`,
@@ -293,6 +348,27 @@ pub async fn search(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     crate::http::QueryPairs(query): crate::http::QueryPairs,
+) -> ApiResult<Response> {
+    search_as(state, caller, query, "Patient", patient_json).await
+}
+
+/// `GET Person?…`: the same search, each found patient answered as her Person —
+/// privilege: Get Patients.
+pub async fn persons(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    crate::http::QueryPairs(query): crate::http::QueryPairs,
+) -> ApiResult<Response> {
+    search_as(state, caller, query, "Person", person_json).await
+}
+
+/// A patient search answered as resources of `kind`, each written by `render`.
+async fn search_as(
+    state: Arc<AppState>,
+    caller: Caller,
+    query: Vec<(String, String)>,
+    kind: &'static str,
+    render: fn(&PatientRecord, &crate::catalog::Catalog) -> Value,
 ) -> ApiResult<Response> {
     use crate::http::fhir::{invalid, search_bundle, window};
     caller.require(&["Get Patients"])?;
@@ -435,14 +511,14 @@ pub async fn search(
             .iter()
             .skip(window.start)
             .take(window.limit)
-            .map(|p| patient_json(p, &catalog))
+            .map(|p| render(p, &catalog))
             .collect()
     };
     Ok(fhir(
         StatusCode::OK,
         search_bundle(
             &crate::http::fhir::base(&state, &caller),
-            "Patient",
+            kind,
             &query,
             total,
             window.start,

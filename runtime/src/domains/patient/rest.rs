@@ -913,4 +913,12 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
             &paths.fhir("/Patient/{id}"),
             get(crate::domains::patient::fhir::patient),
         )
+        .route(
+            &paths.fhir("/Person"),
+            get(crate::domains::patient::fhir::persons),
+        )
+        .route(
+            &paths.fhir("/Person/{id}"),
+            get(crate::domains::patient::fhir::person),
+        )
 }
