@@ -656,6 +656,21 @@ async fn a_patient_is_also_a_person_linked_to_her_patient() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    // A change of her person is her resources' last update.
+    let before = c.get(&format!("{FHIR}/Patient/{p}")).await.body["meta"]["lastUpdated"].clone();
+    let r = c
+        .post(
+            &format!("/openmrs/ws/rest/v1/person/{p}"),
+            r#"{"gender": "F", "birthdate": "1991-02-03"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let after = c.get(&format!("{FHIR}/Person/{p}")).await.body;
+    assert_eq!(after["birthDate"], "1991-02-03");
+    assert!(
+        after["meta"]["lastUpdated"].as_str().unwrap() > before.as_str().unwrap(),
+        "{before} {after}"
+    );
     let r = c.get(&format!("{FHIR}/Person/no-such-person")).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert!(is_outcome(&r.body));

@@ -82,7 +82,7 @@ pub fn patient_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Val
     let mut r = json!({
         "resourceType": "Patient",
         "id": p.uuid,
-        "meta": {"lastUpdated": p.date_created},
+        "meta": {"lastUpdated": p.changed.as_ref().map_or(&p.date_created, |(_, at)| at)},
         "identifier": identifiers,
         "active": !p.voided,
         "name": names,
