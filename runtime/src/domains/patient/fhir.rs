@@ -140,12 +140,23 @@ pub async fn person(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
+    read_as(&state, &caller, &id, "Person", person_json)
+}
+
+/// A patient who is not voided, answered as a resource of `kind` written by `render`.
+fn read_as(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    kind: &str,
+    render: fn(&PatientRecord, &crate::catalog::Catalog) -> Value,
+) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
-    let found = state.store.patient(&id)?;
+    let found = state.store.patient(id)?;
     let catalog = state.catalog.load();
     Ok(match found {
-        Some(p) if !p.voided => fhir(StatusCode::OK, person_json(&p, &catalog)),
-        _ => not_found("Person", &id),
+        Some(p) if !p.voided => fhir(StatusCode::OK, render(&p, &catalog)),
+        _ => not_found(kind, id),
     })
 }
 
@@ -188,13 +199,7 @@ pub async fn patient(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    caller.require(&["Get Patients"])?;
-    let found = state.store.patient(&id)?;
-    let catalog = state.catalog.load();
-    Ok(match found {
-        Some(p) if !p.voided => fhir(StatusCode::OK, patient_json(&p, &catalog)),
-        _ => not_found("Patient", &id),
-    })
+    read_as(&state, &caller, &id, "Patient", patient_json)
 }
 
 /// The search parameters `Patient?` accepts (also what `metadata` lists).
