@@ -75,6 +75,7 @@ pub const SUPPORTED: &[Supported] = &[
                 "encounter.type",
                 "date",
                 "_lastUpdated",
+                "_total",
             ],
         )
     },

@@ -264,6 +264,33 @@ pub fn search_bundle_of<T: Serialize>(
     count: usize,
     resources: Vec<(String, T)>,
 ) -> Bundle<T> {
+    let more = offset.saturating_add(count) < total;
+    search_bundle_paged(
+        base,
+        kind,
+        query,
+        Some(total),
+        more,
+        offset,
+        count,
+        resources,
+    )
+}
+
+/// `search_bundle_of` where the total may be unknown (FHIR's `Bundle.total` is optional: a
+/// search over a large range counts it only when asked, `_total=accurate`), and whether a
+/// next page exists is said by `more`.
+#[allow(clippy::too_many_arguments)]
+pub fn search_bundle_paged<T: Serialize>(
+    base: &str,
+    kind: &str,
+    query: &[(String, String)],
+    total: Option<usize>,
+    more: bool,
+    offset: usize,
+    count: usize,
+    resources: Vec<(String, T)>,
+) -> Bundle<T> {
     let q: String = query
         .iter()
         .filter(|(k, _)| k != "_getpagesoffset")
@@ -280,7 +307,7 @@ pub fn search_bundle_of<T: Serialize>(
         relation: "self",
         url: format!("{base}/{kind}?{q}"),
     }];
-    if offset.saturating_add(count) < total {
+    if more {
         link.push(BundleLink {
             relation: "next",
             url: format!(
@@ -325,7 +352,8 @@ pub struct Bundle<T> {
     meta: BundleMeta,
     #[serde(rename = "type")]
     kind: &'static str,
-    total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<usize>,
     link: Vec<BundleLink>,
     entry: Vec<BundleEntry<T>>,
 }

@@ -438,7 +438,11 @@ pub async fn observations(
         ));
     }
     let concepts = crate::http::fhir::concepts_param(&catalog, &query, &["code"]);
-    let w = window(&query);
+    let mut w = window(&query);
+    // Every patient's changes of a period can be many (a day at a facility is tens of
+    // thousands): counted only when asked (`_total=accurate`); the next link says if more.
+    let counted = patient.is_some() || param(&query, "_total") == Some("accurate");
+    w.count_all = counted;
     // A category no concept of the content falls in matches nothing (an empty concept
     // list would mean "any concept").
     let concepts = match in_categories(&catalog, &query, &concepts) {
@@ -494,14 +498,19 @@ pub async fn observations(
             )
         })
         .collect();
-    let total = page.total.unwrap_or(resources.len());
+    let total = counted.then(|| page.total.unwrap_or(resources.len()));
+    let more = match total {
+        Some(total) => w.start.saturating_add(w.limit) < total,
+        None => page.more,
+    };
     Ok(fhir_of(
         StatusCode::OK,
-        &search_bundle_of(
+        &crate::http::fhir::search_bundle_paged(
             &base(&state, &caller),
             "Observation",
             &query,
             total,
+            more,
             w.start,
             w.limit,
             resources,

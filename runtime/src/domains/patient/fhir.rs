@@ -482,10 +482,13 @@ async fn search_as(
                 .collect())
         })
         .await?
-    } else if let Some((_, term)) = filters.names.first() {
+    } else if !filters.names.is_empty() {
+        // Every name term at once: the index intersects their words, rarest first, so
+        // `name=Mbuyi&given=Marie` reads the few Marie Mbuyi, not every Mbuyi.
+        let terms: Vec<&str> = filters.names.iter().map(|(_, t)| t.as_str()).collect();
         let index = state.patient_index().await?;
         index
-            .search(term, true, 1)
+            .search(&terms.join(" "), true, 1)
             .into_iter()
             .map(String::from)
             .collect()
