@@ -13,7 +13,8 @@
 //! - resident memory at idle after start, and after the load;
 //! - with `wrk` (32 connections, 10 s each, over 2,000 different patients), the calls the
 //!   chart makes when it opens: banner, active visit, vitals (FHIR), encounters with their
-//!   observations, observations of 5 concepts;
+//!   observations, observations of 5 concepts; and what an integration asks of FHIR: a
+//!   patient by identifier and by name, the observations changed since the day before;
 //! - durable encounter creations with 20 observations each, 32 concurrent clients;
 //! - the store's size per observation.
 //!
@@ -193,6 +194,20 @@ fn run() {
             let (rps, p50, p99) = wrk_with(&base, true, 10, Some(&file));
             println!("  {name}: {rps:.0} req/s, p50 {p50}, p99 {p99}");
         }
+    }
+    // What an integration asks of FHIR, over the same patients.
+    let indexes: Vec<usize> = (0..patients.len())
+        .step_by((patients.len() / 2000).max(1))
+        .collect();
+    let integration = integration_calls(&indexes);
+    for (name, paths) in &integration {
+        assert_eq!(get(port, &paths[0]), 200, "{name}: {}", paths[0]);
+    }
+    println!("integration calls, wrk -t2 -c32 10 s each:");
+    for (name, paths) in &integration {
+        let file = script(dir.path(), "integration", paths);
+        let (rps, p50, p99) = wrk_with(&base, true, 10, Some(&file));
+        println!("  {name}: {rps:.0} req/s, p50 {p50}, p99 {p99}");
     }
     println!(
         "resident memory after the load: {} MB",

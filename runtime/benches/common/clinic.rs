@@ -10,6 +10,17 @@ use runtime::wire::datetime_key;
 
 pub const ENCOUNTERS_PER_PATIENT: usize = 10;
 pub const OBS_PER_ENCOUNTER: usize = 10;
+/// The day of the first round's first encounter; rounds are 30 days apart and spread their
+/// patients over 28 days.
+pub const FIRST_DAY: &str = "2022-01-03T08:00:00Z";
+
+/// The last day holding encounters (the last round's 28th day).
+pub fn last_day() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(FIRST_DAY)
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+        + chrono::Duration::days(((ENCOUNTERS_PER_PATIENT - 1) * 30 + 27) as i64)
+}
 /// Patients written per transaction while generating.
 pub const CHUNK: usize = 10_000;
 
@@ -88,10 +99,12 @@ pub fn generate_with(
     refs: &Refs,
     extra: &Extra,
 ) -> (u64, u64, u64) {
-    let first_day = chrono::DateTime::parse_from_rfc3339("2022-01-03T08:00:00Z")
+    let first_day = chrono::DateTime::parse_from_rfc3339(FIRST_DAY)
         .unwrap()
         .with_timezone(&chrono::Utc);
     let created = chrono::Utc::now();
+    // Encounters and their observations are recorded when they happen (so that "what
+    // changed since yesterday" is a day's worth, as at a facility).
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut visits_of: Vec<String> = vec![String::new(); patients.len()];
     let (mut visits, mut encounters, mut observations) = (0u64, 0u64, 0u64);
@@ -147,7 +160,7 @@ pub fn generate_with(
                             form: None,
                             visit: Some(visits_of[n].clone()),
                             providers: Vec::new(),
-                            audit: Audit::new(&refs.admin, created),
+                            audit: Audit::new(&refs.admin, day),
                             voiding: Voiding::default(),
                         };
                         let observation = |concept: &str, value: ObsValue| ObsRecord {
@@ -167,7 +180,7 @@ pub fn generate_with(
                             interpretation: None,
                             order: None,
                             previous_version: None,
-                            audit: Audit::new(&refs.admin, created),
+                            audit: Audit::new(&refs.admin, day),
                             voiding: Voiding::default(),
                         };
                         let mut obs: Vec<ObsRecord> = VITALS
@@ -297,6 +310,57 @@ pub fn creations(port: u16, patients: &[String], refs: &Refs) -> f64 {
 
 /// The calls the chart makes when it opens, over `sample` patients: (name, one path per
 /// patient).
+/// What an integration asks of FHIR, over the patients at `sample` (their indexes in the
+/// seed): a patient by the identifier on her card, by her names, and every observation
+/// changed since the day before the last (a warehouse's incremental extraction, a page of
+/// 100 and its total).
+pub fn integration_calls(sample: &[usize]) -> Vec<(&'static str, Vec<String>)> {
+    let since = (last_day() - chrono::Duration::days(1)).format("%Y-%m-%d");
+    vec![
+        (
+            "FHIR Patient?identifier=",
+            sample
+                .iter()
+                .map(|&i| {
+                    format!(
+                        "/openmrs/ws/fhir2/R4/Patient?identifier={}",
+                        seeded_identifier(i)
+                    )
+                })
+                .collect(),
+        ),
+        (
+            "FHIR Patient?name=&given=",
+            sample
+                .iter()
+                .map(|&i| {
+                    let (given, family) = seeded_name(i);
+                    format!(
+                        "/openmrs/ws/fhir2/R4/Patient?name={}&given={}",
+                        urlencode(&family),
+                        urlencode(given)
+                    )
+                })
+                .collect(),
+        ),
+        (
+            "FHIR Observation?_lastUpdated=gt<yesterday>&_count=100",
+            vec![format!(
+                "/openmrs/ws/fhir2/R4/Observation?_lastUpdated=gt{since}&_count=100"
+            )],
+        ),
+    ]
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 pub fn chart_calls(sample: &[&String]) -> Vec<(&'static str, Vec<String>)> {
     let vitals = VITALS[..9]
         .iter()

@@ -199,6 +199,23 @@ pub const FAMILY: &[&str] = &[
 ];
 
 /// Writes 100,000 patients into a fresh store in a few transactions; answers their uuids.
+/// The identifier `seed` gives its `i`th patient.
+pub fn seeded_identifier(i: usize) -> String {
+    runtime::identifiers::with_check(&format!("{}", 1_000_000 + i), Some(MOD30)).unwrap()
+}
+
+/// The given and family names `seed` gives its `i`th patient.
+pub fn seeded_name(i: usize) -> (&'static str, String) {
+    (
+        GIVEN[i % GIVEN.len()],
+        format!(
+            "{}{}",
+            FAMILY[(i / GIVEN.len()) % FAMILY.len()],
+            if i.is_multiple_of(7) { "-Nkulu" } else { "" }
+        ),
+    )
+}
+
 pub fn seed(data: &std::path::Path, type_uuid: &str) -> Vec<String> {
     use runtime::store::*;
     std::fs::create_dir_all(data).unwrap();
@@ -206,8 +223,7 @@ pub fn seed(data: &std::path::Path, type_uuid: &str) -> Vec<String> {
     let mut batch = Vec::with_capacity(10_000);
     let mut uuids = Vec::with_capacity(PATIENTS);
     for i in 0..PATIENTS {
-        let id =
-            runtime::identifiers::with_check(&format!("{}", 1_000_000 + i), Some(MOD30)).unwrap();
+        let id = seeded_identifier(i);
         let p = PatientRecord {
             v: 1,
             uuid: uuid::Uuid::now_v7().to_string(),
@@ -226,13 +242,9 @@ pub fn seed(data: &std::path::Path, type_uuid: &str) -> Vec<String> {
             cause_of_death_non_coded: None,
             names: vec![NameRecord {
                 uuid: uuid::Uuid::new_v4().to_string(),
-                given_name: Some(GIVEN[i % GIVEN.len()].into()),
+                given_name: Some(seeded_name(i).0.into()),
                 middle_name: None,
-                family_name: Some(format!(
-                    "{}{}",
-                    FAMILY[(i / GIVEN.len()) % FAMILY.len()],
-                    if i % 7 == 0 { "-Nkulu" } else { "" }
-                )),
+                family_name: Some(seeded_name(i).1),
                 family_name2: None,
                 prefix: None,
                 degree: None,
