@@ -131,8 +131,8 @@ struct Quantity<'a> {
 }
 
 impl<'a> Quantity<'a> {
-    fn of(value: f64, units: Option<&'a str>) -> Quantity<'a> {
-        let code = units.and_then(crate::http::fhir::ucum);
+    /// `code`: the units' UCUM code, worked out once per concept (`ConceptParts::ucum`).
+    fn of(value: f64, units: Option<&'a str>, code: Option<&'static str>) -> Quantity<'a> {
         Quantity {
             value,
             unit: units.filter(|u| !u.trim().is_empty()),
@@ -230,6 +230,8 @@ pub struct ConceptParts {
     category: Option<Box<RawValue>>,
     /// Present for numeric concepts with at least one range.
     reference_range: Option<Box<RawValue>>,
+    /// The UCUM code of a numeric concept's units, when they are UCUM.
+    ucum: Option<&'static str>,
 }
 
 impl ConceptParts {
@@ -239,7 +241,8 @@ impl ConceptParts {
             concept.map(|c| raw(&one_coding(CATEGORY, Some(category_of(&c.class)), None)));
         let reference_range = concept.and_then(|c| c.numeric.as_ref()).and_then(|num| {
             let unit = num.units.as_deref();
-            let bound = |v: Option<f64>| v.map(|value| Quantity::of(value, unit));
+            let code = unit.and_then(crate::http::fhir::ucum);
+            let bound = |v: Option<f64>| v.map(|value| Quantity::of(value, unit, code));
             let ranges: Vec<ReferenceRange> = [
                 (num.low_normal, num.hi_normal, RANGE_MEANING, "normal"),
                 (
@@ -267,6 +270,10 @@ impl ConceptParts {
             code: raw(&concept_codeable(catalog, uuid, locale)),
             category,
             reference_range,
+            ucum: concept
+                .and_then(|c| c.numeric.as_ref())
+                .and_then(|n| n.units.as_deref())
+                .and_then(crate::http::fhir::ucum),
         }
     }
 }
@@ -349,7 +356,7 @@ pub fn observation_resource<'a>(
     match &o.value {
         ObsValue::Numeric(n) => {
             let unit = numeric.and_then(|x| x.units.as_deref());
-            r.value_quantity = Some(Quantity::of(*n, unit));
+            r.value_quantity = Some(Quantity::of(*n, unit, own.ucum));
             if let Some(num) = numeric {
                 r.reference_range = own.reference_range.as_deref();
                 if o.interpretation.is_none()

@@ -389,6 +389,25 @@ pub fn includes(query: &[(String, String)], name: &str, value: &str) -> bool {
         .any(|(k, v)| k.starts_with(name) && v.split(',').any(|x| x.eq_ignore_ascii_case(value)))
 }
 
+/// The orders a FHIR order search names: an encounter's, else a patient's; `None` when it
+/// names neither.
+fn orders_searched(
+    state: &AppState,
+    query: &[(String, String)],
+) -> ApiResult<Option<Vec<OrderRecord>>> {
+    Ok(if let Some(e) = param(query, "encounter") {
+        Some(store::of_encounter(
+            &state.store,
+            e.trim_start_matches("Encounter/"),
+            false,
+        )?)
+    } else if let Some(p) = patient_param(query) {
+        Some(store::of_patient(&state.store, &p, false)?)
+    } else {
+        None
+    })
+}
+
 /// Whether a drug order is a MedicationRequest (a discontinuation is not).
 pub fn is_request(o: &OrderRecord) -> bool {
     o.class == OrderClass::Drug && o.action != Action::Discontinue
@@ -424,13 +443,9 @@ pub async fn search(
     let snomed = crate::domains::order::rules::OrderEntry::of(&state).snomed;
     let locale = caller.locale(&catalog);
     let now = datetime_key(Utc::now());
-    let orders: Vec<OrderRecord> = if let Some(e) = param(&query, "encounter") {
-        store::of_encounter(&state.store, e.trim_start_matches("Encounter/"), false)?
-    } else if let Some(p) = patient_param(&query) {
-        store::of_patient(&state.store, &p, false)?
-    } else {
+    let Some(orders) = orders_searched(&state, &query)? else {
         return Ok(crate::http::fhir::invalid(
-            "MedicationRequest searches name a patient or an encounter",
+            "MedicationRequest searches name a patient (patient, subject) or an encounter",
         ));
     };
     let status = param(&query, "status").map(str::to_ascii_lowercase);
@@ -788,11 +803,7 @@ pub async fn service_requests(
     let catalog = state.catalog.load();
     let locale = caller.locale(&catalog);
     let now = datetime_key(Utc::now());
-    let orders: Vec<OrderRecord> = if let Some(e) = param(&query, "encounter") {
-        store::of_encounter(&state.store, e.trim_start_matches("Encounter/"), false)?
-    } else if let Some(p) = patient_param(&query) {
-        store::of_patient(&state.store, &p, false)?
-    } else {
+    let Some(orders) = orders_searched(&state, &query)? else {
         return Ok(crate::http::fhir::invalid(
             "ServiceRequest searches name a patient (patient, subject) or an encounter",
         ));
