@@ -25,7 +25,8 @@ step "a private PostgreSQL server for the second storage backend's tests"
 pg_dir=$(mktemp -d /tmp/emr-pg.XXXXXX)
 EMR_TEST_POSTGRES=$(bash tools/pg-test-cluster.sh start "$pg_dir")
 export EMR_TEST_POSTGRES
-trap 'bash tools/pg-test-cluster.sh stop "$pg_dir" || true' EXIT
+# Stopped and removed on exit: every run would otherwise leave its cluster (near 1 GB) in /tmp.
+trap 'bash tools/pg-test-cluster.sh stop "$pg_dir" || true; rm -rf "$pg_dir"' EXIT
 
 step "tests (the integration suite on redb; several runtimes on one PostgreSQL database)"
 cargo test --workspace --locked
