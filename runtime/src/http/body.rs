@@ -62,6 +62,30 @@ pub fn opt_bool(body: &Map<String, Value>, field: &str, path: &str) -> ApiResult
     }
 }
 
+/// `voided` in an update body. webservices.rest accepts it on every update of a data
+/// resource: `true` voids the record (with `voidReason`, or "web service call" as its
+/// DELETE says), `false` restores a voided one. Answers whether the record became voided,
+/// so that a caller can void what goes with it.
+pub fn apply_voided(
+    body: &Map<String, Value>,
+    voiding: &mut crate::store::record::Voiding,
+    user: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<bool> {
+    match opt_bool(body, "voided", "")? {
+        Some(true) if !voiding.voided => {
+            let reason = opt_str(body, "voidReason")?;
+            voiding.void(user, now, reason.as_deref().unwrap_or("web service call"));
+            Ok(true)
+        }
+        Some(false) if voiding.voided => {
+            voiding.unvoid();
+            Ok(false)
+        }
+        _ => Ok(false),
+    }
+}
+
 /// The `uuid` a client chose for a new record, or a new one: letters, digits and hyphens,
 /// at most 38 (OpenMRS's column), since the uuid becomes part of index keys (`…|uuid`).
 pub fn client_uuid(body: &Map<String, Value>) -> ApiResult<String> {

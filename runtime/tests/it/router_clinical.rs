@@ -1188,3 +1188,117 @@ async fn a_sticky_note_is_a_free_standing_text_obs_read_back_with_its_author() {
         .unwrap();
     assert_eq!(in_form["formNamespaceAndPath"], "rfe-forms^rfe-forms-note");
 }
+
+/// webservices.rest accepts `voided` on every update of a data resource: the O3 projects'
+/// own end-to-end helpers clear a patient's active visits with `POST visit/{uuid}
+/// {"voided": true}` and expect them gone. An update that says so voids the visit as
+/// DELETE does (its encounters and their observations with it); `voided: false` restores
+/// the visit; an encounter is voided the same way, with the reason given.
+#[tokio::test]
+async fn visits_and_encounters_are_voided_through_an_update() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200078").await;
+    let visit = start_visit(&mut c, &st, &p, &ago(30)).await;
+    let v = visit["uuid"].as_str().unwrap().to_string();
+    let temperature = concept_uuid(&st, "DRC-EMR:5001");
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": VITALS_TYPE,
+            "visit": {"uuid": v}, "obs": [{"concept": temperature, "value": 37.9}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::CREATED,
+        "a visit given as an object: {:?}",
+        r.body
+    );
+    let e = r.body["uuid"].as_str().unwrap().to_string();
+
+    let r = c
+        .post(
+            &format!("{REST}/visit/{v}"),
+            &json!({"voided": true}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["voided"], true);
+    let active = c
+        .get(&format!("{REST}/visit?patient={p}&includeInactive=false"))
+        .await;
+    assert_eq!(
+        active.body["results"],
+        json!([]),
+        "the voided visit is no longer active"
+    );
+    let r = c.get(&format!("{REST}/encounter/{e}")).await;
+    assert_eq!(r.body["voided"], true, "its encounter went with it");
+    let r = c
+        .get(&format!("{REST}/obs?patient={p}&concept={temperature}"))
+        .await;
+    assert_eq!(
+        r.body["results"],
+        json!([]),
+        "and the encounter's observations"
+    );
+    // A new visit can start: nothing overlaps a voided one.
+    let again = start_visit(&mut c, &st, &p, &ago(10)).await;
+
+    // Restoring it by an update checks it again: it would overlap the new visit.
+    let r = c
+        .post(
+            &format!("{REST}/visit/{v}"),
+            &json!({"voided": "false"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(r.body.to_string().contains("overlaps"), "{:?}", r.body);
+
+    // An encounter, with the reason the client gives.
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": VITALS_TYPE,
+            "visit": again["uuid"], "obs": [{"concept": temperature, "value": 38.4}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let e2 = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/encounter/{e2}"),
+            &json!({"voided": true, "voidReason": "wrong patient"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["voided"], true);
+    let r = c
+        .get(&format!(
+            "{REST}/obs?patient={p}&concept={temperature}&includeAll=true&v=full"
+        ))
+        .await;
+    let reasons: Vec<&Value> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["value"] == json!(38.4))
+        .map(|o| &o["voided"])
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![&json!(true)],
+        "its observation is voided with it"
+    );
+    // Anything but true or false is refused.
+    let r = c
+        .post(
+            &format!("{REST}/encounter/{e2}"),
+            &json!({"voided": "yes"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}

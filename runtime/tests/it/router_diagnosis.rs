@@ -87,6 +87,24 @@ async fn a_note_records_its_diagnoses_on_the_encounter() {
         )
         .await;
     assert_eq!(r.body["certainty"], "CONFIRMED");
+    // An update voids and restores it as webservices.rest's data resources allow.
+    let r = c
+        .post(
+            &format!("{REST}/patientdiagnoses/{first}"),
+            r#"{"voided": true}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["voided"], true);
+    let r = c.get(&format!("{REST}/patientdiagnoses?patient={p}")).await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 1);
+    let r = c
+        .post(
+            &format!("{REST}/patientdiagnoses/{first}"),
+            r#"{"voided": false}"#,
+        )
+        .await;
+    assert_eq!(r.body["voided"], false);
     let r = c
         .send(
             "DELETE",

@@ -166,6 +166,27 @@ async fn an_enrolment_records_states_and_completion_durably() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // An update voids it and restores it too, as webservices.rest's data resources allow.
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment/{tb}"),
+            r#"{"voided": true, "voidReason": "doublon"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["voided"], true);
+    let r = c
+        .get(&format!("{REST}/programenrollment?patient={p}"))
+        .await;
+    assert_eq!(displays(&r.body).len(), 1);
+    let r = c
+        .post(
+            &format!("{REST}/programenrollment/{tb}"),
+            r#"{"voided": false}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["voided"], false);
     let r = c
         .send(
             "DELETE",

@@ -129,6 +129,28 @@ async fn a_relationship_is_recorded_read_from_both_sides_changed_voided_and_purg
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
 
+    // An update voids it and restores it too, as webservices.rest's data resources allow.
+    let r = admin
+        .post(
+            &format!("{REST}/relationship/{uuid}"),
+            r#"{"voided": true, "voidReason": "doublon"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["voided"], true);
+    let listed = clerk
+        .get(&format!("{REST}/relationship?person={mother}"))
+        .await;
+    assert_eq!(listed.body["results"].as_array().unwrap().len(), 0);
+    let r = admin
+        .post(
+            &format!("{REST}/relationship/{uuid}"),
+            r#"{"voided": false}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["voided"], false);
+
     // Voided: kept, listed only with includeAll, and it still keeps the patient from a purge.
     let r = admin
         .send(

@@ -41,6 +41,12 @@ pub struct BedTypeRecord {
     pub display_name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Retired through an update (`retired`, `retiredReason`), as the module allows; a
+    /// retired type stays listed, as the module lists it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retired: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retire_reason: Option<String>,
     pub audit: Audit,
 }
 

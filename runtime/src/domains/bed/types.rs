@@ -6,7 +6,7 @@ use crate::domains::bed::store::*;
 use crate::domains::bed::*;
 use crate::http::AppState;
 use crate::http::answer::{answer, list_answer, rep_of};
-use crate::http::body::{client_uuid, only_known};
+use crate::http::body::{client_uuid, only_known, opt_bool};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Paging, Props, Rep, Resource};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
@@ -44,7 +44,13 @@ impl Resource for BedTypeRes<'_> {
         ]
     }
     fn full_props(&self) -> Props {
-        self.default_props()
+        &[
+            ("uuid", Rep::Default),
+            ("name", Rep::Default),
+            ("displayName", Rep::Default),
+            ("description", Rep::Default),
+            ("retired", Rep::Default),
+        ]
     }
     fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
         let t = self.0;
@@ -52,6 +58,7 @@ impl Resource for BedTypeRes<'_> {
             "name" => json!(t.name),
             "displayName" => json!(t.display_name),
             "description" => json!(t.description),
+            "retired" => json!(t.retired),
             _ => return None,
         })
     }
@@ -133,6 +140,8 @@ pub async fn create_bed_type(
         name: String::new(),
         display_name: String::new(),
         description: None,
+        retired: false,
+        retire_reason: None,
         audit: Audit::new(&caller.user_uuid(), Utc::now()),
     };
     apply_type(&mut t, &body)?;
@@ -173,13 +182,30 @@ pub async fn update_bed_type(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Edit Bed Type"])?;
-    only_known(&body, &["uuid", "name", "displayName", "description"])?;
+    only_known(
+        &body,
+        &[
+            "uuid",
+            "name",
+            "displayName",
+            "description",
+            "retired",
+            "retiredReason",
+        ],
+    )?;
+    // The module retires a bed type through an update, its flag sent as the text "true".
+    let retired = opt_bool(&body, "retired", "")?;
+    let reason = text(&body, "retiredReason", NAME_MAX)?;
     let user = caller.user_uuid();
     let st = state.clone();
     let t = blocking(move || {
         let _one_writer = st.store.write_lock();
         let mut t = find_type(&st.store, &uuid).map_err(|_| bad("Bed Type not exist"))?;
         apply_type(&mut t, &body)?;
+        if let Some(retired) = retired {
+            t.retired = retired;
+            t.retire_reason = if retired { reason } else { None };
+        }
         t.audit.changed(&user, Utc::now());
         put_type(&st.store, &t)?;
         Ok(t)

@@ -9,7 +9,7 @@ use crate::domains::diagnosis::store;
 use crate::domains::patient::repr::PatientRes;
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
-use crate::http::body::{only_known, opt_ref, opt_str};
+use crate::http::body::{apply_voided, only_known, opt_ref, opt_str};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
@@ -151,6 +151,7 @@ const FIELDS: &[&str] = &[
     "formFieldNamespace",
     "formFieldPath",
     "voided",
+    "voidReason",
 ];
 
 /// Applies the changeable fields, collecting what is wrong.
@@ -328,6 +329,9 @@ pub async fn update(
         if !inv.is_empty() {
             return Err(ApiError::Invalid(inv));
         }
+        // `voided` on an update voids (or restores) it, as webservices.rest's data
+        // resources allow.
+        apply_voided(&body, &mut d.voiding, &user, Utc::now())?;
         d.audit.changed(&user, Utc::now());
         store::put(&st.store, &d)?;
         Ok(d)

@@ -12,7 +12,7 @@ use crate::domains::order::OrderRecord;
 use crate::domains::order::rest as order_rest;
 use crate::http::AppState;
 use crate::http::answer::{answer, flag, page_answer, rep_of, window};
-use crate::http::body::{only_known, opt_datetime, opt_ref, ref_uuid};
+use crate::http::body::{only_known, opt_bool, opt_datetime, opt_ref, opt_str, ref_uuid};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Paging, Resource, render};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, param};
@@ -38,6 +38,7 @@ const ENCOUNTER_FIELDS: &[&str] = &[
     "encounterProviders",
     "orders",
     "voided",
+    "voidReason",
     "diagnoses",
 ];
 
@@ -312,9 +313,14 @@ pub async fn update(
         caller.require(&["Add Orders"])?;
     }
     let patient = opt_ref(&body, "patient")?;
+    // `voided: true` voids the encounter as DELETE does, after the body's other changes
+    // (webservices.rest accepts the flag on every update of a data resource).
+    let voiding = opt_bool(&body, "voided", "")?;
+    let reason = opt_str(&body, "voidReason")?.unwrap_or_else(|| "web service call".into());
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
     let st = state.clone();
+    let by = user.clone();
     let e = blocking(move || {
         let now = Utc::now();
         let _one_writer = st.store.write_lock();
@@ -467,6 +473,16 @@ pub async fn update(
         Ok(e)
     })
     .await?;
+    let e = if voiding == Some(true) && !e.voiding.voided {
+        let st = state.clone();
+        blocking(move || {
+            void(&st, &e.uuid, &by, &reason)?;
+            store::encounter(&st.store, &e.uuid)?.ok_or(ApiError::NotFound)
+        })
+        .await?
+    } else {
+        e
+    };
     answer(&state, &caller, &EncounterRes(&e), &rep, StatusCode::OK)
 }
 
@@ -505,55 +521,57 @@ pub async fn delete(
         .unwrap_or("web service call")
         .to_string();
     let st = state.clone();
-    blocking(move || {
-        let now = Utc::now();
-        let _one_writer = st.store.write_lock();
-        let old = store::encounter(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
-        if old.voiding.voided {
-            return Ok(());
-        }
-        let mut e = old.clone();
-        e.voiding.void(&user, now, &reason);
-        let changed: Vec<(ObsRecord, ObsRecord)> =
-            store::obs_of_encounter(&st.store, &uuid, false)?
-                .into_iter()
-                .map(|o| {
-                    let mut v = o.clone();
-                    v.voiding.void(&user, now, &reason);
-                    (o, v)
-                })
-                .collect();
-        let obs = changed.iter().map(|(o, n)| (Some(o), n)).collect();
-        // Its orders go with it, as core's voidEncounter voids them (and the orders their
-        // revisions had stopped stand again).
-        let orders: Vec<(OrderRecord, OrderRecord)> = crate::domains::order::voiding(
-            &st.store,
-            &crate::domains::order::store::of_encounter(&st.store, &uuid, false)?,
-            &user,
-            now,
-            &reason,
-        )?;
-        // A bed it put the patient in is freed, as the bed management module does.
-        let effects = crate::domains::encounter::voiding_effects(&st.store, &uuid, &user, &reason)?;
-        st.store
-            .write(|txn| {
-                effects.into_iter().try_for_each(|effect| effect(txn))?;
-                store::write_in(
-                    txn,
-                    &Change {
-                        encounter: Some((Some(&old), &e)),
-                        obs,
-                    },
-                )?;
-                crate::domains::order::store::put_in(
-                    txn,
-                    &orders.iter().map(|(o, n)| (Some(o), n)).collect::<Vec<_>>(),
-                )
-            })
-            .map_err(ApiError::from)
-    })
-    .await?;
+    blocking(move || void(&st, &uuid, &user, &reason)).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Voids an encounter with its observations and orders, and frees the bed it gave (what
+/// `DELETE` does, and an update with `voided: true`); a voided one stays as it is.
+fn void(st: &AppState, uuid: &str, user: &str, reason: &str) -> ApiResult<()> {
+    let now = Utc::now();
+    let _one_writer = st.store.write_lock();
+    let old = store::encounter(&st.store, uuid)?.ok_or(ApiError::NotFound)?;
+    if old.voiding.voided {
+        return Ok(());
+    }
+    let mut e = old.clone();
+    e.voiding.void(user, now, reason);
+    let changed: Vec<(ObsRecord, ObsRecord)> = store::obs_of_encounter(&st.store, uuid, false)?
+        .into_iter()
+        .map(|o| {
+            let mut v = o.clone();
+            v.voiding.void(user, now, reason);
+            (o, v)
+        })
+        .collect();
+    let obs = changed.iter().map(|(o, n)| (Some(o), n)).collect();
+    // Its orders go with it, as core's voidEncounter voids them (and the orders their
+    // revisions had stopped stand again).
+    let orders: Vec<(OrderRecord, OrderRecord)> = crate::domains::order::voiding(
+        &st.store,
+        &crate::domains::order::store::of_encounter(&st.store, uuid, false)?,
+        user,
+        now,
+        reason,
+    )?;
+    // A bed it put the patient in is freed, as the bed management module does.
+    let effects = crate::domains::encounter::voiding_effects(&st.store, uuid, user, reason)?;
+    st.store
+        .write(|txn| {
+            effects.into_iter().try_for_each(|effect| effect(txn))?;
+            store::write_in(
+                txn,
+                &Change {
+                    encounter: Some((Some(&old), &e)),
+                    obs,
+                },
+            )?;
+            crate::domains::order::store::put_in(
+                txn,
+                &orders.iter().map(|(o, n)| (Some(o), n)).collect::<Vec<_>>(),
+            )
+        })
+        .map_err(ApiError::from)
 }
 
 pub async fn search(

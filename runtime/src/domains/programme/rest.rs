@@ -9,7 +9,7 @@ use crate::domains::programme::store;
 use crate::domains::programme::{EnrolmentRecord, StateRecord};
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
-use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
+use crate::http::body::{apply_voided, only_known, opt_datetime, opt_ref, opt_str};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, param};
@@ -438,6 +438,7 @@ const ENROLMENT_FIELDS: &[&str] = &[
     "outcome",
     "states",
     "voided",
+    "voidReason",
     "attributes",
 ];
 const STATE_FIELDS: &[&str] = &["uuid", "state", "startDate", "endDate", "voided"];
@@ -661,11 +662,11 @@ pub async fn update(
         let old = store::get(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let mut e = old.clone();
         apply(&st, &mut e, &body, &user)?;
-        if body.get("voided") == Some(&Value::Bool(false)) && e.voiding.voided {
-            e.voiding.unvoid();
-        }
+        let voided_now = apply_voided(&body, &mut e.voiding, &user, Utc::now())?;
         e.audit.changed(&user, Utc::now());
-        check(&st, &e, false)?;
+        if !voided_now {
+            check(&st, &e, false)?;
+        }
         store::put(&st.store, Some(&old), &e)?;
         Ok(e)
     })

@@ -10,7 +10,7 @@ use crate::domains::visit::attribute::{self, VisitAttributeRes, VisitAttributeTy
 use crate::domains::visit::store::{self, VisitQuery};
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
-use crate::http::body::{only_known, opt_datetime, opt_ref, opt_str};
+use crate::http::body::{only_known, opt_bool, opt_datetime, opt_ref, opt_str};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, param};
@@ -167,6 +167,7 @@ const VISIT_FIELDS: &[&str] = &[
     "stopDatetime",
     "attributes",
     "voided",
+    "voidReason",
     "uuid",
 ];
 
@@ -322,21 +323,28 @@ pub async fn update(
         let mut v = old.clone();
         apply(&mut v, &body)?;
         apply_attributes(&mut v, &st.catalog.load(), &body, &user)?;
-        if body.get("voided") == Some(&Value::Bool(false)) && v.voiding.voided {
+        // `voided` is accepted on every update, as webservices.rest's data resources accept
+        // it: true voids the visit as DELETE does (with what it holds), false restores it.
+        let voiding = opt_bool(&body, "voided", "")?;
+        if voiding == Some(false) && v.voiding.voided {
             v.voiding.unvoid();
         }
         v.audit.changed(&user, Utc::now());
-        check(&st, &v)?;
-        if let Some(why) = crate::domains::visit::refusal(&st.store, &v)? {
-            return Err(ApiError::BadRequest(why.into()));
-        }
-        // Ending the visit ends its queue entries with it, and frees its patients' beds.
-        let effects = match (&old.stop, &v.stop) {
-            (None, Some(stop)) => {
-                crate::domains::visit::ending_effects(&st.store, &v.uuid, stop, &user)?
+        let mut effects = Vec::new();
+        if voiding == Some(true) && !old.voiding.voided {
+            let reason = opt_str(&body, "voidReason")?.unwrap_or_else(|| "web service call".into());
+            v.voiding.void(&user, Utc::now(), &reason);
+            effects = crate::domains::visit::voiding_effects(&st.store, &v.uuid, &user, &reason)?;
+        } else {
+            check(&st, &v)?;
+            if let Some(why) = crate::domains::visit::refusal(&st.store, &v)? {
+                return Err(ApiError::BadRequest(why.into()));
             }
-            _ => Vec::new(),
-        };
+            // Ending the visit ends its queue entries with it, and frees its patients' beds.
+            if let (None, Some(stop)) = (&old.stop, &v.stop) {
+                effects = crate::domains::visit::ending_effects(&st.store, &v.uuid, stop, &user)?;
+            }
+        }
         st.store.write(|txn| {
             store::put_in(txn, Some(&old), &v)?;
             effects.into_iter().try_for_each(|effect| effect(txn))
