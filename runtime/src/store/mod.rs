@@ -233,6 +233,11 @@ pub struct Store {
     /// By lower-case username or system id; only names that exist are kept.
     users_by_name: Arc<ReadCache<UserRecord>>,
     settings: Arc<ReadCache<SettingRecord>>,
+    /// Decoded patient records by uuid: a chart's requests and every search page read the
+    /// same few patients again and again, and decoding a record costs more than finding it.
+    /// Emptied after every commit that wrote a patient (`write_as`), a restore, and another
+    /// runtime's notice naming the table.
+    patients: Arc<ReadCache<PatientRecord>>,
     /// Counts committed writes (and reopenings of the file): a reader that notes it before
     /// reading knows its result is current while the count has not moved
     /// (`answer_cache`). Raised after each commit, so a count read after a write's commit
@@ -497,10 +502,11 @@ impl Store {
     ) -> StoreResult<Store> {
         let engine = pg::Engine::connect(url, password, schema)?;
         let store = Store::init_on(None, Some(engine.clone()), Medium::Server, registry)?;
-        let (by_uuid, by_name, settings) = (
+        let (by_uuid, by_name, settings, patients) = (
             store.users_by_uuid.clone(),
             store.users_by_name.clone(),
             store.settings.clone(),
+            store.patients.clone(),
         );
         let (count, hooks) = (store.commit_count.clone(), store.remote_hooks.clone());
         let (content, weak) = (store.content.clone(), Arc::downgrade(&engine));
@@ -515,6 +521,9 @@ impl Store {
             }
             if touches(&["settings"]) {
                 settings.invalidate();
+            }
+            if touches(&["patients"]) {
+                patients.invalidate();
             }
             if touches(&["meta"])
                 && let Some(engine) = weak.upgrade()
@@ -597,6 +606,7 @@ impl Store {
             users_by_uuid: Arc::default(),
             users_by_name: Arc::default(),
             settings: Arc::default(),
+            patients: Arc::default(),
             commit_count: Default::default(),
             pg,
             remote_hooks: Arc::default(),
@@ -698,25 +708,28 @@ impl Store {
 
     /// Runs `f`, then (when `audited`) records in the same transaction what it changed in
     /// the audited tables (`audit::record`).
+    /// Answers too whether patient records may have been written (an unaudited write is
+    /// not watched, so it may have).
     fn run_audited<T>(
         &self,
         audited: bool,
         txn: &WriteTransaction,
         f: impl FnOnce(&WriteTransaction) -> StoreResult<T>,
-    ) -> StoreResult<T> {
+    ) -> StoreResult<(T, bool)> {
         if !audited {
-            return f(txn);
+            return Ok((f(txn)?, true));
         }
         let capture = kv::capture(self.audited.clone());
         let out = f(txn)?;
         let touched = capture.finish();
+        let patients_written = touched.contains_key("patients");
         if !touched.is_empty() {
             // Begun while `txn` runs, which holds the only write slot: the last commit,
             // hence the values before `f`.
             let before = self.begin_read()?;
             audit::record(txn, &before, touched, |table| self.as_json(table))?;
         }
-        Ok(out)
+        Ok((out, patients_written))
     }
 
     /// How the audit reads the values of an audited table.
@@ -755,11 +768,14 @@ impl Store {
                 )));
             }
             let txn = WriteTransaction::Pg(pg::Txn::write(pg)?);
-            let out = self.run_audited(audited, &txn, f)?;
+            let (out, patients_written) = self.run_audited(audited, &txn, f)?;
             let WriteTransaction::Pg(txn) = txn else {
                 unreachable!("made above")
             };
             txn.commit()?;
+            if patients_written {
+                self.patients.invalidate();
+            }
             self.commit_count
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             return Ok(out);
@@ -772,7 +788,7 @@ impl Store {
         txn.set_durability(redb::Durability::None)
             .map_err(|e| StoreError::Redb(e.to_string()))?;
         let txn = WriteTransaction::Redb(txn);
-        let out = self
+        let (out, patients_written) = self
             .run_audited(audited, &txn, f)
             .map_err(|e| self.noted(e))?;
         let WriteTransaction::Redb(txn) = txn else {
@@ -780,6 +796,9 @@ impl Store {
         };
         let seq = self.commits.assign();
         txn.commit().map_err(|e| self.noted(e.into()))?;
+        if patients_written {
+            self.patients.invalidate();
+        }
         self.commit_count
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let pending = group_commit::Pending {
@@ -1135,6 +1154,47 @@ mod tests {
             audit: None,
             retiring: None,
         }
+    }
+
+    #[test]
+    fn patient_pages_see_every_write() {
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
+        let page = |s: &Store| -> Vec<PatientRecord> {
+            s.patients_in(&["b", "a", "missing"])
+                .unwrap()
+                .iter()
+                .map(|p| (**p).clone())
+                .collect()
+        };
+        let (a, b) = (named("a", "Hélène"), named("b", "Jean"));
+        s.insert_patient(&a, &[]).unwrap();
+        assert_eq!(page(&s), vec![a.clone()]);
+        s.insert_patient(&b, &[]).unwrap();
+        // Read twice: the second read comes from the cache, in the order asked.
+        for _ in 0..2 {
+            assert_eq!(page(&s), vec![b.clone(), a.clone()]);
+        }
+        let renamed = named("a", "Grâce");
+        s.replace_patient(&renamed, &[], &[]).unwrap();
+        assert_eq!(page(&s), vec![b.clone(), renamed.clone()]);
+        let mut voided = b.clone();
+        voided.voided = true;
+        s.update_patient(&voided).unwrap();
+        assert_eq!(page(&s), vec![voided.clone(), renamed.clone()]);
+        s.purge_patient("a").unwrap();
+        assert_eq!(page(&s), vec![voided.clone()]);
+        // A write through the generic path (a merge's, a domain's) empties it too.
+        let mut edited = voided.clone();
+        edited.gender = "M".into();
+        s.write(|txn| write_patient(txn, &edited)).unwrap();
+        assert_eq!(page(&s), vec![edited.clone()]);
+        // A restore too.
+        let mut snap = Vec::new();
+        s.snapshot(&mut snap).unwrap();
+        let r = Store::in_memory(&crate::domains::REGISTRY).unwrap();
+        assert_eq!(page(&r), vec![]);
+        r.restore(std::io::Cursor::new(&snap)).unwrap();
+        assert_eq!(page(&r), vec![edited]);
     }
 
     #[test]

@@ -167,16 +167,39 @@ impl Store {
         Ok(txn.open_table(PATIENTS)?.get(uuid)?.is_some())
     }
 
-    /// The stored patients among `uuids`, in their order, read in one transaction; a uuid
-    /// no longer stored (purged meanwhile) is skipped.
-    pub fn patients_in(&self, uuids: &[&str]) -> StoreResult<Vec<PatientRecord>> {
-        let txn = self.begin_read()?;
-        let t = txn.open_table(PATIENTS)?;
-        let mut out = Vec::with_capacity(uuids.len());
-        for v in t.get_many(uuids)?.into_iter().flatten() {
-            out.push(decode("patients", v.value())?);
+    /// The stored patients among `uuids`, in their order, to show (search pages): from the
+    /// cache of decoded records where they are, the others read in one transaction; a uuid
+    /// no longer stored (purged meanwhile) is skipped. Not for a read-check-write: on a
+    /// shared database another runtime's change reaches the cache by a notice, a moment
+    /// after its commit, so writes read records with `patient`.
+    pub fn patients_in(&self, uuids: &[&str]) -> StoreResult<Vec<Arc<PatientRecord>>> {
+        let mut found: Vec<Option<Arc<PatientRecord>>> = uuids
+            .iter()
+            .map(|u| self.patients.get(u).flatten())
+            .collect();
+        let missing: Vec<&str> = uuids
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.is_none())
+            .map(|(u, _)| *u)
+            .collect();
+        if !missing.is_empty() {
+            let read_at = self.patients.generation();
+            let txn = self.begin_read()?;
+            let t = txn.open_table(PATIENTS)?;
+            let mut read = std::collections::HashMap::with_capacity(missing.len());
+            for v in t.get_many(&missing)?.into_iter().flatten() {
+                let p: Arc<PatientRecord> = Arc::new(decode("patients", v.value())?);
+                self.patients.remember(read_at, &p.uuid, Some(&p));
+                read.insert(p.uuid.clone(), p);
+            }
+            for (slot, u) in found.iter_mut().zip(uuids) {
+                if slot.is_none() {
+                    *slot = read.get(*u).cloned();
+                }
+            }
         }
-        Ok(out)
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// Hands every stored patient's search projection (`projection::projection`) to `f`, in

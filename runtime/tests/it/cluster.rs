@@ -516,6 +516,33 @@ fn a_patient_registered_on_one_runtime_is_found_by_the_others() {
         found("wivine")
     });
     assert!(found(&id));
+    // A change made on one runtime shows in the other's search pages, which come from its
+    // cache of decoded records once read.
+    let gender = || {
+        http(
+            cluster.port(1),
+            "GET",
+            &format!("{REST}/patient?q=wivine&v=custom:(uuid,person:(gender))"),
+            None,
+            Auth::Basic,
+        )
+        .unwrap()
+        .body["results"][0]["person"]["gender"]
+            .clone()
+    };
+    assert_eq!(gender(), "F");
+    let edited = http(
+        cluster.port(0),
+        "POST",
+        &format!("{REST}/person/{uuid}"),
+        Some(r#"{"gender": "M"}"#),
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(edited.status, 200, "{:?}", edited.body);
+    eventually("the change in the other runtime's search page", || {
+        gender() == "M"
+    });
     let voided = http(
         cluster.port(0),
         "DELETE",

@@ -478,7 +478,7 @@ async fn search_as(
                                 .is_none_or(|t| t == i.identifier_type)
                     })
                 })
-                .map(|p| p.uuid)
+                .map(|p| p.uuid.clone())
                 .collect())
         })
         .await?
