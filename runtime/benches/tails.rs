@@ -382,7 +382,7 @@ fn replay(
         .map(|u| {
             let screens = screens.clone();
             std::thread::spawn(move || {
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (u as u64 + 1) * 0x1000_0001);
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((u as u64 + 1) * 0x1000_0001));
                 // Users arrive over the first seconds, as a morning's do.
                 std::thread::sleep(rng.pause(0.0, if paced { 2.0 } else { 0.0 }));
                 let connect = || {
