@@ -237,7 +237,7 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
             },
             "fhirVersion": "4.0.1",
             "format": ["application/fhir+json", "json"],
-            "rest": [{"mode": "server", "resource": resources}],
+            "rest": [{"mode": "server", "resource": resources, "operation": crate::app::export::operations()}],
         }),
     )
 }
@@ -295,7 +295,8 @@ pub async fn outcomes(
     let Some((kind, one)) = path_type(rest, "") else {
         return next.run(req).await;
     };
-    if kind != "metadata" && supported(kind).is_none() {
+    // System-level operations (`$export` and its poll and files) are not types.
+    if kind != "metadata" && !kind.starts_with('$') && supported(kind).is_none() {
         return outcome(
             StatusCode::NOT_FOUND,
             "error",

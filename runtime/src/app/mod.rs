@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod backup;
 pub mod emrapi;
+pub mod export;
 pub mod fhir;
 pub mod health;
 pub mod jobs;
@@ -66,6 +67,13 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&rest("/audit"), get(audit::search))
         .route(&fhir("/Encounter"), get(encounter_search))
         .route(&fhir("/metadata"), get(fhir_types::metadata))
+        .route(&fhir("/$export"), get(export::system))
+        .route(&fhir("/Patient/$export"), get(export::patients))
+        .route(
+            &fhir("/$export-poll-status"),
+            get(export::status).delete(export::delete),
+        )
+        .route(&fhir("/$export-file/{export}/{name}"), get(export::file))
         .route(&fhir("/{*rest}"), get(crate::http::fhir::other))
         .route(&top("/health/started"), get(health::started))
         .route(&top("/health/alive"), get(health::alive))

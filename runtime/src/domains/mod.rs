@@ -25,6 +25,7 @@ pub mod appointment;
 pub mod attachment;
 pub mod bed;
 pub mod bill;
+pub mod bulk_export;
 pub mod cohort;
 pub mod condition;
 pub mod diagnosis;
@@ -78,11 +79,16 @@ const RECORD_TABLES: &[RecordTable] = &[
     bed::store::BED_RECORDS,
     bed::store::ASSIGNMENT_RECORDS,
     report::store::RECORDS,
+    bulk_export::store::RECORDS,
     crate::store::audit::RECORDS,
 ];
 
 /// Every blob table, written to backups after the record tables.
-const BLOB_TABLES: &[BlobTable] = &[attachment::store::CONTENTS, report::store::CONTENTS];
+const BLOB_TABLES: &[BlobTable] = &[
+    attachment::store::CONTENTS,
+    report::store::CONTENTS,
+    bulk_export::store::CONTENTS,
+];
 
 /// The domains' tables, handed to the store when it is opened.
 pub static REGISTRY: Registry = Registry {

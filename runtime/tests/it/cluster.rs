@@ -102,10 +102,24 @@ struct Answer {
     status: u16,
     head: String,
     body: serde_json::Value,
+    /// The body as sent (an NDJSON file is not one JSON value).
+    text: String,
 }
 
 /// One HTTP/1.1 exchange on its own connection; `None` when the runtime does not answer.
 fn http(port: u16, method: &str, path: &str, body: Option<&str>, auth: Auth) -> Option<Answer> {
+    http_with(port, method, path, body, auth, "")
+}
+
+/// `http`, with more header lines (each ending in CRLF).
+fn http_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    auth: Auth,
+    headers: &str,
+) -> Option<Answer> {
     use base64::Engine;
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
@@ -118,7 +132,7 @@ fn http(port: u16, method: &str, path: &str, body: Option<&str>, auth: Auth) -> 
     };
     let body = body.unwrap_or("");
     let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     s.write_all(req.as_bytes()).ok()?;
@@ -130,6 +144,7 @@ fn http(port: u16, method: &str, path: &str, body: Option<&str>, auth: Auth) -> 
         status,
         head: head.to_string(),
         body: serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+        text: body.to_string(),
     })
 }
 
@@ -555,6 +570,59 @@ fn a_patient_registered_on_one_runtime_is_found_by_the_others() {
     eventually(
         "the voided patient gone from the other runtime's search",
         || !found("wivine"),
+    );
+}
+
+#[test]
+fn a_bulk_export_asked_of_one_runtime_is_polled_and_read_on_another() {
+    let cluster = Cluster::new(2);
+    let type_uuid = identifier_type();
+    let id = runtime::identifiers::with_check("777011", Some(crate::common::MOD30)).unwrap();
+    let uuid = new_patient(cluster.port(0), "Exportée", &id, &type_uuid).unwrap();
+    let r = http_with(
+        cluster.port(0),
+        "GET",
+        "/openmrs/ws/fhir2/R4/Patient/$export?_type=Patient",
+        None,
+        Auth::Basic,
+        "Prefer: respond-async\r\n",
+    )
+    .unwrap();
+    assert_eq!(r.status, 202, "{}", r.head);
+    let poll = r
+        .head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("content-location:")
+                .then(|| l[17..].trim().to_string())
+        })
+        .expect("where to poll");
+    let poll = poll[poll.find("/openmrs/").unwrap()..].to_string();
+    // The other runtime answers the polls from the store, then serves the file.
+    let mut manifest = serde_json::Value::Null;
+    eventually("the export complete, seen from the other runtime", || {
+        let r = http(cluster.port(1), "GET", &poll, None, Auth::Basic).unwrap();
+        assert!(r.status == 200 || r.status == 202, "{}", r.text);
+        manifest = r.body;
+        r.status == 200
+    });
+    let url = manifest["output"][0]["url"].as_str().unwrap();
+    let file = http(
+        cluster.port(1),
+        "GET",
+        &url[url.find("/openmrs/").unwrap()..],
+        None,
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(file.status, 200);
+    assert!(
+        file.text
+            .lines()
+            .any(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"] == uuid.as_str()),
+        "{}",
+        file.text
     );
 }
 

@@ -684,3 +684,178 @@ async fn a_patient_is_also_a_person_linked_to_her_patient() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert!(is_outcome(&r.body));
 }
+
+/// Polls an export until its manifest (or anything but "in progress") comes back.
+async fn polled(c: &mut Client, poll: &str) -> crate::common::Response {
+    for _ in 0..2_000 {
+        let r = c.send("GET", poll, &[], None).await;
+        if r.status != StatusCode::ACCEPTED {
+            return r;
+        }
+        assert!(r.headers.get("x-progress").is_some());
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    panic!("the export did not finish");
+}
+
+/// An NDJSON file of an export, one resource per line.
+async fn ndjson(c: &mut Client, url: &str) -> Vec<Value> {
+    let path = &url[url.find("/openmrs/").unwrap()..];
+    let res = c.raw("GET", path, &[], None).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["content-type"].to_str().unwrap(),
+        "application/fhir+ndjson"
+    );
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+        .await
+        .unwrap();
+    String::from_utf8(bytes.to_vec())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A national warehouse takes everything in bulk, as the Bulk Data Access specification
+/// has it: the kick-off answers 202 with where to poll, the poll answers 202 until the
+/// manifest, whose NDJSON files hold each resource as the API serves it; `_type` and
+/// `_since` narrow it; the export is the asking user's; deleting it removes its files.
+#[tokio::test]
+async fn a_warehouse_takes_everything_in_bulk() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let a = register_patient(&mut c, &st, "Neema", "Kalala", "200501").await;
+    let b = register_patient(&mut c, &st, "Baraka", "Ilunga", "200502").await;
+    for value in [60.5, 61.0] {
+        let body = serde_json::json!({"resourceType": "Observation", "status": "final",
+            "subject": {"reference": format!("Patient/{a}")},
+            "code": {"coding": [{"system": "http://loinc.org", "code": "29463-7"}]},
+            "valueQuantity": {"value": value}});
+        let r = c
+            .post(&format!("{FHIR}/Observation"), &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    let asynchronous = [
+        ("prefer", "respond-async"),
+        ("accept", "application/fhir+json"),
+    ];
+
+    // Refused, each with an OperationOutcome: without Prefer: respond-async, an unknown
+    // or misplaced type, a malformed instant, a parameter not served.
+    for (path, headers) in [
+        (format!("{FHIR}/$export"), &[][..]),
+        (format!("{FHIR}/$export?_type=Group"), &asynchronous[..]),
+        (
+            format!("{FHIR}/Patient/$export?_type=Location"),
+            &asynchronous[..],
+        ),
+        (
+            format!("{FHIR}/$export?_since=yesterday"),
+            &asynchronous[..],
+        ),
+        (
+            format!("{FHIR}/$export?_typeFilter=Observation%3Fcode%3Dx"),
+            &asynchronous[..],
+        ),
+        (
+            format!("{FHIR}/$export?_outputFormat=text/csv"),
+            &asynchronous[..],
+        ),
+    ] {
+        let r = c.send("GET", &path, headers, None).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{path}: {:?}", r.body);
+        assert!(is_outcome(&r.body), "{path}");
+    }
+
+    let r = c
+        .send(
+            "GET",
+            &format!(
+                "{FHIR}/$export?_type=Observation,Patient&_outputFormat=application/fhir%2Bndjson"
+            ),
+            &asynchronous,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let poll = r.headers["content-location"].to_str().unwrap().to_string();
+    assert!(poll.starts_with("http://emr.test/openmrs/ws/fhir2/R4/$export-poll-status?_jobId="));
+    let poll = poll["http://emr.test".len()..].to_string();
+    let r = polled(&mut c, &poll).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let manifest = r.body;
+    assert!(
+        manifest["request"]
+            .as_str()
+            .unwrap()
+            .ends_with("_type=Observation,Patient&_outputFormat=application/fhir%2Bndjson")
+    );
+    assert_eq!(manifest["requiresAccessToken"], true);
+    assert_eq!(manifest["error"], serde_json::json!([]));
+    let output = manifest["output"].as_array().unwrap();
+    let types: Vec<&str> = output.iter().map(|o| o["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        vec!["Patient", "Observation"],
+        "in the server's order"
+    );
+    let patients = ndjson(&mut c, output[0]["url"].as_str().unwrap()).await;
+    let mut ids: Vec<&str> = patients.iter().map(|p| p["id"].as_str().unwrap()).collect();
+    ids.sort();
+    let mut expected = vec![a.as_str(), b.as_str()];
+    expected.sort();
+    assert_eq!(ids, expected);
+    assert_eq!(output[0]["count"], 2);
+    // As the API serves it.
+    let read = c.get(&format!("{FHIR}/Patient/{a}")).await.body;
+    assert!(patients.contains(&read));
+    let observations = ndjson(&mut c, output[1]["url"].as_str().unwrap()).await;
+    assert_eq!(observations.len(), 2);
+    assert!(
+        observations
+            .iter()
+            .all(|o| o["subject"]["reference"] == format!("Patient/{a}").as_str())
+    );
+
+    // Only what changed since an instant: nothing has changed since now.
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let r = c
+        .send(
+            "GET",
+            &format!("{FHIR}/Patient/$export?_since={}", now.replace('+', "%2B")),
+            &asynchronous,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let later = r.headers["content-location"].to_str().unwrap();
+    let later = later[later.find("/openmrs/").unwrap()..].to_string();
+    let r = polled(&mut c, &later).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["output"], serde_json::json!([]));
+
+    // Another user neither polls it nor reads its files.
+    let mut clerk = registration_clerk(&mut c, &st, "accueil-export").await;
+    assert_eq!(clerk.get(&poll).await.status, StatusCode::NOT_FOUND);
+    let file = output[0]["url"].as_str().unwrap();
+    let file = &file[file.find("/openmrs/").unwrap()..];
+    assert_eq!(clerk.get(file).await.status, StatusCode::NOT_FOUND);
+
+    // Deleted: gone, its files with it.
+    let r = c.send("DELETE", &poll, &[], None).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    assert_eq!(c.get(&poll).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(c.get(file).await.status, StatusCode::NOT_FOUND);
+
+    // The CapabilityStatement says the server exports.
+    let r = c.get(&format!("{FHIR}/metadata")).await;
+    let operations: Vec<&str> = r.body["rest"][0]["operation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(operations, vec!["export", "patient-export"]);
+}
