@@ -1,6 +1,7 @@
 //! The application: one flat router with full paths over every domain's and the content's
 //! handlers (the request kernel they use is `http`), and what spans the whole application:
-//! start-up, health, backups, reload, the EMR API's resources.
+//! start-up, health, backups, reload, the EMR API's resources, FHIR's CapabilityStatement
+//! and bulk export.
 //!
 //! Privileges each endpoint requires are listed in `docs/api.md`.
 
