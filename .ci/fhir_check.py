@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -58,6 +59,17 @@ class Client:
                 return e.code, json.loads(body)
             except ValueError:
                 return e.code, None
+
+
+    def raw(self, path, headers=None):
+        """(status, headers, bytes) of a GET relative to the FHIR base, or of a full URL."""
+        url = path if path.startswith("http") else self.base + path
+        request = urllib.request.Request(url, headers={"Authorization": self.auth, **(headers or {})})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, r.headers, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
 
 
 class Check:
@@ -238,6 +250,52 @@ def run(base, auth):
     status, lenient = client.get(f"Patient?_id={PATIENT}&eye-colour=brown")
     if status != 200 or "eye-colour" in json.dumps(lenient.get("link", [])):
         check.problem(f"an unsupported parameter in lenient mode: {status}, self link {json.dumps(lenient.get('link'))[:200]}")
+
+    # Everything in bulk, as a warehouse takes it (Bulk Data Access): every exported resource
+    # is validated with the rest, and each file holds the count its manifest says.
+    status, headers, _ = client.raw("$export", {"Prefer": "respond-async", "Accept": "application/fhir+json"})
+    poll = headers.get("Content-Location") if status == 202 else None
+    if not poll:
+        check.problem(f"GET $export: {status}, no Content-Location")
+    else:
+        for _ in range(1500):
+            status, manifest = client.get(poll)
+            if status != 202:
+                break
+            time.sleep(0.2)
+        if status != 200:
+            check.problem(f"the export's poll: {status} {json.dumps(manifest)[:300]}")
+        else:
+            if manifest.get("error"):
+                check.problem(f"the export reported errors: {manifest['error']}")
+            exported = 0
+            for out in manifest.get("output", []):
+                status, headers, body = client.raw(out["url"])
+                lines = [l for l in body.decode().splitlines() if l.strip()]
+                if status != 200 or not headers.get("Content-Type", "").startswith("application/fhir+ndjson"):
+                    check.problem(f"export file {out['url']}: {status} {headers.get('Content-Type')}")
+                if len(lines) != out.get("count"):
+                    check.problem(f"export file {out['url']}: {len(lines)} lines, the manifest says {out.get('count')}")
+                for line in lines:
+                    check.validated.append((f"$export {out['type']}", json.loads(line)))
+                exported += len(lines)
+            types = sorted({o["type"] for o in manifest.get("output", [])})
+            print(f"bulk export: {exported} resources of {len(types)} types ({', '.join(types)})")
+            if "Patient" not in types or "Observation" not in types:
+                check.problem(f"the export lacks patients or observations: {types}")
+            client.raw(poll)  # read once more, then deleted
+            request = urllib.request.Request(poll, method="DELETE", headers={"Authorization": client.auth})
+            with urllib.request.urlopen(request, timeout=30) as r:
+                if r.status != 202:
+                    check.problem(f"DELETE the export: {r.status}")
+    # Everything of one patient, in one Bundle.
+    status, everything = client.get(f"Patient/{PATIENT}/$everything")
+    if status != 200 or not everything.get("entry"):
+        check.problem(f"Patient/$everything: {status}")
+    else:
+        check.validated.append(("GET Patient/$everything", {k: v for k, v in everything.items() if k != "entry"}))
+        for e in everything["entry"]:
+            check.validated.append(("GET Patient/$everything", e["resource"]))
 
     check.resolve_all()
 

@@ -315,6 +315,118 @@ pub async fn file(
     Ok(res)
 }
 
+/// `GET Patient/{id}/$everything[?_type=…][&_since=…]`: the patient and everything in her
+/// compartment, in one searchset Bundle, each type read through its own search as the
+/// caller (a type the caller may not read is an OperationOutcome entry, `search.mode`
+/// `outcome`, rather than left out silently).
+pub async fn everything(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Patients"])?;
+    let mut types: Vec<&str> = PATIENT_TYPES.to_vec();
+    let mut since = None;
+    for (k, v) in &query {
+        match k.as_str() {
+            "_type" => {
+                let asked: Vec<&str> = v.split(',').map(str::trim).collect();
+                if let Some(t) = asked.iter().find(|t| !PATIENT_TYPES.contains(t)) {
+                    return Ok(invalid(&format!(
+                        "_type: {t} is not in a patient's compartment; it holds {}",
+                        PATIENT_TYPES.join(", ")
+                    )));
+                }
+                types.retain(|t| asked.contains(t));
+            }
+            "_since" => match parse_datetime(v) {
+                Some(t) => since = Some(t),
+                None => return Ok(invalid(&format!("_since: '{v}' is not an instant"))),
+            },
+            other => {
+                return Ok(invalid(&format!(
+                    "{other} is not supported by $everything here (supported: _type, _since)"
+                )));
+            }
+        }
+    }
+    let router = crate::app::app(state.clone());
+    let fhir_base = format!("{}/ws/fhir2/R4", state.config.app_path);
+    let user = caller.user_uuid();
+    let full = |r: &Value| {
+        format!(
+            "{}{fhir_base}/{}/{}",
+            caller.origin,
+            r["resourceType"].as_str().unwrap_or(""),
+            r["id"].as_str().unwrap_or("")
+        )
+    };
+    // The patient first: one who is not there is a 404, not an empty Bundle.
+    let patient = match read_all(
+        &router,
+        &user,
+        &format!("{fhir_base}/Patient/{id}"),
+        &fhir_base,
+    )
+    .await?
+    {
+        Read::Resources(mut r) if !r.is_empty() => r.remove(0),
+        Read::Refused(why) => {
+            return Ok(outcome(StatusCode::FORBIDDEN, "error", "forbidden", &why));
+        }
+        _ => {
+            return Ok(outcome(
+                StatusCode::NOT_FOUND,
+                "error",
+                "not-found",
+                &format!("Patient/{id} is not known"),
+            ));
+        }
+    };
+    let mut entries = Vec::new();
+    for kind in types {
+        let found = if kind == "Patient" {
+            Read::Resources(vec![patient.clone()])
+        } else {
+            read_all(
+                &router,
+                &user,
+                &format!("{fhir_base}/{kind}?patient={id}&_count=100"),
+                &fhir_base,
+            )
+            .await?
+        };
+        match found {
+            Read::Resources(resources) => {
+                for r in resources.into_iter().filter(|r| changed_since(r, since)) {
+                    entries.push(json!({"fullUrl": full(&r), "resource": r, "search": {"mode": "match"}}));
+                }
+            }
+            Read::Missing => {}
+            Read::Refused(why) => entries.push(json!({
+                "resource": {"resourceType": "OperationOutcome", "issue": [{"severity": "warning", "code": "forbidden", "diagnostics": format!("{kind}: {why}")}]},
+                "search": {"mode": "outcome"},
+            })),
+        }
+    }
+    let matches = entries
+        .iter()
+        .filter(|e| e["search"]["mode"] == "match")
+        .count();
+    let mut bundle = json!({
+        "resourceType": "Bundle",
+        "type": "searchset",
+        "total": matches,
+        "link": [{"relation": "self", "url": format!("{}{fhir_base}/Patient/{id}/$everything", caller.origin)}],
+    });
+    // R4 has no empty lists.
+    if !entries.is_empty() {
+        bundle["entry"] = Value::Array(entries);
+    }
+    Ok(crate::http::fhir::fhir(StatusCode::OK, bundle))
+}
+
 /// One type's resources on their way to files.
 struct Output {
     kind: String,
@@ -386,52 +498,25 @@ async fn export(state: &Arc<AppState>, id: &str) -> ApiResult<()> {
         };
         let mut refused = None;
         for (i, first) in reads.iter().enumerate() {
-            let mut next = Some(first.clone());
-            while let Some(path) = next.take() {
-                let (status, body) = read(&router, &record.requested_by, &path).await?;
-                match status {
-                    StatusCode::OK => {}
-                    // A patient voided or purged since the list was read.
-                    StatusCode::NOT_FOUND | StatusCode::GONE if kind == "Patient" => break,
-                    s => {
-                        let why = body["issue"][0]["diagnostics"]
-                            .as_str()
-                            .unwrap_or("")
-                            .to_string();
-                        refused = Some(format!("{kind}: {} {why}", s.as_u16()));
-                        break;
-                    }
+            let resources = match read_all(&router, &record.requested_by, first, &fhir_base).await?
+            {
+                Read::Resources(r) => r,
+                // A patient voided or purged since the list was read.
+                Read::Missing => continue,
+                Read::Refused(why) => {
+                    refused = Some(format!("{kind}: {why}"));
+                    break;
                 }
-                let resources: Vec<&Value> = if body["resourceType"] == "Bundle" {
-                    next = body["link"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .find(|l| l["relation"] == "next")
-                        .and_then(|l| l["url"].as_str())
-                        .and_then(|u| u.find(&fhir_base).map(|at| u[at..].to_string()));
-                    body["entry"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|e| &e["resource"])
-                        .collect()
-                } else {
-                    vec![&body]
-                };
-                for resource in resources {
-                    if changed_since(resource, since) {
-                        out.buf.extend_from_slice(resource.to_string().as_bytes());
-                        out.buf.push(b'\n');
-                        out.count += 1;
-                    }
-                }
-                if out.buf.len() >= FILE_LIMIT && !close(state, id, &mut out).await? {
-                    return Ok(());
+            };
+            for resource in &resources {
+                if changed_since(resource, since) {
+                    out.buf.extend_from_slice(resource.to_string().as_bytes());
+                    out.buf.push(b'\n');
+                    out.count += 1;
                 }
             }
-            if refused.is_some() {
-                break;
+            if out.buf.len() >= FILE_LIMIT && !close(state, id, &mut out).await? {
+                return Ok(());
             }
             if i % 1000 == 999
                 && !note_progress(state, id, &format!("{kind} {}/{}", i + 1, reads.len())).await?
@@ -481,6 +566,52 @@ fn changed_since(resource: &Value, since: Option<chrono::DateTime<Utc>>) -> bool
         Some(t) => t > since,
         None => true,
     }
+}
+
+/// What one read of a type gave, all its pages followed.
+enum Read {
+    Resources(Vec<Value>),
+    /// The resource read by id is not there (404, 410).
+    Missing,
+    /// Anything else: the status and the server's reason (a privilege the user lacks).
+    Refused(String),
+}
+
+/// Reads `first` (a search, whose `next` pages are followed, or a read by id) as `user`.
+async fn read_all(
+    router: &axum::Router,
+    user: &str,
+    first: &str,
+    fhir_base: &str,
+) -> ApiResult<Read> {
+    let mut found = Vec::new();
+    let mut next = Some(first.to_string());
+    while let Some(path) = next.take() {
+        let (status, mut body) = read(router, user, &path).await?;
+        match status {
+            StatusCode::OK => {}
+            StatusCode::NOT_FOUND | StatusCode::GONE => return Ok(Read::Missing),
+            s => {
+                let why = body["issue"][0]["diagnostics"].as_str().unwrap_or("");
+                return Ok(Read::Refused(format!("{} {why}", s.as_u16())));
+            }
+        }
+        if body["resourceType"] != "Bundle" {
+            found.push(body);
+            continue;
+        }
+        next = body["link"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|l| l["relation"] == "next")
+            .and_then(|l| l["url"].as_str())
+            .and_then(|u| u.find(fhir_base).map(|at| u[at..].to_string()));
+        if let Some(entries) = body["entry"].as_array_mut() {
+            found.extend(entries.iter_mut().map(|e| e["resource"].take()));
+        }
+    }
+    Ok(Read::Resources(found))
 }
 
 /// One in-process read as the exporting user.
@@ -546,10 +677,17 @@ async fn note_progress(state: &Arc<AppState>, id: &str, progress: &str) -> ApiRe
     .await
 }
 
-/// The CapabilityStatement's operations for the export.
-pub fn operations() -> Value {
+/// The CapabilityStatement's system-level operations.
+pub fn system_operations() -> Value {
     json!([
-        {"name": "export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/export"},
-        {"name": "patient-export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/patient-export"}
+        {"name": "export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/export"}
+    ])
+}
+
+/// The CapabilityStatement's operations on the Patient type.
+pub fn patient_operations() -> Value {
+    json!([
+        {"name": "export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/patient-export"},
+        {"name": "everything", "definition": "http://hl7.org/fhir/OperationDefinition/Patient-everything"}
     ])
 }

@@ -201,6 +201,9 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
                 }
             }
             let mut r = json!({"type": s.kind, "interaction": interactions});
+            if s.kind == "Patient" {
+                r["operation"] = crate::app::export::patient_operations();
+            }
             if s.searchable {
                 // Parameters by name, once each (R4's cpb-12): a modifier (`:contains`,
                 // `:Patient`, `:below`) is not a name, and `_format` and `_pretty` are
@@ -237,7 +240,7 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
             },
             "fhirVersion": "4.0.1",
             "format": ["application/fhir+json", "json"],
-            "rest": [{"mode": "server", "resource": resources, "operation": crate::app::export::operations()}],
+            "rest": [{"mode": "server", "resource": resources, "operation": crate::app::export::system_operations()}],
         }),
     )
 }

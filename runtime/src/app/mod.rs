@@ -70,6 +70,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&fhir("/metadata"), get(fhir_types::metadata))
         .route(&fhir("/$export"), get(export::system))
         .route(&fhir("/Patient/$export"), get(export::patients))
+        .route(&fhir("/Patient/{id}/$everything"), get(export::everything))
         .route(
             &fhir("/$export-poll-status"),
             get(export::status).delete(export::delete),

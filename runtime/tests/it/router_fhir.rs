@@ -857,5 +857,92 @@ async fn a_warehouse_takes_everything_in_bulk() {
         .iter()
         .map(|o| o["name"].as_str().unwrap())
         .collect();
-    assert_eq!(operations, vec!["export", "patient-export"]);
+    assert_eq!(operations, vec!["export"]);
+    let patient = r.body["rest"][0]["resource"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["type"] == "Patient")
+        .unwrap();
+    let operations: Vec<&str> = patient["operation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(operations, vec!["export", "everything"]);
+}
+
+/// `Patient/{id}/$everything`: the patient and what her compartment holds, each as the API
+/// serves it, narrowed by `_type` and `_since`; an unknown patient is a 404.
+#[tokio::test]
+async fn everything_of_a_patient_comes_in_one_bundle() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let a = register_patient(&mut c, &st, "Zawadi", "Mukendi", "200601").await;
+    let other = register_patient(&mut c, &st, "Pendo", "Kabeya", "200602").await;
+    for (p, value) in [(&a, 55.0), (&a, 55.5), (&other, 70.0)] {
+        let body = serde_json::json!({"resourceType": "Observation", "status": "final",
+            "subject": {"reference": format!("Patient/{p}")},
+            "code": {"coding": [{"system": "http://loinc.org", "code": "29463-7"}]},
+            "valueQuantity": {"value": value}});
+        let r = c
+            .post(&format!("{FHIR}/Observation"), &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    let r = c.get(&format!("{FHIR}/Patient/{a}/$everything")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["type"], "searchset");
+    let entries = r.body["entry"].as_array().unwrap();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["resource"]["resourceType"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds[0], "Patient", "{kinds:?}");
+    assert_eq!(
+        entries[0]["resource"],
+        c.get(&format!("{FHIR}/Patient/{a}")).await.body
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "Observation").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(r.body["total"], entries.len());
+    // Nothing of the other patient.
+    assert!(!r.body.to_string().contains(&other));
+    let mut found = Vec::new();
+    empties(&r.body, "Bundle", &mut found);
+    assert!(found.is_empty(), "{found:?}");
+
+    let r = c
+        .get(&format!("{FHIR}/Patient/{a}/$everything?_type=Observation"))
+        .await;
+    assert_eq!(r.body["total"], 2);
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1)).format("%Y-%m-%d");
+    let r = c
+        .get(&format!("{FHIR}/Patient/{a}/$everything?_since={tomorrow}"))
+        .await;
+    assert_eq!(r.body["total"], 0);
+    assert!(r.body.get("entry").is_none());
+
+    for (query, status) in [
+        (
+            format!("{FHIR}/Patient/nobody/$everything"),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            format!("{FHIR}/Patient/{a}/$everything?_type=Location"),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            format!("{FHIR}/Patient/{a}/$everything?start=2020-01-01"),
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let r = c.get(&query).await;
+        assert_eq!(r.status, status, "{query}: {:?}", r.body);
+        assert!(is_outcome(&r.body), "{query}");
+    }
 }
