@@ -214,6 +214,7 @@ def run(base, auth):
     check.search("RelatedPerson?patient=5b0c8a4e-2f4e-4f4e-9d1a-6c1c6f0a0002")
     check.search("Practitioner?name=a", expect_some=False)
     check.search("Medication?_count=20", expect_some=False)
+    check.search("Group?_count=100", expect_some=False)
     check.search("Encounter?_query=encountersWithMedicationRequests", expect_some=False)
 
     # A coding the server wrote finds its resource again.

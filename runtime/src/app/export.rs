@@ -64,7 +64,7 @@ pub async fn system(
     headers: HeaderMap,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
-    kick_off(state, caller, uri, headers, query, "system").await
+    kick_off(state, caller, uri, headers, query, "system", None).await
 }
 
 /// `GET Patient/$export`.
@@ -75,7 +75,24 @@ pub async fn patients(
     headers: HeaderMap,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
-    kick_off(state, caller, uri, headers, query, "patient").await
+    kick_off(state, caller, uri, headers, query, "patient", None).await
+}
+
+/// `GET Group/{id}/$export`: the members of a patient list, and what they hold.
+pub async fn group(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Patient Cohorts"])?;
+    match crate::domains::cohort::store::cohort(&state.store, &id)? {
+        Some(c) if !c.voiding.voided => {}
+        _ => return Ok(crate::http::fhir::not_found("Group", &id)),
+    }
+    kick_off(state, caller, uri, headers, query, "group", Some(id)).await
 }
 
 async fn kick_off(
@@ -85,6 +102,7 @@ async fn kick_off(
     headers: HeaderMap,
     query: Vec<(String, String)>,
     level: &'static str,
+    group: Option<String>,
 ) -> ApiResult<Response> {
     caller.require(&["Get Patients"])?;
     let prefer = headers
@@ -156,6 +174,7 @@ async fn kick_off(
             uri.path_and_query().map(|p| p.as_str()).unwrap_or("")
         ),
         level: level.to_string(),
+        group,
         types,
         since,
         requested: now.clone(),
@@ -466,8 +485,13 @@ async fn export(state: &Arc<AppState>, id: &str) -> ApiResult<()> {
         let id = id.to_string();
         move || {
             let r = store::get(&st.store, &id)?.ok_or(ApiError::NotFound)?;
-            let txn = st.store.begin_read()?;
-            let patients = crate::store::Store::patient_uuids_in(&txn)?;
+            let patients = match &r.group {
+                Some(list) => crate::domains::cohort::fhir::members(&st, list)?,
+                None => {
+                    let txn = st.store.begin_read()?;
+                    crate::store::Store::patient_uuids_in(&txn)?
+                }
+            };
             Ok((r, patients))
         }
     })
@@ -689,5 +713,12 @@ pub fn patient_operations() -> Value {
     json!([
         {"name": "export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/patient-export"},
         {"name": "everything", "definition": "http://hl7.org/fhir/OperationDefinition/Patient-everything"}
+    ])
+}
+
+/// The CapabilityStatement's operations on the Group type.
+pub fn group_operations() -> Value {
+    json!([
+        {"name": "export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export"}
     ])
 }

@@ -173,6 +173,7 @@ pub const SUPPORTED: &[Supported] = &[
         "Practitioner",
         crate::domains::provider::fhir::SEARCH_PARAMS,
     ),
+    read_search("Group", crate::domains::cohort::fhir::SEARCH_PARAMS),
     Supported {
         searchable: false,
         ..read_search("ValueSet", &[])
@@ -201,8 +202,10 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
                 }
             }
             let mut r = json!({"type": s.kind, "interaction": interactions});
-            if s.kind == "Patient" {
-                r["operation"] = crate::app::export::patient_operations();
+            match s.kind {
+                "Patient" => r["operation"] = crate::app::export::patient_operations(),
+                "Group" => r["operation"] = crate::app::export::group_operations(),
+                _ => {}
             }
             if s.searchable {
                 // Parameters by name, once each (R4's cpb-12): a modifier (`:contains`,

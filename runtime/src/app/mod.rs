@@ -71,6 +71,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&fhir("/$export"), get(export::system))
         .route(&fhir("/Patient/$export"), get(export::patients))
         .route(&fhir("/Patient/{id}/$everything"), get(export::everything))
+        .route(&fhir("/Group/{id}/$export"), get(export::group))
         .route(
             &fhir("/$export-poll-status"),
             get(export::status).delete(export::delete),

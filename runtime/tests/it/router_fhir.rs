@@ -146,7 +146,7 @@ async fn what_is_not_served_is_said_so_never_an_empty_bundle() {
     let mut c = Client::admin(st.clone()).await;
     for path in [
         "NoSuchType",
-        "Group?name=x",
+        "Task?status=requested",
         "DiagnosticReport?patient=x",
         "NoSuchType/123",
         "ValueSet?url=x",
@@ -945,4 +945,76 @@ async fn everything_of_a_patient_comes_in_one_bundle() {
         assert_eq!(r.status, status, "{query}: {:?}", r.body);
         assert!(is_outcome(&r.body), "{query}");
     }
+}
+
+/// A patient list is a FHIR `Group` (its current members, `quantity`), found by name, and
+/// exported alone: `Group/{id}/$export` holds its members' records and no one else's.
+#[tokio::test]
+async fn a_patient_list_is_a_group_exported_on_its_own() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let a = register_patient(&mut c, &st, "Asha", "Mwamba", "200701").await;
+    let b = register_patient(&mut c, &st, "Tumaini", "Kapinga", "200702").await;
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/cohortm/cohort",
+            &serde_json::json!({"name": "Suivi nutritionnel"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let list = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/cohortm/cohortmember",
+            &serde_json::json!({"cohort": list, "patient": a, "startDate": "2026-11-02"})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+
+    let r = c.get(&format!("{FHIR}/Group/{list}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["type"], "person");
+    assert_eq!(r.body["actual"], true);
+    assert_eq!(r.body["quantity"], 1);
+    assert_eq!(
+        r.body["member"][0]["entity"]["reference"],
+        format!("Patient/{a}")
+    );
+    let mut found = Vec::new();
+    empties(&r.body, "Group", &mut found);
+    assert!(found.is_empty(), "{found:?}");
+    let r = c.get(&format!("{FHIR}/Group?name=nutrition")).await;
+    assert_eq!(ids(&r.body), vec![list.clone()]);
+    assert_eq!(
+        c.get(&format!("{FHIR}/Group/nothing")).await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    let asynchronous = [("prefer", "respond-async")];
+    let r = c
+        .send(
+            "GET",
+            &format!("{FHIR}/Group/{list}/$export?_type=Patient"),
+            &asynchronous,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let poll = r.headers["content-location"].to_str().unwrap();
+    let poll = poll[poll.find("/openmrs/").unwrap()..].to_string();
+    let manifest = polled(&mut c, &poll).await.body;
+    let exported = ndjson(&mut c, manifest["output"][0]["url"].as_str().unwrap()).await;
+    let ids: Vec<&str> = exported.iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec![a.as_str()], "not {b}");
+    let r = c
+        .send(
+            "GET",
+            &format!("{FHIR}/Group/nothing/$export"),
+            &asynchronous,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(is_outcome(&r.body));
 }

@@ -17,8 +17,11 @@ pub struct ExportRecord {
     pub uuid: String,
     /// The kick-off's URL as the client sent it (the manifest's `request`).
     pub request: String,
-    /// `system` (`$export`) or `patient` (`Patient/$export`).
+    /// `system` (`$export`), `patient` (`Patient/$export`) or `group` (`Group/{id}/$export`).
     pub level: String,
+    /// The patient list whose members are exported (`group`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// The resource types asked for, in the order they are written.
     pub types: Vec<String>,
     /// Only resources changed after this instant (`_since`), key form.

@@ -15,6 +15,7 @@
 //! list (`cohort|created|uuid`) and by patient (`patient|cohort|uuid`, which also finds a
 //! patient's membership of one list).
 
+pub mod fhir;
 pub mod rest;
 pub mod store;
 

@@ -1037,4 +1037,12 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
                 .post(crate::domains::cohort::rest::member_update)
                 .delete(crate::domains::cohort::rest::member_delete),
         )
+        .route(
+            &paths.fhir("/Group"),
+            get(crate::domains::cohort::fhir::search),
+        )
+        .route(
+            &paths.fhir("/Group/{id}"),
+            get(crate::domains::cohort::fhir::read),
+        )
 }
