@@ -23,6 +23,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         global_properties,
         concept_sources,
         fhir_concept_sources,
+        term_mappings,
         concept_classes,
         ocl,
         csv_concepts,
@@ -688,7 +689,95 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         .appointment_service_types
         .sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.forms.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.metadata_term_mappings = link_term_mappings(term_mappings, &content, sink);
     content
+}
+
+/// Initializer's `metadatatermmappings`: each names metadata of a class this distribution
+/// serves, by a uuid that exists in that class; one mapping per source and code.
+fn link_term_mappings(
+    rows: Registry<crate::domains::metadata::LoadedTermMapping>,
+    content: &Content,
+    sink: &mut Sink,
+) -> Vec<MetadataTermMapping> {
+    fn has<T>(items: &[T], uuid: &str, of: impl Fn(&T) -> &String) -> bool {
+        items.iter().any(|i| of(i) == uuid)
+    }
+    let exists = |class: &str, uuid: &str| -> Option<bool> {
+        let c = content;
+        Some(match class.trim() {
+            "org.openmrs.EncounterType" => has(&c.encounter_types, uuid, |t| &t.uuid),
+            "org.openmrs.VisitType" => has(&c.visit_types, uuid, |t| &t.uuid),
+            "org.openmrs.EncounterRole" => has(&c.encounter_roles, uuid, |t| &t.uuid),
+            "org.openmrs.PatientIdentifierType" => {
+                has(&c.patient_identifier_types, uuid, |t| &t.uuid)
+            }
+            "org.openmrs.PersonAttributeType" => has(&c.person_attribute_types, uuid, |t| &t.uuid),
+            "org.openmrs.RelationshipType" => has(&c.relationship_types, uuid, |t| &t.uuid),
+            "org.openmrs.Location" => has(&c.locations, uuid, |t| &t.uuid),
+            "org.openmrs.LocationTag" => has(&c.location_tags, uuid, |t| &t.uuid),
+            "org.openmrs.Concept" => c.concept(uuid).is_some(),
+            "org.openmrs.ConceptSource" => has(&c.concept_sources, uuid, |t| &t.uuid),
+            "org.openmrs.Form" => has(&c.forms, uuid, |t| &t.uuid),
+            "org.openmrs.OrderType" => has(&c.order_types, uuid, |t| &t.uuid),
+            "org.openmrs.CareSetting" => has(&c.care_settings, uuid, |t| &t.uuid),
+            "org.openmrs.Program" => has(&c.programs, uuid, |t| &t.uuid),
+            "org.openmrs.Role" => has(&c.roles, uuid, |t| &t.uuid),
+            "org.openmrs.Privilege" => has(&c.privileges, uuid, |t| &t.uuid),
+            _ => return None,
+        })
+    };
+    let mut out: Vec<MetadataTermMapping> = Vec::new();
+    for (_, entry) in rows.items {
+        if entry.value.retired {
+            continue;
+        }
+        let m = &entry.value.mapping;
+        if m.metadata_uuid.is_empty() {
+            sink.emit(
+                Code::MissingValue,
+                entry.at("metadata"),
+                format!("The mapping {}:{} names no metadata", m.source, m.code),
+            )
+            .help = Some("give the metadata's uuid in 'Metadata Uuid'".into());
+            continue;
+        }
+        match exists(&m.class_name, &m.metadata_uuid) {
+            None => {
+                sink.emit(
+                    Code::InvalidValue,
+                    entry.at("class"),
+                    format!("'{}' is not a metadata class this distribution serves", m.class_name),
+                )
+                .help = Some(
+                    "a class such as org.openmrs.EncounterType, org.openmrs.Location or org.openmrs.PatientIdentifierType"
+                        .into(),
+                );
+                continue;
+            }
+            Some(false) => {
+                let class = m.class_name.rsplit('.').next().unwrap_or(&m.class_name);
+                sink.unknown_reference(entry.at("metadata"), class, &m.metadata_uuid);
+                continue;
+            }
+            Some(true) => {}
+        }
+        if out.iter().any(|o| o.source == m.source && o.code == m.code) {
+            sink.emit(
+                Code::InvalidValue,
+                entry.at("code"),
+                format!("{}:{} is mapped twice", m.source, m.code),
+            )
+            .help = Some("one mapping per source and code: retire the other row".into());
+            continue;
+        }
+        out.push(MetadataTermMapping {
+            class_name: m.class_name.trim().to_string(),
+            ..m.clone()
+        });
+    }
+    out.sort_by(|a, b| (&a.source, &a.code).cmp(&(&b.source, &b.code)));
+    out
 }
 
 /// Order types: the package's, then core's it does not redefine (by uuid or name); each

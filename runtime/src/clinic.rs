@@ -22,6 +22,13 @@ impl<'a> Clinic<'a> {
         setting(self.store, &self.catalog, property)
     }
 
+    /// What the EMR API module is configured with under `code` (`emr.admissionEncounterType`):
+    /// the content's metadata term mapping of that code in the module's source, as the
+    /// module reads it, else the setting of that name (how earlier versions configured it).
+    pub fn emr_metadata(&self, code: &str) -> Option<String> {
+        emr_metadata(self.store, &self.catalog, code)
+    }
+
     /// A true/false setting; `default` when unset or unreadable.
     pub fn bool_setting(&self, property: &str, default: bool) -> bool {
         as_bool(self.setting(property), default)
@@ -44,6 +51,20 @@ pub fn as_bool(value: Option<String>, default: bool) -> bool {
 /// A setting's value as a whole number; `default` when unset or not one.
 pub fn as_int(value: Option<String>, default: u64) -> u64 {
     value.and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+/// The EMR API module's source of metadata term mappings.
+pub const EMRAPI_SOURCE: &str = "org.openmrs.module.emrapi";
+
+/// `Clinic::emr_metadata`, for callers holding the store and the content.
+pub fn emr_metadata(store: &Store, catalog: &Catalog, code: &str) -> Option<String> {
+    catalog
+        .content
+        .term_mapping(EMRAPI_SOURCE, code)
+        .map(|m| m.metadata_uuid.clone())
+        .or_else(|| setting(store, catalog, code))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 /// A setting's value: the API-made one, else the content's, else OpenMRS's built-in

@@ -72,6 +72,21 @@ pub struct ConceptSource {
 /// The code system URL under which FHIR writes a concept source's codes (Initializer's
 /// `fhirconceptsources`, fhir2's `fhir_concept_source`). A source without one has its
 /// mappings left out of FHIR codings, as fhir2 leaves them.
+/// A code naming one piece of metadata (Initializer's `metadatatermmappings`, the
+/// metadata mapping module's term mappings): the EMR API module reads its configuration
+/// this way (source `org.openmrs.module.emrapi`, code `emr.admissionEncounterType`, an
+/// encounter type), and the O3 front end the primary identifier type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetadataTermMapping {
+    pub uuid: String,
+    pub source: String,
+    pub code: String,
+    /// The Java class of the metadata (`org.openmrs.EncounterType`).
+    pub class_name: String,
+    /// The metadata's uuid (checked at build time to exist in that class).
+    pub metadata_uuid: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FhirConceptSource {
     pub uuid: String,

@@ -123,6 +123,8 @@ pub struct Content {
     pub cash_points: Vec<CashPoint>,
     pub billable_services: Vec<BillableService>,
     pub dispositions: Vec<Disposition>,
+    /// Metadata term mappings, sorted by source and code.
+    pub metadata_term_mappings: Vec<MetadataTermMapping>,
     /// Report definitions (`reports/`), by uuid.
     pub reports: Vec<reports::ReportDefinition>,
     pub queues: Vec<Queue>,
@@ -179,6 +181,14 @@ impl Content {
             .and_then(|&i| self.concepts.get(i as usize))
     }
 
+    /// The metadata uuid a term mapping names (`source`, `code`), if the content maps it.
+    pub fn term_mapping(&self, source: &str, code: &str) -> Option<&MetadataTermMapping> {
+        self.metadata_term_mappings
+            .binary_search_by(|m| (m.source.as_str(), m.code.as_str()).cmp(&(source, code)))
+            .ok()
+            .map(|i| &self.metadata_term_mappings[i])
+    }
+
     pub fn global_property(&self, name: &str) -> Option<&GlobalProperty> {
         self.global_properties
             .binary_search_by(|gp| gp.property.as_str().cmp(name))
@@ -192,6 +202,7 @@ impl Content {
             ("global_properties", self.global_properties.len()),
             ("concept_sources", self.concept_sources.len()),
             ("fhir_concept_sources", self.fhir_concept_sources.len()),
+            ("metadata_term_mappings", self.metadata_term_mappings.len()),
             ("concept_classes", self.concept_classes.len()),
             ("concept_datatypes", self.concept_datatypes.len()),
             ("concept_map_types", self.concept_map_types.len()),

@@ -26,6 +26,25 @@ pub const FHIR_SOURCE_COLUMNS: Columns = Columns {
     required: &["url"],
 };
 
+/// Initializer's `metadatatermmappings`: a code in a source naming one piece of metadata by
+/// its class and uuid.
+pub const TERM_MAPPING_COLUMNS: Columns = Columns {
+    known: &[
+        "mapping source",
+        "mapping code",
+        "metadata class name",
+        "metadata uuid",
+    ],
+    prefixes: &[],
+    required: &["mapping source", "mapping code", "metadata class name"],
+};
+
+/// A term mapping as a layer states it; a retired row takes a lower layer's out.
+pub struct LoadedTermMapping {
+    pub mapping: MetadataTermMapping,
+    pub retired: bool,
+}
+
 pub const ENCOUNTER_TYPE_COLUMNS: Columns = Columns {
     known: &["name", "description", "view privilege", "edit privilege"],
     prefixes: &[],
@@ -82,6 +101,7 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         "relationshiptypes" => return load_relationship_type(ctx, loaded, sink),
         "conceptsources" => return load_source(ctx, loaded, sink),
         "fhirconceptsources" => return load_fhir_source(ctx, loaded, sink),
+        "metadatatermmappings" => return load_term_mapping(ctx, loaded, sink),
         _ => {}
     }
     let Some(name) = ctx.required("name", sink) else {
@@ -304,6 +324,39 @@ fn load_fhir_source(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     };
     let entry = ctx.entry_with(value, &[("source", column), ("url", "url")]);
     loaded.fhir_concept_sources.insert(uuid, entry, sink);
+}
+
+pub fn load_term_mapping(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
+    let (Some(source), Some(code), Some(class_name)) = (
+        ctx.required("mapping source", sink),
+        ctx.required("mapping code", sink),
+        ctx.required("metadata class name", sink),
+    ) else {
+        return;
+    };
+    let retired = ctx.retired(sink);
+    let Some(uuid) = ctx.uuid(UuidRule::Metadata, &format!("{source}:{code}"), sink) else {
+        return;
+    };
+    let value = LoadedTermMapping {
+        mapping: MetadataTermMapping {
+            uuid: uuid.clone(),
+            source,
+            code,
+            class_name,
+            metadata_uuid: ctx.string("metadata uuid").unwrap_or_default(),
+        },
+        retired,
+    };
+    let entry = ctx.entry_with(
+        value,
+        &[
+            ("code", "mapping code"),
+            ("class", "metadata class name"),
+            ("metadata", "metadata uuid"),
+        ],
+    );
+    loaded.term_mappings.insert(uuid, entry, sink);
 }
 
 fn load_relationship_type(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {

@@ -36,6 +36,7 @@ pub struct Loaded {
     pub global_properties: Registry<GlobalProperty>,
     pub concept_sources: Registry<ConceptSource>,
     pub fhir_concept_sources: Registry<FhirConceptSource>,
+    pub term_mappings: Registry<metadata::LoadedTermMapping>,
     pub concept_classes: Registry<ConceptClass>,
     pub ocl: ocl::OclLoaded,
     /// Concepts from CSV files (they override OCL concepts with the same uuid).
@@ -116,6 +117,7 @@ const DOMAINS: &[(&str, &str)] = &[
     ("appointmentservicedefinitions", "csv"),
     ("appointmentservicetypes", "csv"),
     ("dispositions", "json"),
+    ("metadatatermmappings", "csv"),
     ("reports", "json"),
 ];
 
@@ -265,6 +267,7 @@ fn columns_of(domain: &str) -> &'static Columns {
         "queues" => &orders::QUEUE_COLUMNS,
         "conceptsources" => &metadata::SOURCE_COLUMNS,
         "fhirconceptsources" => &metadata::FHIR_SOURCE_COLUMNS,
+        "metadatatermmappings" => &metadata::TERM_MAPPING_COLUMNS,
         "encountertypes" => &metadata::ENCOUNTER_TYPE_COLUMNS,
         "relationshiptypes" => &metadata::RELATIONSHIP_COLUMNS,
         "personattributetypes" => &metadata::PERSON_ATTRIBUTE_COLUMNS,

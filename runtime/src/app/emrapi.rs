@@ -143,11 +143,7 @@ impl Resource for ConfigurationRes<'_> {
         if let Kind::Dispositions = kind {
             return Some(dispositions(name, ctx));
         }
-        let Some(uuid) = self
-            .state
-            .setting(&format!("emr.{name}"))
-            .filter(|u| !u.trim().is_empty())
-        else {
+        let Some(uuid) = self.state.emr_metadata(&format!("emr.{name}")) else {
             return Some(Value::Null);
         };
         let uuid = uuid.trim();
@@ -325,9 +321,7 @@ pub async fn visits_with_diagnoses_and_notes(
     };
     let wants = move |p: &str| parts.iter().any(|x| x == p);
     let paging = crate::http::repr::Paging::from_query(&query)?;
-    let note_type = state
-        .setting("emr.visitNoteEncounterType")
-        .filter(|t| !t.trim().is_empty());
+    let note_type = state.emr_metadata("emr.visitNoteEncounterType");
     let st = state.clone();
     crate::http::blocking(move || {
         if !st.store.patient_exists(&patient)? {

@@ -519,32 +519,53 @@ pub async fn queues(
     )
 }
 
-/// `metadatamapping/termmapping?code=emr.primaryIdentifierType`, from the setting of that
-/// name (the identifier type shown first).
+/// `metadatamapping/termmapping[?code=…][&source=…]`: the content's metadata term mappings
+/// (`metadatatermmappings/`), narrowed by code and source; the primary identifier type the
+/// O3 banner asks for (`emr.primaryIdentifierType`) comes from the setting of that name when
+/// no mapping gives it.
 pub async fn term_mappings(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     QueryPairs(query): Q,
 ) -> ApiResult<Response> {
     caller.require(&["Get Identifier Types"])?;
-    let code = param(&query, "code").unwrap_or("emr.primaryIdentifierType");
-    let mut results = Vec::new();
-    if code == "emr.primaryIdentifierType"
-        && let Some(uuid) = state
-            .setting("emr.primaryIdentifierType")
-            .filter(|u| !u.is_empty())
-    {
-        let mapping_uuid = compiler::csvtable::derive_uuid(&format!("termmapping/{code}"));
-        results.push(json!({
-            "uuid": mapping_uuid,
-            "display": format!("org.openmrs.module.emrapi: {code}"),
+    let code = param(&query, "code");
+    let source = param(&query, "source");
+    let catalog = state.catalog.load();
+    let json_of = |uuid: &str, source: &str, code: &str, class: &str, metadata: &str| {
+        json!({
+            "uuid": uuid,
+            "display": format!("{source}: {code}"),
             "code": code,
             "name": code,
-            "metadataClass": "org.openmrs.PatientIdentifierType",
-            "metadataUuid": uuid,
+            "metadataSource": {"display": source},
+            "metadataClass": class,
+            "metadataUuid": metadata,
             "retired": false,
             "resourceVersion": "1.0",
-        }));
+        })
+    };
+    let mut results: Vec<Value> = catalog
+        .content
+        .metadata_term_mappings
+        .iter()
+        .filter(|m| code.is_none_or(|c| m.code == c) && source.is_none_or(|s| m.source == s))
+        .map(|m| json_of(&m.uuid, &m.source, &m.code, &m.class_name, &m.metadata_uuid))
+        .collect();
+    let primary = "emr.primaryIdentifierType";
+    if results.is_empty()
+        && code == Some(primary)
+        && source.is_none_or(|s| s == crate::clinic::EMRAPI_SOURCE)
+        && let Some(uuid) = state.setting(primary).filter(|u| !u.is_empty())
+    {
+        let mapping_uuid = compiler::csvtable::derive_uuid(&format!("termmapping/{primary}"));
+        results.push(json_of(
+            &mapping_uuid,
+            crate::clinic::EMRAPI_SOURCE,
+            primary,
+            "org.openmrs.PatientIdentifierType",
+            &uuid,
+        ));
     }
     // Custom representations here list plain properties (`metadataUuid`).
     if let Some(Rep::Custom(props)) = Rep::parse(param(&query, "v"))? {

@@ -274,6 +274,11 @@ impl AppState {
         crate::clinic::setting(&self.store, &self.catalog.load(), property)
     }
 
+    /// `Clinic::emr_metadata`.
+    pub fn emr_metadata(&self, code: &str) -> Option<String> {
+        crate::clinic::emr_metadata(&self.store, &self.catalog.load(), code)
+    }
+
     /// What a domain's rules read of this state: the store, the current content and the
     /// settings.
     pub fn clinic(&self) -> crate::clinic::Clinic<'_> {

@@ -405,3 +405,67 @@ async fn the_transfer_picker_offers_the_wards_below_the_visit_location() {
         "nothing is below a ward, nor the ward itself"
     );
 }
+
+/// A package that configures the EMR API through metadata term mappings, as the reference
+/// application's content does, and not through settings: the mappings are served
+/// (`metadatamapping/termmapping`), read as the EMR API's configuration, and inpatient care
+/// works with them; without either, inpatient care says what is missing.
+#[tokio::test]
+async fn the_emr_api_is_configured_by_metadata_term_mappings() {
+    let types = "Uuid,Void/Retire,Name,Description\n\
+        7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0401,,Admission,\n\
+        7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0402,,Transfert,\n\
+        7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0403,,Sortie,\n";
+    let mappings = "Uuid,Void/Retire,Mapping source,Mapping code,Metadata class name,Metadata Uuid\n\
+        ,,org.openmrs.module.emrapi,emr.admissionEncounterType,org.openmrs.EncounterType,7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0401\n\
+        ,,org.openmrs.module.emrapi,emr.transferWithinHospitalEncounterType,org.openmrs.EncounterType,7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0402\n\
+        ,,org.openmrs.module.emrapi,emr.exitFromInpatientEncounterType,org.openmrs.EncounterType,7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0403\n";
+    let bundle = bundle_of(&[
+        ("openmrs_config/encountertypes/types.csv", types),
+        ("openmrs_config/metadatatermmappings/emrapi.csv", mappings),
+    ]);
+    let st = state_with(bundle, crate::common::test_store());
+    let mut c = Client::admin(st).await;
+    let r = c
+        .get(&format!(
+            "{REST}/metadatamapping/termmapping?code=emr.admissionEncounterType&v=custom:(metadataUuid,metadataClass)"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        r.body["results"],
+        json!([{"metadataUuid": "7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0401", "metadataClass": "org.openmrs.EncounterType"}])
+    );
+    let r = c
+        .get(&format!(
+            "{REST}/metadatamapping/termmapping?source=org.openmrs.module.emrapi"
+        ))
+        .await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 3);
+    let r = c
+        .get(&format!("{REST}/emrapi/configuration?v=custom:(admissionEncounterType:(uuid),exitFromInpatientEncounterType:(uuid))"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        r.body["admissionEncounterType"]["uuid"],
+        "7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0401"
+    );
+    assert_eq!(
+        r.body["exitFromInpatientEncounterType"]["uuid"],
+        "7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0403"
+    );
+    let r = c.get(&format!("{REST}/emrapi/inpatient/admission")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["results"], json!([]));
+
+    // Without mappings or settings, the module's configuration is missing, and said so.
+    let bare = bundle_of(&[("openmrs_config/encountertypes/types.csv", types)]);
+    let mut c = Client::admin(state_with(bare, crate::common::test_store())).await;
+    let r = c.get(&format!("{REST}/emrapi/inpatient/admission")).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body.to_string().contains("emr.admissionEncounterType"),
+        "{:?}",
+        r.body
+    );
+}

@@ -52,19 +52,14 @@ pub struct Adt {
 }
 
 impl Adt {
-    /// Read from the settings and the dictionary; the three encounter types are required,
+    /// Read from the content's metadata term mappings or the settings (`emr_metadata`) and
+    /// the dictionary; the three encounter types are required,
     /// as the module fails without them.
     pub fn of(state: &Clinic) -> InpatientResult<Adt> {
-        let setting = |name: &str| {
-            state
-                .setting(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
         let required = |name: &str| {
-            setting(name).ok_or_else(|| {
+            state.emr_metadata(name).ok_or_else(|| {
                 InpatientError::Unconfigured(format!(
-                    "The setting {name} names no encounter type: inpatient care needs the admission, transfer and discharge encounter types"
+                    "Neither a metadata term mapping nor a setting {name} names an encounter type: inpatient care needs the admission, transfer and discharge encounter types"
                 ))
             })
         };
@@ -81,8 +76,8 @@ impl Adt {
             disposition_concept: mapped("Disposition"),
             admission_location_concept: mapped("Admission Location"),
             transfer_location_concept: mapped("Internal Transfer Location"),
-            admission_decision: setting("emr.admissionDecisionConcept"),
-            deny_admission: setting("emr.denyAdmissionConcept"),
+            admission_decision: state.emr_metadata("emr.admissionDecisionConcept"),
+            deny_admission: state.emr_metadata("emr.denyAdmissionConcept"),
         })
     }
 
