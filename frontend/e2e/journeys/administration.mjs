@@ -253,8 +253,13 @@ export async function run() {
   await step("switch-to-english", async () => {
     await page.getByRole("button", { name: "Mon compte" }).click();
     await visible(page.getByRole("button", { name: "Se déconnecter" }));
-    // The first "Modifier" belongs to the language line.
-    await page.getByRole("button", { name: "Modifier" }).first().click();
+    // The first "Modifier" belongs to the language line. Activated from the keyboard, as
+    // the log-out below: the chart's workspace rail, laid out late, once covered it and took
+    // a pointer click (a CI run of 2026-11-28).
+    const change = page.getByRole("button", { name: "Modifier" }).first();
+    await visible(change);
+    await change.focus();
+    await page.keyboard.press("Enter");
     const dialog = page.getByRole("dialog");
     await dialog.getByText("English", { exact: true }).click();
     await dialog.getByRole("button", { name: "Modifier" }).click();
