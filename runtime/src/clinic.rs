@@ -53,7 +53,8 @@ pub fn as_int(value: Option<String>, default: u64) -> u64 {
     value.and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
-/// The EMR API module's source of metadata term mappings.
+/// The EMR API module's source: of its metadata term mappings, and of the concept
+/// mappings that name its disposition concepts.
 pub const EMRAPI_SOURCE: &str = "org.openmrs.module.emrapi";
 
 /// `Clinic::emr_metadata`, for callers holding the store and the content.

@@ -670,32 +670,38 @@ async fn close(state: &Arc<AppState>, id: &str, out: &mut Output) -> ApiResult<b
     let bytes = std::mem::take(&mut out.buf);
     out.part += 1;
     out.count = 0;
+    let progress = format!("{} file {}", file.kind, file.part + 1);
+    record(state, id, progress, Some((file, bytes))).await
+}
+
+/// Records how far the export is; answers false if it was deleted meanwhile.
+async fn note_progress(state: &Arc<AppState>, id: &str, progress: &str) -> ApiResult<bool> {
+    record(state, id, progress.to_string(), None).await
+}
+
+/// Writes the export's progress, with a finished file when there is one, in one commit;
+/// answers false if the export was deleted meanwhile.
+async fn record(
+    state: &Arc<AppState>,
+    id: &str,
+    progress: String,
+    file: Option<(ExportFile, Vec<u8>)>,
+) -> ApiResult<bool> {
     let st = state.clone();
     let id = id.to_string();
     blocking(move || {
         let Some(mut r) = store::get(&st.store, &id)? else {
             return Ok(false);
         };
-        r.progress = format!("{} file {}", file.kind, file.part + 1);
-        r.updated = datetime_key(Utc::now());
-        r.files.push(file.clone());
-        store::put_with_file(&st.store, &r, &file, &bytes)?;
-        Ok(true)
-    })
-    .await
-}
-
-/// Records how far the export is; answers false if it was deleted meanwhile.
-async fn note_progress(state: &Arc<AppState>, id: &str, progress: &str) -> ApiResult<bool> {
-    let st = state.clone();
-    let (id, progress) = (id.to_string(), progress.to_string());
-    blocking(move || {
-        let Some(mut r) = store::get(&st.store, &id)? else {
-            return Ok(false);
-        };
         r.progress = progress;
         r.updated = datetime_key(Utc::now());
-        store::put(&st.store, &r)?;
+        match file {
+            Some((file, bytes)) => {
+                r.files.push(file.clone());
+                store::put_with_file(&st.store, &r, &file, &bytes)?;
+            }
+            None => store::put(&st.store, &r)?,
+        }
         Ok(true)
     })
     .await

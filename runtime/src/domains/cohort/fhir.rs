@@ -3,7 +3,7 @@
 //! `member` with its patient and its period. Read by the list's uuid, searched by `_id`
 //! and `name`; `Group/{id}/$export` (the application's) exports its members' records.
 
-use crate::domains::cohort::{CohortRecord, store};
+use crate::domains::cohort::{CohortRecord, MemberRecord, store};
 use crate::http::error::ApiResult;
 use crate::http::fhir::{base, fhir, not_found, search_bundle, window};
 use crate::http::{AppState, Caller, QueryPairs, param};
@@ -16,16 +16,21 @@ use std::sync::Arc;
 /// The search parameters a Group search reads.
 pub const SEARCH_PARAMS: &[&str] = &["_id", "name"];
 
-/// The patients a list holds now (current memberships), in the order they were added.
-pub fn members(state: &AppState, list: &str) -> ApiResult<Vec<String>> {
+/// A list's current memberships, oldest first.
+fn current_memberships(state: &AppState, list: &str) -> ApiResult<Vec<MemberRecord>> {
     let now = crate::wire::datetime_key(chrono::Utc::now());
-    let mut members: Vec<_> = store::members_of(&state.store, list, false)?
+    let mut memberships: Vec<MemberRecord> = store::members_of(&state.store, list, false)?
         .into_iter()
         .filter(|m| m.current(&now))
         .collect();
-    members.reverse();
-    let mut out: Vec<String> = Vec::with_capacity(members.len());
-    for m in members {
+    memberships.reverse();
+    Ok(memberships)
+}
+
+/// The patients a list holds now, in the order they were added, each once.
+pub fn members(state: &AppState, list: &str) -> ApiResult<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for m in current_memberships(state, list)? {
         if !out.contains(&m.patient) {
             out.push(m.patient);
         }
@@ -34,12 +39,7 @@ pub fn members(state: &AppState, list: &str) -> ApiResult<Vec<String>> {
 }
 
 fn group_json(state: &AppState, c: &CohortRecord) -> ApiResult<Value> {
-    let now = crate::wire::datetime_key(chrono::Utc::now());
-    let mut memberships: Vec<_> = store::members_of(&state.store, &c.uuid, false)?
-        .into_iter()
-        .filter(|m| m.current(&now))
-        .collect();
-    memberships.reverse();
+    let memberships = current_memberships(state, &c.uuid)?;
     let mut out = Map::new();
     out.insert("resourceType".into(), json!("Group"));
     out.insert("id".into(), json!(c.uuid));

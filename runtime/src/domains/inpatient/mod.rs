@@ -24,8 +24,8 @@ use crate::domains::encounter::{EncounterRecord, ObsRecord, ObsValue, store as e
 use crate::domains::visit::{VisitRecord, store as visits};
 use crate::store::StoreError;
 
-/// The EMR API module's concept source, whose mappings name the disposition concepts.
-pub const EMRAPI_SOURCE: &str = "org.openmrs.module.emrapi";
+/// The EMR API module's source, whose concept mappings name the disposition concepts.
+pub use crate::clinic::EMRAPI_SOURCE;
 
 /// Why the inpatient views cannot be computed.
 #[derive(Debug, thiserror::Error)]

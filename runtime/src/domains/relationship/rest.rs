@@ -5,7 +5,7 @@ use crate::content::metadata::RelationshipTypeRes;
 use crate::domains::relationship::{RelationshipRecord, store};
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, rep_of};
-use crate::http::body::{client_uuid, only_known, opt_bool, opt_datetime, opt_ref, opt_str};
+use crate::http::body::{apply_voided, client_uuid, only_known, opt_datetime, opt_ref};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Props, Rep, Resource, render};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, param};
@@ -324,20 +324,14 @@ pub async fn update(
             r.end_date = d;
         }
         let now = chrono::Utc::now();
-        match &change.voiding {
-            // A voided relationship is not checked again, but a change of persons still is
-            // refused.
-            Some((true, reason)) if !r.voiding.voided => {
-                if !inv.is_empty() {
-                    return Err(ApiError::Invalid(inv));
-                }
-                r.voiding.void(&user, now, reason);
+        // `voided` voids or restores it, as webservices.rest's data resources allow. A voided
+        // relationship is not checked again, but a change of persons is still refused.
+        if apply_voided(&body, &mut r.voiding, &user, now)? {
+            if !inv.is_empty() {
+                return Err(ApiError::Invalid(inv));
             }
-            Some((false, _)) if r.voiding.voided => {
-                r.voiding.unvoid();
-                check(&st, &r, inv)?;
-            }
-            _ => check(&st, &r, inv)?,
+        } else {
+            check(&st, &r, inv)?;
         }
         r.audit.changed_by = Some(user.clone());
         r.audit.date_changed = Some(datetime_key(now));
@@ -361,8 +355,6 @@ struct Change {
     relationship_type: Option<String>,
     start_date: Option<Option<String>>,
     end_date: Option<Option<String>>,
-    /// `voided` (true voids, false restores) and the reason given with it.
-    voiding: Option<(bool, String)>,
 }
 
 impl Change {
@@ -380,10 +372,6 @@ impl Change {
             relationship_type: opt_ref(body, "relationshipType")?,
             start_date: date("startDate")?,
             end_date: date("endDate")?,
-            voiding: opt_bool(body, "voided", "")?.map(|v| {
-                let reason = opt_str(body, "voidReason").ok().flatten();
-                (v, reason.unwrap_or_else(|| "web service call".into()))
-            }),
         })
     }
 }

@@ -10,7 +10,7 @@ use crate::domains::visit::attribute::{self, VisitAttributeRes, VisitAttributeTy
 use crate::domains::visit::store::{self, VisitQuery};
 use crate::http::AppState;
 use crate::http::answer::{answer, audit_info, flag, nest, page_answer, rep_of, window};
-use crate::http::body::{only_known, opt_bool, opt_datetime, opt_ref, opt_str};
+use crate::http::body::{apply_voided, only_known, opt_datetime, opt_ref, opt_str};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Paging, Props, Rep, Resource, nested_list, render};
 use crate::http::{Caller, JsonBody, QueryPairs, blocking, ok, param};
@@ -325,15 +325,11 @@ pub async fn update(
         apply_attributes(&mut v, &st.catalog.load(), &body, &user)?;
         // `voided` is accepted on every update, as webservices.rest's data resources accept
         // it: true voids the visit as DELETE does (with what it holds), false restores it.
-        let voiding = opt_bool(&body, "voided", "")?;
-        if voiding == Some(false) && v.voiding.voided {
-            v.voiding.unvoid();
-        }
+        let voided_now = apply_voided(&body, &mut v.voiding, &user, Utc::now())?;
         v.audit.changed(&user, Utc::now());
         let mut effects = Vec::new();
-        if voiding == Some(true) && !old.voiding.voided {
-            let reason = opt_str(&body, "voidReason")?.unwrap_or_else(|| "web service call".into());
-            v.voiding.void(&user, Utc::now(), &reason);
+        if voided_now {
+            let reason = v.voiding.void_reason.clone().unwrap_or_default();
             effects = crate::domains::visit::voiding_effects(&st.store, &v.uuid, &user, &reason)?;
         } else {
             check(&st, &v)?;
