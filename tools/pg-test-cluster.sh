@@ -4,8 +4,11 @@
 # for the local socket only. Prints the connection string on stdout; stop it with
 # `tools/pg-test-cluster.sh stop DIR`.
 #   url=$(bash tools/pg-test-cluster.sh start /tmp/emr-pg)
+# `small-volume DIR MB` (as root) mounts a tmpfs of MB megabytes at DIR/small, owned by
+# the server, and prints its path: a tablespace there fills up while the cluster's own disk
+# (and its write-ahead log) keeps room, which is how the tests meet a full database disk.
 set -euo pipefail
-action=${1:?start|stop}
+action=${1:?start|stop|small-volume}
 dir=${2:?directory}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bin/initdb" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
@@ -26,8 +29,17 @@ case "$action" in
       || { cat "$dir/server.log" >&2; exit 1; }
     echo "host=$dir user=postgres dbname=postgres"
     ;;
+  small-volume)
+    mb=${3:?size in MB}
+    [ "$(id -u)" = 0 ] || { echo "mounting a small volume needs root" >&2; exit 1; }
+    mkdir -p "$dir/small"
+    mountpoint -q "$dir/small" || mount -t tmpfs -o "size=${mb}m,mode=0700" tmpfs "$dir/small"
+    chown postgres "$dir/small"
+    echo "$dir/small"
+    ;;
   stop)
     as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+    if mountpoint -q "$dir/small" 2>/dev/null; then umount "$dir/small"; fi
     ;;
-  *) echo "start or stop" >&2; exit 2 ;;
+  *) echo "start, stop or small-volume" >&2; exit 2 ;;
 esac

@@ -955,6 +955,11 @@ async fn a_clinic_day(st: Arc<runtime::http::AppState>) {
 }
 
 fn private_server(action: &str, dir: &std::path::Path) -> String {
+    private_server_with(action, dir, &[])
+}
+
+/// `tools/pg-test-cluster.sh action dir args…`, answering what it prints.
+fn private_server_with(action: &str, dir: &std::path::Path, args: &[&str]) -> String {
     let out = Command::new("bash")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -962,6 +967,7 @@ fn private_server(action: &str, dir: &std::path::Path) -> String {
         ))
         .arg(action)
         .arg(dir)
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -1020,6 +1026,129 @@ fn a_database_that_goes_away_answers_503_and_is_found_again() {
     )
     .unwrap();
     assert_eq!(again.status, 201, "{}", again.body);
+    drop(cluster);
+    private_server("stop", dir.path());
+}
+
+/// Runs `sql` (several statements) on the server at `url`; answers the first error's
+/// SQLSTATE.
+fn sql_on(url: &str, sql: &str) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(sql)
+            .await
+            .map_err(|e| e.code().map_or(e.to_string(), |c| c.code().to_string()))
+    })
+}
+
+#[test]
+fn a_full_database_disk_refuses_writes_with_507_and_takes_them_again_once_freed() {
+    // A server of this test's own, whose tablespace lies on a small volume: it fills up
+    // while the write-ahead log, on the server's own disk, keeps room (as when a data
+    // volume fills; a full log volume stops PostgreSQL itself, which the runtime answers
+    // with 503 as for a server gone).
+    let dir = tempfile::tempdir().unwrap();
+    let url = private_server("start", dir.path());
+    let small = private_server_with("small-volume", dir.path(), &["24"]);
+    sql_on(&url, &format!("CREATE TABLESPACE small LOCATION '{small}'")).unwrap();
+    // Every table of the runtime's schema is made in it.
+    let cluster = Cluster::on(format!("{url} options='-c default_tablespace=small'"), 1);
+    let port = cluster.port(0);
+    let type_uuid = identifier_type();
+    let id = |n: u32| {
+        runtime::identifiers::with_check(&n.to_string(), Some(crate::common::MOD30)).unwrap()
+    };
+    let before = new_patient(port, "Avant", &id(884001), &type_uuid).expect("stored");
+    // Something else fills the volume.
+    sql_on(&url, "CREATE TABLE filler (t text) TABLESPACE small").unwrap();
+    let mut filled = false;
+    for _ in 0..100 {
+        match sql_on(
+            &url,
+            "INSERT INTO filler SELECT repeat(md5(g::text), 60) FROM generate_series(1, 2000) g",
+        ) {
+            Ok(()) => {}
+            Err(code) => {
+                assert_eq!(code, "53100", "the volume full, nothing else");
+                filled = true;
+                break;
+            }
+        }
+    }
+    assert!(filled, "24 MB filled");
+    // A registration needs new pages: refused with 507 (a few may still fit in the free
+    // space of the pages already there; each one acknowledged must then be kept).
+    let mut kept = vec![before];
+    let mut refused = None;
+    for n in 0..50 {
+        let body = patient_body("Pendant", &id(884100 + n), &type_uuid);
+        let r = http(
+            port,
+            "POST",
+            &format!("{REST}/patient"),
+            Some(&body),
+            Auth::Basic,
+        )
+        .expect("an answer");
+        match r.status {
+            201 => kept.push(r.body["uuid"].as_str().unwrap().to_string()),
+            _ => {
+                refused = Some((r, body));
+                break;
+            }
+        }
+    }
+    let (refusal, body) = refused.expect("a write refused once the volume is full");
+    assert_eq!(refusal.status, 507, "{}", refusal.body);
+    assert_eq!(refusal.body["error"]["code"], "emr.store.unwritable");
+    assert!(
+        refusal.head.to_ascii_lowercase().contains("retry-after:"),
+        "{}",
+        refusal.head
+    );
+    // Reads go on.
+    for uuid in &kept {
+        let r = http(
+            port,
+            "GET",
+            &format!("{REST}/patient/{uuid}"),
+            None,
+            Auth::Basic,
+        )
+        .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    // Space freed: the same registration is taken, with nothing left over from the refusal.
+    sql_on(&url, "DROP TABLE filler").unwrap();
+    let again = http(
+        port,
+        "POST",
+        &format!("{REST}/patient"),
+        Some(&body),
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(again.status, 201, "{}", again.body);
+    kept.push(again.body["uuid"].as_str().unwrap().to_string());
+    for uuid in &kept {
+        let r = http(
+            port,
+            "GET",
+            &format!("{REST}/patient/{uuid}"),
+            None,
+            Auth::Basic,
+        )
+        .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
     drop(cluster);
     private_server("stop", dir.path());
 }
