@@ -11,7 +11,9 @@
 //! that each call's tail at 192 users can be compared with a single client's. It prints
 //! p50 and p99 per call for the three runs. Figures are recorded in docs/benchmarks.md.
 //!
-//! `TAILS_USERS` (192) and `TAILS_SECONDS` (60) change the load and the measured time.
+//! `TAILS_USERS` (192) and `TAILS_SECONDS` (60) change the load and the measured time;
+//! `TAILS_GENERATE=<dir>` only generates the data directory there (with `charted.txt`, the
+//! uuids of the patients with records), to profile a runtime started on it.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -45,7 +47,20 @@ fn hello() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        let app = axum::Router::new().fallback(|| async { "{\"hello\":\"world\"}" });
+        // `?bytes=N` answers N bytes: the same schedule with each call's answer as large as
+        // the runtime's, so that sending and reading large answers is in the baseline too.
+        let app = axum::Router::new().fallback(
+            |axum::extract::RawQuery(q): axum::extract::RawQuery| async move {
+                let n = q
+                    .as_deref()
+                    .and_then(|q| q.strip_prefix("bytes="))
+                    .and_then(|n| n.parse::<usize>().ok());
+                match n {
+                    Some(n) => vec![b'x'; n],
+                    None => b"{\"hello\":\"world\"}".to_vec(),
+                }
+            },
+        );
         let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
         axum::serve(listener, app).await.unwrap();
     });
@@ -373,14 +388,15 @@ fn replay(
     users: usize,
     seconds: u64,
     paced: bool,
-    hello_path: Option<&'static str>,
-) -> (Samples, usize) {
+    hello_sizes: Option<&std::sync::Arc<BTreeMap<&'static str, usize>>>,
+) -> (Samples, usize, BTreeMap<&'static str, usize>) {
     let start = Instant::now();
     let warm = start + Duration::from_secs(seconds / 10 + 1);
     let end = warm + Duration::from_secs(seconds);
     let threads: Vec<_> = (0..users)
         .map(|u| {
             let screens = screens.clone();
+            let hello_sizes = hello_sizes.cloned();
             std::thread::spawn(move || {
                 let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((u as u64 + 1) * 0x1000_0001));
                 // Users arrive over the first seconds, as a morning's do.
@@ -391,33 +407,38 @@ fn replay(
                     s
                 };
                 let mut s = connect();
-                let (cookie, user) = match hello_path {
+                let (cookie, user) = match hello_sizes {
                     Some(_) => (String::new(), "u".to_string()),
                     None => log_in(&mut s, &screens.login_location),
                 };
                 let mut samples = Samples::new();
+                let mut sizes = BTreeMap::new();
                 let mut errors = 0usize;
                 let mut screen = u;
                 while Instant::now() < end {
                     let calls = screens.calls(screen, rng.next(), &user);
                     screen += 1;
                     for (name, path) in &calls {
-                        let path = hello_path
-                            .map(str::to_string)
-                            .unwrap_or_else(|| path.clone());
+                        let path = match &hello_sizes {
+                            Some(sizes) => {
+                                format!("/hello?bytes={}", sizes.get(name).copied().unwrap_or(0))
+                            }
+                            None => path.clone(),
+                        };
                         let t = Instant::now();
-                        let status = match exchange(&mut s, "GET", &path, &cookie, "") {
-                            Some((status, _, _)) => status,
+                        let (status, len) = match exchange(&mut s, "GET", &path, &cookie, "") {
+                            Some((status, _, body)) => (status, body.len()),
                             None => {
                                 // Closed while the user paused: a new connection, whose
                                 // opening counts in the call's time, as in a browser.
                                 s = connect();
-                                exchange(&mut s, "GET", &path, &cookie, "")
-                                    .expect("an answer on a new connection")
-                                    .0
+                                let (status, _, body) = exchange(&mut s, "GET", &path, &cookie, "")
+                                    .expect("an answer on a new connection");
+                                (status, body.len())
                             }
                         };
                         let took = t.elapsed();
+                        sizes.insert(*name, len);
                         if status != 200 {
                             errors += 1;
                             if errors <= 3 {
@@ -434,20 +455,42 @@ fn replay(
                         std::thread::sleep(rng.pause(1.0, 3.2) * calls.len() as u32);
                     }
                 }
-                (samples, errors)
+                (samples, errors, sizes)
             })
         })
         .collect();
     let mut all = Samples::new();
     let mut errors = 0;
+    let mut all_sizes = BTreeMap::new();
     for t in threads {
-        let (samples, e) = t.join().unwrap();
+        let (samples, e, sizes) = t.join().unwrap();
         errors += e;
+        all_sizes.extend(sizes);
         for (k, v) in samples {
             all.entry(k).or_default().extend(v);
         }
     }
-    (all, errors)
+    (all, errors, all_sizes)
+}
+
+/// User and system processor time of process `pid` so far, in seconds, and its major page
+/// faults (pages read back from disk) (Linux).
+fn cpu_seconds(pid: u32) -> (f64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces), from its closing parenthesis.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // majflt, utime and stime are the 12th, 14th and 15th fields (10th, 12th and 13th
+    // after the name).
+    ((ticks(11) + ticks(12)) / 100.0, ticks(9) as u64)
 }
 
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
@@ -495,7 +538,8 @@ fn run() {
         .clone();
 
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
+    let keep = std::env::var_os("TAILS_GENERATE").map(std::path::PathBuf::from);
+    let data = keep.clone().unwrap_or_else(|| dir.path().join("data"));
     let (_, child, _) = cold_start(&runtime_exe, false, &data);
     stop(child);
     let store =
@@ -522,6 +566,11 @@ fn run() {
         "{PATIENTS} patients, {} of them with {visits} visits, {encounters} encounters, {observations} observations",
         charted.len()
     );
+    if let Some(keep) = keep {
+        std::fs::write(keep.join("charted.txt"), charted.join("\n")).unwrap();
+        println!("generated in {}", keep.display());
+        return;
+    }
 
     let login_tag = content
         .location_tags
@@ -549,39 +598,59 @@ fn run() {
         200
     );
 
-    let (mut hello_samples, _) = replay(hello_port, &screens, users, seconds, true, Some("/hello"));
-    let (mut single, e1) = replay(port, &screens, 1, seconds.min(20), false, None);
-    let (mut loaded, e192) = replay(port, &screens, users, seconds, true, None);
+    let before = cpu_seconds(child.id());
+    let (mut single, e1, sizes) = replay(port, &screens, 1, seconds.min(20), false, None);
+    let sizes = std::sync::Arc::new(sizes);
+    let (mut hello_samples, _, _) =
+        replay(hello_port, &screens, users, seconds, true, Some(&sizes));
+    let between = cpu_seconds(child.id());
+    let (mut loaded, e192, _) = replay(port, &screens, users, seconds, true, None);
+    let after = cpu_seconds(child.id());
+    let (cpu_single, cpu_loaded) = (between.0 - before.0, after.0 - between.0);
     stop(child);
     stop(hello_child);
 
     let count: usize = loaded.values().map(Vec::len).sum();
-    let mut hello_all: Vec<Duration> = hello_samples
-        .values_mut()
-        .flat_map(|v| v.drain(..))
-        .collect();
+    let mut hello_all: Vec<Duration> = hello_samples.values().flatten().copied().collect();
     println!(
         "{users} users for {seconds} s: {count} calls ({:.0} per second), {e192} errors; one user without pauses: {e1} errors",
         count as f64 / seconds as f64
     );
+    // Every call of a run (warm-up included) against the runtime's processor time in it.
+    let per_call = |cpu: f64, samples: &Samples, seconds: u64| {
+        let counted: usize = samples.values().map(Vec::len).sum();
+        let all = counted as f64 * (seconds + seconds / 10 + 1) as f64 / seconds as f64;
+        cpu * 1e3 / all
+    };
     println!(
-        "hello world under the same schedule: p50 {:.2} ms, p99 {:.2} ms ({} calls)",
+        "runtime's processor time: one user {cpu_single:.1} s ({:.2} ms a call), {users} users {cpu_loaded:.1} s ({:.2} ms a call); major page faults: one user {}, {users} users {}",
+        per_call(cpu_single, &single, seconds.min(20)),
+        per_call(cpu_loaded, &loaded, seconds),
+        between.1 - before.1,
+        after.1 - between.1,
+    );
+    println!(
+        "hello world under the same schedule, each answer as large as the runtime's: p50 {:.2} ms, p99 {:.2} ms ({} calls)",
         ms(percentile(&mut hello_all, 0.5)),
         ms(percentile(&mut hello_all, 0.99)),
         hello_all.len()
     );
     println!(
-        "| call | 1 user p50 | 1 user p99 | {users} users p50 | {users} users p99 | p99 growth | calls |"
+        "| call | answer bytes | 1 user p50 | 1 user p99 | {users} users p50 | {users} users p99 | p99 growth | hello world, same bytes, {users} users p99 | calls |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (name, v) in loaded.iter_mut() {
         let one = single
             .get_mut(name)
             .expect("the single user made every call");
         let (p50, p99) = (percentile(v, 0.5), percentile(v, 0.99));
         let (o50, o99) = (percentile(one, 0.5), percentile(one, 0.99));
+        let hello99 = hello_samples
+            .get_mut(name)
+            .map_or(0.0, |h| ms(percentile(h, 0.99)));
         println!(
-            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1}x | {} |",
+            "| {name} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1}x | {hello99:.2} | {} |",
+            sizes.get(name).copied().unwrap_or(0),
             ms(o50),
             ms(o99),
             ms(p50),

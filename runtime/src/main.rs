@@ -13,6 +13,20 @@ use std::time::Instant;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The allocator asks for transparent huge pages on its arenas, so while the store's page
+/// cache fills (the first minutes after a start, or after a quiet night), every few
+/// hundred kilobytes of newly read pages costs one 2 MiB page zeroed at once: a call every
+/// twenty-five or so charts took 5 to 8 ms instead of 1 on this project's virtual machines
+/// (docs/benchmarks.md, "Latency tails"). Ordinary 4 KiB pages spread that cost evenly;
+/// latency-bound databases (Redis, MongoDB) advise the same. It applies to the whole
+/// process, arenas already mapped included, from the next page fault on.
+fn without_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        eprintln!("transparent huge pages stay on: {e}");
+    }
+}
+
 #[derive(Parser)]
 #[command(
     name = "runtime",
@@ -48,6 +62,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let began = Instant::now();
+    without_transparent_huge_pages();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
