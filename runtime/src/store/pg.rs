@@ -22,6 +22,11 @@
 //! listener that loses its connection reports it, so the store drops every cache rather
 //! than trust what it may have missed.
 //!
+//! **Round trips.** A read transaction's `BEGIN` is sent with its first statement (both
+//! queued before either answer is awaited) and its `ROLLBACK` is queued without waiting;
+//! several key ranges are read in one statement (`TableRef::rows_in_ranges`). Sessions run
+//! with `jit = off`.
+//!
 //! **Threads.** The client's connections are driven by a small runtime of this engine's own;
 //! callers block on the answers (`futures_executor::block_on`) from whatever thread they
 //! run on, as they block on redb's disk reads.
@@ -226,15 +231,20 @@ impl Engine {
 
     fn connect_raw(&self, in_schema: bool) -> StoreResult<Conn> {
         let config = self.config.clone();
-        let set_path = in_schema.then(|| format!("SET search_path TO {}", quote(&self.schema)));
+        // No JIT compilation: every statement here reads or writes rows by key, and
+        // PostgreSQL compiled the several-ranges read (whose estimate grows with the
+        // table) for tens of milliseconds each time, which took the chart's vitals on a
+        // million observations to one answer a second.
+        let settings = match in_schema {
+            true => format!("SET jit = off; SET search_path TO {}", quote(&self.schema)),
+            false => "SET jit = off".to_string(),
+        };
         let client = wait(self.handle.spawn(async move {
             let (client, connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
                 let _ = connection.await;
             });
-            if let Some(sql) = set_path {
-                client.batch_execute(&sql).await?;
-            }
+            client.batch_execute(&settings).await?;
             Ok::<_, tokio_postgres::Error>(client)
         }))
         .map_err(|e| StoreError::Unavailable(e.to_string()))?
@@ -484,7 +494,16 @@ pub struct Txn {
     /// own writes and an encounter with its observations and their index entries costs a
     /// few round trips instead of one per row.
     pending: RefCell<Pending>,
+    /// A read transaction's `BEGIN` (`BEGIN_READ`) is not sent yet: it travels with the
+    /// first statement (pipelined, one round trip for both), and a read that sends nothing
+    /// sends no `BEGIN`.
+    begin_pending: Cell<bool>,
 }
+
+/// A read transaction's opening statement. PostgreSQL takes a `REPEATABLE READ`
+/// transaction's snapshot at its first statement, so sending `BEGIN` with that statement
+/// changes nothing of what the transaction sees.
+const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
 /// Rows written and not sent yet, by table and key.
 type Pending = BTreeMap<&'static str, BTreeMap<Vec<u8>, Vec<u8>>>;
@@ -495,11 +514,8 @@ const BATCH_ROWS: usize = 5_000;
 impl Txn {
     /// A snapshot for reading.
     pub fn read(engine: &Arc<Engine>) -> StoreResult<Txn> {
-        Txn::begin(
-            engine,
-            false,
-            "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY".into(),
-        )
+        let conn = engine.checkout()?;
+        Ok(Txn::on(engine, conn, false, true))
     }
 
     /// The write transaction: waits until no other runtime's is running.
@@ -516,7 +532,11 @@ impl Txn {
         let conn = engine.checkout()?;
         engine.count_statement();
         wait(conn.client.batch_execute(&sql)).map_err(classify)?;
-        Ok(Txn {
+        Ok(Txn::on(engine, conn, write, false))
+    }
+
+    fn on(engine: &Arc<Engine>, conn: Conn, write: bool, begin_pending: bool) -> Txn {
+        Txn {
             locked_at: std::time::Instant::now(),
             pending: RefCell::default(),
             engine: engine.clone(),
@@ -525,7 +545,29 @@ impl Txn {
             touched: RefCell::default(),
             created: RefCell::default(),
             finished: Cell::new(false),
-        })
+            begin_pending: Cell::new(begin_pending),
+        }
+    }
+
+    /// Sends a statement, preceded in the same round trip by the transaction's `BEGIN`
+    /// when that has not been sent yet.
+    fn run<T>(
+        &self,
+        conn: &Conn,
+        statement: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> StoreResult<T> {
+        self.engine.count_statement();
+        if !self.begin_pending.replace(false) {
+            return wait(statement).map_err(classify);
+        }
+        // Both requests are queued on the connection before either answer is awaited.
+        self.engine.count_statement();
+        let (begun, answer) = wait(futures_util::future::join(
+            conn.client.batch_execute(BEGIN_READ),
+            statement,
+        ));
+        begun.map_err(classify)?;
+        answer.map_err(classify)
     }
 
     /// Commits durably, then tells the other runtimes what changed (outside the
@@ -622,8 +664,7 @@ impl Txn {
             .as_mut()
             .expect("an open transaction has its connection");
         let statement = self.statement(conn, sql)?;
-        self.engine.count_statement();
-        wait(conn.client.query(&statement, params)).map_err(classify)
+        self.run(conn, conn.client.query(&statement, params))
     }
 
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> StoreResult<u64> {
@@ -638,8 +679,7 @@ impl Txn {
             .as_mut()
             .expect("an open transaction has its connection");
         let statement = self.statement(conn, sql)?;
-        self.engine.count_statement();
-        wait(conn.client.execute(&statement, params)).map_err(classify)
+        self.run(conn, conn.client.execute(&statement, params))
     }
 
     /// A table to read (it must exist).
@@ -689,11 +729,27 @@ impl Txn {
 
 impl Drop for Txn {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.get_mut().take() {
-            // An unfinished transaction is rolled back before its connection is reused.
-            if self.finished.get() || wait(conn.client.batch_execute("ROLLBACK")).is_ok() {
-                self.engine.checkin(conn);
+        let Some(conn) = self.conn.get_mut().take() else {
+            return;
+        };
+        if self.finished.get() || self.begin_pending.get() {
+            // Committed, or a read that never began.
+            self.engine.checkin(conn);
+        } else if !self.write {
+            // A read ends without waiting for its answer: the `ROLLBACK` is queued on the
+            // connection (requests go out in order), so whoever takes the connection next
+            // sends its own statements after it. Its answer, read by the connection's
+            // task, is dropped; a connection that failed is found closed at checkout.
+            use std::future::Future as _;
+            {
+                let rollback = std::pin::pin!(conn.client.batch_execute("ROLLBACK"));
+                let _ =
+                    rollback.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
             }
+            self.engine.checkin(conn);
+        } else if wait(conn.client.batch_execute("ROLLBACK")).is_ok() {
+            // An unfinished write is rolled back before its connection is reused.
+            self.engine.checkin(conn);
         }
     }
 }
@@ -725,6 +781,33 @@ impl<'t> TableRef<'t> {
         let rows = self.txn.query(
             &format!("SELECT k, v FROM {} WHERE k = ANY($1)", quote(self.name)),
             &[&wanted],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
+            .collect())
+    }
+
+    /// Every row of several key ranges `[low, high)`, each range's rows in key order and
+    /// the ranges in the order given, in one statement (each range an index scan).
+    pub fn rows_in_ranges(
+        &self,
+        ranges: &[crate::store::kv::KeyRange],
+    ) -> StoreResult<Vec<crate::store::kv::RawRow>> {
+        if ranges.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lows: Vec<&[u8]> = ranges.iter().map(|(l, _)| l.as_slice()).collect();
+        let highs: Vec<&[u8]> = ranges.iter().map(|(_, h)| h.as_slice()).collect();
+        // Each range its own index scan (LATERAL), whatever the planner would estimate.
+        let rows = self.txn.query(
+            &format!(
+                "SELECT s.k, s.v FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS r(low, high, n) \
+                 CROSS JOIN LATERAL (SELECT k, v FROM {} WHERE k >= r.low AND k < r.high ORDER BY k) s \
+                 ORDER BY r.n, s.k",
+                quote(self.name)
+            ),
+            &[&lows, &highs],
         )?;
         Ok(rows
             .iter()

@@ -433,6 +433,30 @@ fn walk_flags_between(
     Ok(())
 }
 
+/// Every key of `index` under each of `prefixes` whose flags are not in `exclude`, oldest
+/// first within each prefix, the prefixes one after the other: all of them read at once
+/// (one statement on PostgreSQL), for the queries that merge several ranges (a chart's
+/// vital signs, a page of encounters' observations).
+pub fn keys_under_all(
+    index: &impl ReadableTable<&'static str, u8>,
+    prefixes: &[&str],
+    exclude: u8,
+) -> StoreResult<Vec<String>> {
+    let ranges: Vec<crate::store::kv::KeyRange> = prefixes
+        .iter()
+        // '}' sorts right after '|': every key `prefix|…` sorts before `prefix}`.
+        .map(|p| (format!("{p}|").into_bytes(), format!("{p}}}").into_bytes()))
+        .collect();
+    let mut keys = Vec::new();
+    for (k, flags) in index.rows_in_ranges(&ranges)? {
+        if flags.first().copied().unwrap_or(0) & exclude != 0 {
+            continue;
+        }
+        keys.push(String::from_utf8(k).map_err(|e| StoreError::Redb(e.to_string()))?);
+    }
+    Ok(keys)
+}
+
 /// The last part of an index key: the record's uuid.
 pub fn uuid_of(key: &str) -> &str {
     key.rsplit('|').next().unwrap_or_default()

@@ -17,7 +17,16 @@ use crate::http::repr::{
 use crate::wire::wire_datetime;
 use serde_json::{Value, json};
 
-pub struct EncounterRes<'a>(pub &'a EncounterRecord);
+/// An encounter as REST represents it; with its observations when the handler read them
+/// ahead for a whole page (`store::obs_of_encounters`), else they are read when rendered.
+pub struct EncounterRes<'a>(pub &'a EncounterRecord, pub Option<&'a [ObsRecord]>);
+
+impl<'a> EncounterRes<'a> {
+    /// An encounter whose observations are read when rendered.
+    pub fn of(e: &'a EncounterRecord) -> Self {
+        EncounterRes(e, None)
+    }
+}
 
 pub(crate) fn encounter_type<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<&'c model::EncounterType> {
     ctx.catalog
@@ -32,8 +41,11 @@ pub(crate) fn form<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<&'c model::Form> {
 }
 
 /// An encounter's observations that are not members of a group (members nest in theirs).
-pub(crate) fn top_obs(ctx: &Ctx, e: &EncounterRecord) -> Vec<ObsRecord> {
-    let mut all = store::obs_of_encounter(ctx.store, &e.uuid, false).unwrap_or_default();
+pub(crate) fn top_obs(ctx: &Ctx, e: &EncounterRes) -> Vec<ObsRecord> {
+    let mut all = match e.1 {
+        Some(read) => read.to_vec(),
+        None => store::obs_of_encounter(ctx.store, &e.0.uuid, false).unwrap_or_default(),
+    };
     all.retain(|o| o.obs_group.is_none());
     all
 }
@@ -48,20 +60,20 @@ pub struct EncounterNesting {
 /// An order's encounter, as its representation nests it (registered for orders).
 pub fn nested_by_uuid(uuid: &str, rep: &Rep, ctx: &Ctx) -> Value {
     let e = store::encounter(ctx.store, uuid).ok().flatten();
-    nest(e.as_ref().map(EncounterRes), rep, ctx)
+    nest(e.as_ref().map(EncounterRes::of), rep, ctx)
 }
 
 /// The same, written straight to bytes.
 pub fn nested_by_uuid_to(uuid: &str, rep: &Rep, ctx: &Ctx, out: &mut Vec<u8>) {
     let e = store::encounter(ctx.store, uuid).ok().flatten();
-    let e = e.as_ref().map(EncounterRes);
+    let e = e.as_ref().map(EncounterRes::of);
     crate::http::repr::nested_to(e.as_ref().map(|e| e as &dyn Resource), rep, ctx, out)
 }
 
 /// A visit's encounters, as its representation nests them (registered for the visit).
 pub fn of_visit(visit: &str, rep: &Rep, ctx: &Ctx) -> Value {
     let list = store::of_visit(ctx.store, visit).unwrap_or_default();
-    let res: Vec<EncounterRes> = list.iter().map(EncounterRes).collect();
+    let res: Vec<EncounterRes> = list.iter().map(EncounterRes::of).collect();
     nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
 }
 
@@ -152,7 +164,7 @@ impl Resource for EncounterRes<'_> {
                 ctx,
             ),
             "obs" => {
-                let all = top_obs(ctx, e);
+                let all = top_obs(ctx, self);
                 let top: Vec<ObsRes> = all.iter().map(ObsRes).collect();
                 nested_list(top.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
@@ -193,7 +205,7 @@ impl Resource for EncounterRes<'_> {
         let e = self.0;
         match name {
             "obs" => {
-                let all = top_obs(ctx, e);
+                let all = top_obs(ctx, self);
                 let top: Vec<ObsRes> = all.iter().map(ObsRes).collect();
                 nested_list_to(top.iter().map(|r| r as &dyn Resource), rep, ctx, out);
             }
@@ -449,7 +461,7 @@ impl Resource for ObsRes<'_> {
                     .encounter
                     .as_deref()
                     .and_then(|e| store::encounter(ctx.store, e).ok().flatten());
-                nest(e.as_ref().map(EncounterRes), rep, ctx)
+                nest(e.as_ref().map(EncounterRes::of), rep, ctx)
             }
             "voided" => json!(o.voiding.voided),
             "value" => match &o.value {

@@ -289,7 +289,7 @@ pub async fn create(
     answer(
         &state,
         &caller,
-        &EncounterRes(&e),
+        &EncounterRes::of(&e),
         &rep,
         StatusCode::CREATED,
     )
@@ -483,7 +483,7 @@ pub async fn update(
     } else {
         e
     };
-    answer(&state, &caller, &EncounterRes(&e), &rep, StatusCode::OK)
+    answer(&state, &caller, &EncounterRes::of(&e), &rep, StatusCode::OK)
 }
 
 pub async fn read(
@@ -497,7 +497,7 @@ pub async fn read(
     answer(
         &state,
         &caller,
-        &EncounterRes(&e),
+        &EncounterRes::of(&e),
         &rep_of(&query)?,
         StatusCode::OK,
     )
@@ -612,6 +612,15 @@ pub async fn search(
     }
     let paging = Paging::from_query(&query)?;
     let (list, page) = store::list(&state.store, &q, window(&paging))?;
+    // The page's observations at once, when the representation shows them (the chart's
+    // encounter lists ask for them).
+    let shows_obs =
+        param(&query, "v").is_none_or(|v| !v.starts_with("custom") || v.contains("obs"));
+    let uuids: Vec<&str> = list.iter().map(|e| e.uuid.as_str()).collect();
+    let obs = match shows_obs {
+        true => store::obs_of_encounters(&state.store, &uuids)?,
+        false => Default::default(),
+    };
     page_answer(
         &state,
         &caller,
@@ -619,7 +628,8 @@ pub async fn search(
         "/encounter",
         &paging,
         &page,
-        list.iter().map(EncounterRes),
+        list.iter()
+            .map(|e| EncounterRes(e, obs.get(&e.uuid).map(Vec::as_slice))),
     )
 }
 

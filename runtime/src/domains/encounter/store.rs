@@ -395,6 +395,39 @@ pub fn obs_of_encounter(
     read_all(&txn.open_table(OBS)?, &page.uuids, decode_obs)
 }
 
+/// The observations of several encounters (not voided), by encounter, each in
+/// `obs_of_encounter`'s order: read in one transaction, the index once and the records once
+/// (a page of encounters, on PostgreSQL, in two statements instead of four per encounter).
+pub fn obs_of_encounters(
+    store: &Store,
+    encounters: &[&str],
+) -> StoreResult<std::collections::HashMap<String, Vec<ObsRecord>>> {
+    let txn = store.begin_read()?;
+    let keys = crate::store::record::keys_under_all(
+        &txn.open_table(OBS_BY_ENCOUNTER)?,
+        encounters,
+        VOIDED,
+    )?;
+    let uuids: Vec<String> = keys
+        .iter()
+        .map(|k| crate::store::record::uuid_of(k).to_string())
+        .collect();
+    let mut by_encounter: std::collections::HashMap<String, Vec<ObsRecord>> = encounters
+        .iter()
+        .map(|e| (e.to_string(), Vec::new()))
+        .collect();
+    for (key, o) in keys
+        .iter()
+        .zip(read_all(&txn.open_table(OBS)?, &uuids, decode_obs)?)
+    {
+        let encounter = key.split('|').next().unwrap_or_default();
+        if let Some(list) = by_encounter.get_mut(encounter) {
+            list.push(o);
+        }
+    }
+    Ok(by_encounter)
+}
+
 /// The members of an obs group.
 pub fn group_members(store: &Store, group: &str) -> StoreResult<Vec<ObsRecord>> {
     let txn = store.begin_read()?;
@@ -501,20 +534,22 @@ pub fn list_obs(
             )?
         }
         (None, Some(p)) if !q.concepts.is_empty() => {
-            // Several concepts: each one's keys, merged newest first, then cut.
-            let index = txn.open_table(OBS_BY_CONCEPT)?;
-            let mut keys: Vec<(String, String)> = Vec::new();
-            for c in &q.concepts {
-                crate::store::record::walk(&index, &key(&[p, c]), exclude, false, |k| {
-                    let mut parts = k.rsplit('|');
-                    let uuid = parts.next().unwrap_or_default().to_string();
-                    let at = parts.next().unwrap_or_default().to_string();
-                    if of_type(&uuid) {
-                        keys.push((at, uuid));
-                    }
-                    true
-                })?;
-            }
+            // Several concepts: every one's keys read at once, merged newest first, then cut.
+            let prefixes: Vec<String> = q.concepts.iter().map(|c| key(&[p, c])).collect();
+            let prefixes: Vec<&str> = prefixes.iter().map(String::as_str).collect();
+            let mut keys: Vec<(String, String)> = crate::store::record::keys_under_all(
+                &txn.open_table(OBS_BY_CONCEPT)?,
+                &prefixes,
+                exclude,
+            )?
+            .into_iter()
+            .filter_map(|k| {
+                let mut parts = k.rsplit('|');
+                let uuid = parts.next().unwrap_or_default().to_string();
+                let at = parts.next().unwrap_or_default().to_string();
+                of_type(&uuid).then_some((at, uuid))
+            })
+            .collect();
             keys.sort_by(|a, b| b.cmp(a));
             Page::cut(keys.into_iter().map(|(_, uuid)| uuid).collect(), window)
         }
@@ -947,5 +982,44 @@ mod tests {
         let mut listed = obs_of_encounter(&store, "encounter-1", false).unwrap();
         listed.sort_by(|a, b| a.uuid.cmp(&b.uuid));
         assert_eq!(listed, [old, new]);
+    }
+
+    #[test]
+    fn a_page_of_encounters_reads_the_observations_each_would_read_alone() {
+        let store = Store::in_memory(&crate::domains::REGISTRY).unwrap();
+        // Encounter uuids where one is a prefix of another, and one with none.
+        let encounters = ["enc-1", "enc-10", "enc-2", "enc-empty"];
+        let mut all = Vec::new();
+        for (i, e) in ["enc-1", "enc-10", "enc-10", "enc-2", "enc-1"]
+            .iter()
+            .enumerate()
+        {
+            let mut o = record(&format!("{i}-obs"), ObsValue::Numeric(i as f64), false);
+            o.encounter = Some(e.to_string());
+            all.push(o);
+        }
+        let mut voided = record("9-voided", ObsValue::Numeric(0.0), false);
+        voided.encounter = Some("enc-1".into());
+        voided.voiding.voided = true;
+        all.push(voided);
+        write(
+            &store,
+            &Change {
+                encounter: None,
+                obs: all.iter().map(|o| (None, o)).collect(),
+            },
+        )
+        .unwrap();
+        let together = obs_of_encounters(&store, &encounters).unwrap();
+        assert_eq!(together.len(), encounters.len());
+        for e in encounters {
+            assert_eq!(
+                together[e],
+                obs_of_encounter(&store, e, false).unwrap(),
+                "{e}"
+            );
+        }
+        assert_eq!(together["enc-1"].len(), 2, "the voided one left out");
+        assert!(together["enc-empty"].is_empty());
     }
 }

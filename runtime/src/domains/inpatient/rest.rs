@@ -115,7 +115,7 @@ impl Resource for RequestRes {
                 rep,
                 ctx,
             ),
-            "dispositionEncounter" => nest(Some(EncounterRes(&r.encounter)), rep, ctx),
+            "dispositionEncounter" => nest(Some(EncounterRes::of(&r.encounter)), rep, ctx),
             "dispositionObsGroup" => {
                 let group = r.obs.obs_group.as_deref().and_then(|g| {
                     crate::domains::encounter::store::obs(ctx.store, g)
@@ -178,7 +178,7 @@ impl Resource for AdmissionRes {
                 Rep::Custom(_) | Rep::Ref => rep.clone(),
                 _ => encounter_rep(),
             };
-            nest(Some(EncounterRes(e)), &rep, ctx)
+            nest(Some(EncounterRes::of(e)), &rep, ctx)
         };
         Some(match name {
             "visit" => nest(Some(VisitRes(&a.visit)), rep, ctx),
