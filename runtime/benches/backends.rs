@@ -8,7 +8,8 @@
 //! Generates the data into redb as `clinical` does, moves it into a PostgreSQL schema with a
 //! backup and a restore, then measures on each engine in turn, one runtime at a time:
 //! - the time to serve, and to load the patient search index, after exec;
-//! - the chart's five calls with `wrk` (32 connections, 10 s each, after a 5 s warm-up);
+//! - the chart's five calls with `wrk` (32 connections, or `WRK_CONNECTIONS`, 10 s each,
+//!   after a 5 s warm-up);
 //! - durable encounter creations with 20 observations, 32 concurrent clients, 10 s;
 //!
 //! and, on PostgreSQL only, in this process (the engine's own counters):
@@ -217,7 +218,10 @@ fn run() {
             assert_eq!(get(port, &paths[0]), 200, "{name}: {}", paths[0]);
         }
         let base = format!("http://127.0.0.1:{port}");
-        println!("{engine}, one runtime, wrk -t2 -c32 10 s each (after 5 s of warm-up):");
+        println!(
+            "{engine}, one runtime, wrk -t2 -c{} 10 s each (after 5 s of warm-up):",
+            wrk_connections()
+        );
         for (name, paths) in &calls {
             let file = script(dir.path(), "chart", paths);
             wrk_with(&base, true, 5, Some(&file));

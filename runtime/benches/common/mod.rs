@@ -112,6 +112,14 @@ pub fn wrk(url: &str, auth: bool, seconds: u32) -> (f64, String, String) {
     wrk_with(url, auth, seconds, None)
 }
 
+/// wrk's connections: 32, or `WRK_CONNECTIONS` (to see latency below saturation).
+pub fn wrk_connections() -> u32 {
+    std::env::var("WRK_CONNECTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32)
+}
+
 /// Runs wrk for `seconds` with a Lua script choosing each request's path (when given);
 /// returns (requests per second, p50, p99) as wrk prints them.
 pub fn wrk_with(
@@ -122,7 +130,12 @@ pub fn wrk_with(
 ) -> (f64, String, String) {
     use base64::Engine;
     let mut c = Command::new("wrk");
-    c.args(["-t2", "-c32", &format!("-d{seconds}s"), "--latency"]);
+    c.args([
+        "-t2",
+        &format!("-c{}", wrk_connections()),
+        &format!("-d{seconds}s"),
+        "--latency",
+    ]);
     if let Some(script) = script {
         c.arg("-s").arg(script);
     }
