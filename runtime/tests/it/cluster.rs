@@ -1115,17 +1115,20 @@ fn a_full_database_disk_refuses_writes_with_507_and_takes_them_again_once_freed(
         refusal.head
     );
     // Reads go on.
-    for uuid in &kept {
-        let r = http(
-            port,
-            "GET",
-            &format!("{REST}/patient/{uuid}"),
-            None,
-            Auth::Basic,
-        )
-        .unwrap();
-        assert_eq!(r.status, 200, "{}", r.body);
-    }
+    let all_readable = |kept: &[String]| {
+        for uuid in kept {
+            let r = http(
+                port,
+                "GET",
+                &format!("{REST}/patient/{uuid}"),
+                None,
+                Auth::Basic,
+            )
+            .unwrap();
+            assert_eq!(r.status, 200, "{}", r.body);
+        }
+    };
+    all_readable(&kept);
     // Space freed: the same registration is taken, with nothing left over from the refusal.
     sql_on(&url, "DROP TABLE filler").unwrap();
     let again = http(
@@ -1138,17 +1141,7 @@ fn a_full_database_disk_refuses_writes_with_507_and_takes_them_again_once_freed(
     .unwrap();
     assert_eq!(again.status, 201, "{}", again.body);
     kept.push(again.body["uuid"].as_str().unwrap().to_string());
-    for uuid in &kept {
-        let r = http(
-            port,
-            "GET",
-            &format!("{REST}/patient/{uuid}"),
-            None,
-            Auth::Basic,
-        )
-        .unwrap();
-        assert_eq!(r.status, 200, "{}", r.body);
-    }
+    all_readable(&kept);
     drop(cluster);
     private_server("stop", dir.path());
 }
