@@ -475,7 +475,7 @@ fn replay(
 
 /// User and system processor time of process `pid` so far, in seconds, and its major page
 /// faults (pages read back from disk) (Linux).
-fn cpu_seconds(pid: u32) -> (f64, u64) {
+fn process_usage(pid: u32) -> (f64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name (which may hold spaces), from its closing parenthesis.
     let fields: Vec<&str> = stat
@@ -598,14 +598,14 @@ fn run() {
         200
     );
 
-    let before = cpu_seconds(child.id());
+    let before = process_usage(child.id());
     let (mut single, e1, sizes) = replay(port, &screens, 1, seconds.min(20), false, None);
     let sizes = std::sync::Arc::new(sizes);
     let (mut hello_samples, _, _) =
         replay(hello_port, &screens, users, seconds, true, Some(&sizes));
-    let between = cpu_seconds(child.id());
+    let between = process_usage(child.id());
     let (mut loaded, e192, _) = replay(port, &screens, users, seconds, true, None);
-    let after = cpu_seconds(child.id());
+    let after = process_usage(child.id());
     let (cpu_single, cpu_loaded) = (between.0 - before.0, after.0 - between.0);
     stop(child);
     stop(hello_child);

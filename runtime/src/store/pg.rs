@@ -512,30 +512,26 @@ type Pending = BTreeMap<&'static str, BTreeMap<Vec<u8>, Vec<u8>>>;
 const BATCH_ROWS: usize = 5_000;
 
 impl Txn {
-    /// A snapshot for reading.
+    /// A snapshot for reading (its `BEGIN` goes with its first statement).
     pub fn read(engine: &Arc<Engine>) -> StoreResult<Txn> {
-        let conn = engine.checkout()?;
-        Ok(Txn::on(engine, conn, false, true))
+        Ok(Txn::on(engine, engine.checkout()?, false))
     }
 
     /// The write transaction: waits until no other runtime's is running.
     pub fn write(engine: &Arc<Engine>) -> StoreResult<Txn> {
         let (a, b) = engine.lock_args(Lock::Write);
-        Txn::begin(
-            engine,
-            true,
-            format!("BEGIN; SELECT pg_advisory_xact_lock({a}, {b})"),
-        )
-    }
-
-    fn begin(engine: &Arc<Engine>, write: bool, sql: String) -> StoreResult<Txn> {
         let conn = engine.checkout()?;
         engine.count_statement();
-        wait(conn.client.batch_execute(&sql)).map_err(classify)?;
-        Ok(Txn::on(engine, conn, write, false))
+        wait(
+            conn.client
+                .batch_execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({a}, {b})")),
+        )
+        .map_err(classify)?;
+        Ok(Txn::on(engine, conn, true))
     }
 
-    fn on(engine: &Arc<Engine>, conn: Conn, write: bool, begin_pending: bool) -> Txn {
+    /// A transaction on `conn`: a write one already begun, a read one not yet.
+    fn on(engine: &Arc<Engine>, conn: Conn, write: bool) -> Txn {
         Txn {
             locked_at: std::time::Instant::now(),
             pending: RefCell::default(),
@@ -545,7 +541,7 @@ impl Txn {
             touched: RefCell::default(),
             created: RefCell::default(),
             finished: Cell::new(false),
-            begin_pending: Cell::new(begin_pending),
+            begin_pending: Cell::new(!write),
         }
     }
 

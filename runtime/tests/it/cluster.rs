@@ -192,15 +192,20 @@ fn patient_body(given: &str, identifier: &str, type_uuid: &str) -> String {
     .to_string()
 }
 
-fn new_patient(port: u16, given: &str, identifier: &str, type_uuid: &str) -> Option<String> {
-    let body = patient_body(given, identifier, type_uuid);
-    let a = http(
+/// `POST patient` with `body`; `None` when the runtime does not answer.
+fn post_patient(port: u16, body: &str) -> Option<Answer> {
+    http(
         port,
         "POST",
         &format!("{REST}/patient"),
-        Some(&body),
+        Some(body),
         Auth::Basic,
-    )?;
+    )
+}
+
+fn new_patient(port: u16, given: &str, identifier: &str, type_uuid: &str) -> Option<String> {
+    let body = patient_body(given, identifier, type_uuid);
+    let a = post_patient(port, &body)?;
     (a.status == 201).then(|| a.body["uuid"].as_str().unwrap().to_string())
 }
 
@@ -857,14 +862,7 @@ fn content_given_to_the_database_by_another_runtime_stops_this_ones_writes() {
     });
     // Its writes are refused; reads go on.
     let body = patient_body("Apres", &id(882002), &type_uuid);
-    let refused = http(
-        port,
-        "POST",
-        &format!("{REST}/patient"),
-        Some(&body),
-        Auth::Basic,
-    )
-    .unwrap();
+    let refused = post_patient(port, &body).unwrap();
     assert_eq!(refused.status, 503, "{}", refused.body);
     let read = http(
         port,
@@ -992,14 +990,7 @@ fn a_database_that_goes_away_answers_503_and_is_found_again() {
     assert!(new_patient(port, "Avant", &id(881001), &type_uuid).is_some());
     private_server("stop", dir.path());
     let body = patient_body("Pendant", &id(881002), &type_uuid);
-    let refused = http(
-        port,
-        "POST",
-        &format!("{REST}/patient"),
-        Some(&body),
-        Auth::Basic,
-    )
-    .unwrap();
+    let refused = post_patient(port, &body).unwrap();
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert!(
         refused.head.to_ascii_lowercase().contains("retry-after:"),
@@ -1017,14 +1008,7 @@ fn a_database_that_goes_away_answers_503_and_is_found_again() {
                 .is_some_and(|a| a.status == 200)
         },
     );
-    let again = http(
-        port,
-        "POST",
-        &format!("{REST}/patient"),
-        Some(&body),
-        Auth::Basic,
-    )
-    .unwrap();
+    let again = post_patient(port, &body).unwrap();
     assert_eq!(again.status, 201, "{}", again.body);
     drop(cluster);
     private_server("stop", dir.path());
@@ -1090,14 +1074,7 @@ fn a_full_database_disk_refuses_writes_with_507_and_takes_them_again_once_freed(
     let mut refused = None;
     for n in 0..50 {
         let body = patient_body("Pendant", &id(884100 + n), &type_uuid);
-        let r = http(
-            port,
-            "POST",
-            &format!("{REST}/patient"),
-            Some(&body),
-            Auth::Basic,
-        )
-        .expect("an answer");
+        let r = post_patient(port, &body).expect("an answer");
         match r.status {
             201 => kept.push(r.body["uuid"].as_str().unwrap().to_string()),
             _ => {
@@ -1131,14 +1108,7 @@ fn a_full_database_disk_refuses_writes_with_507_and_takes_them_again_once_freed(
     all_readable(&kept);
     // Space freed: the same registration is taken, with nothing left over from the refusal.
     sql_on(&url, "DROP TABLE filler").unwrap();
-    let again = http(
-        port,
-        "POST",
-        &format!("{REST}/patient"),
-        Some(&body),
-        Auth::Basic,
-    )
-    .unwrap();
+    let again = post_patient(port, &body).unwrap();
     assert_eq!(again.status, 201, "{}", again.body);
     kept.push(again.body["uuid"].as_str().unwrap().to_string());
     all_readable(&kept);

@@ -40,14 +40,22 @@ pub(crate) fn form<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<&'c model::Form> {
     ctx.catalog.content.forms.iter().find(|f| f.uuid == uuid)
 }
 
-/// An encounter's observations that are not members of a group (members nest in theirs).
-pub(crate) fn top_obs(ctx: &Ctx, e: &EncounterRes) -> Vec<ObsRecord> {
-    let mut all = match e.1 {
-        Some(read) => read.to_vec(),
-        None => store::obs_of_encounter(ctx.store, &e.0.uuid, false).unwrap_or_default(),
-    };
-    all.retain(|o| o.obs_group.is_none());
-    all
+/// An encounter's observations: those its handler read ahead, else read now.
+fn obs_of<'a>(ctx: &Ctx, e: &EncounterRes<'a>) -> std::borrow::Cow<'a, [ObsRecord]> {
+    match e.1 {
+        Some(read) => read.into(),
+        None => store::obs_of_encounter(ctx.store, &e.0.uuid, false)
+            .unwrap_or_default()
+            .into(),
+    }
+}
+
+/// Those of `all` that are not members of a group (members nest in theirs).
+fn top_level(all: &[ObsRecord]) -> Vec<ObsRes<'_>> {
+    all.iter()
+        .filter(|o| o.obs_group.is_none())
+        .map(ObsRes)
+        .collect()
 }
 
 /// What other domains nest in an encounter's representation, registered in the domains'
@@ -164,8 +172,8 @@ impl Resource for EncounterRes<'_> {
                 ctx,
             ),
             "obs" => {
-                let all = top_obs(ctx, self);
-                let top: Vec<ObsRes> = all.iter().map(ObsRes).collect();
+                let all = obs_of(ctx, self);
+                let top = top_level(&all);
                 nested_list(top.iter().map(|r| r as &dyn Resource), rep, ctx)
             }
             "diagnoses" => match ctx.store.registry().extension::<EncounterNesting>() {
@@ -205,8 +213,8 @@ impl Resource for EncounterRes<'_> {
         let e = self.0;
         match name {
             "obs" => {
-                let all = top_obs(ctx, self);
-                let top: Vec<ObsRes> = all.iter().map(ObsRes).collect();
+                let all = obs_of(ctx, self);
+                let top = top_level(&all);
                 nested_list_to(top.iter().map(|r| r as &dyn Resource), rep, ctx, out);
             }
             "location" => {
