@@ -45,6 +45,7 @@ pub mod report;
 pub mod role;
 pub mod session;
 pub mod setting;
+pub mod stock;
 pub mod visit;
 
 use crate::store::record::{
@@ -80,6 +81,12 @@ const RECORD_TABLES: &[RecordTable] = &[
     bed::store::ASSIGNMENT_RECORDS,
     report::store::RECORDS,
     bulk_export::store::RECORDS,
+    stock::store::ITEM_RECORDS,
+    stock::store::SOURCE_RECORDS,
+    stock::store::BATCH_RECORDS,
+    stock::store::SCOPE_RECORDS,
+    stock::store::OPERATION_RECORDS,
+    stock::store::TRANSACTION_RECORDS,
     crate::store::audit::RECORDS,
 ];
 
@@ -295,6 +302,7 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         .merge(report::rest::routes(paths))
         .merge(idgen::rest::routes(paths))
         .merge(setting::rest::routes(paths))
+        .merge(stock::rest::routes(paths))
         .merge(immunization::fhir::routes(paths))
         .merge(dispense::fhir::routes(paths))
 }

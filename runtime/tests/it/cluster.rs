@@ -1115,3 +1115,151 @@ fn a_full_database_disk_refuses_writes_with_507_and_takes_them_again_once_freed(
     drop(cluster);
     private_server("stop", dir.path());
 }
+
+/// POSTs `body` to a stock management resource on `port`, answering the created uuid.
+fn stock_post(port: u16, resource: &str, body: serde_json::Value) -> String {
+    let a = http(
+        port,
+        "POST",
+        &format!("{REST}/stockmanagement/{resource}"),
+        Some(&body.to_string()),
+        Auth::Basic,
+    )
+    .unwrap();
+    assert_eq!(a.status, 201, "{resource}: {}", a.body);
+    a.body["uuid"].as_str().unwrap_or_default().to_string()
+}
+
+fn stock_action(port: u16, operation: &str, name: &str) -> u16 {
+    let body = serde_json::json!({"name": name, "uuid": operation}).to_string();
+    http(
+        port,
+        "POST",
+        &format!("{REST}/stockmanagement/stockoperationaction"),
+        Some(&body),
+        Auth::Basic,
+    )
+    .unwrap()
+    .status
+}
+
+#[test]
+fn runtimes_racing_for_the_last_boxes_never_take_more_than_the_store_holds() {
+    const AMOXICILLIN: &str = "6b5ba414-cd71-43c3-9872-ddb2ae0e0f2e";
+    const CAPSULE: &str = "1608AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    const ISSUE: &str = "66666666-6666-6666-6666-666666666666";
+    const RECEIPT: &str = "44444444-4444-4444-4444-444444444444";
+    let cluster = Cluster::new(2);
+    let port = cluster.port(0);
+    let catalog =
+        runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
+    let location = |name: &str| catalog.location(name).unwrap().uuid.clone();
+    let (store, pharmacy) = (
+        location("Bondeko - Magasin central"),
+        location("Bondeko - Pharmacie"),
+    );
+    let admin = http(port, "GET", &format!("{REST}/session"), None, Auth::Basic)
+        .unwrap()
+        .body["user"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    stock_post(
+        port,
+        "userrolescope",
+        serde_json::json!({"userUuid": admin, "role": "System Developer", "permanent": true,
+            "enabled": true, "locations": [{"locationUuid": store}],
+            "operationTypes": [{"operationTypeUuid": ISSUE}, {"operationTypeUuid": RECEIPT}]}),
+    );
+    let supplier = stock_post(
+        port,
+        "stocksource",
+        serde_json::json!({"name": "CDR Kinshasa"}),
+    );
+    let item = stock_post(
+        port,
+        "stockitem",
+        serde_json::json!({"drugUuid": AMOXICILLIN}),
+    );
+    let capsule = stock_post(
+        port,
+        "stockitempackaginguom",
+        serde_json::json!({"stockItemUuid": item, "packagingUomUuid": CAPSULE, "factor": 1}),
+    );
+    let expiry = (chrono::Utc::now() + chrono::Duration::days(300))
+        .format("%Y-%m-%d")
+        .to_string();
+    let receipt = stock_post(
+        port,
+        "stockoperation",
+        serde_json::json!({"operationTypeUuid": RECEIPT, "atLocationUuid": store,
+            "sourceUuid": supplier, "destinationUuid": store,
+            "stockOperationItems": [{"stockItemUuid": item, "batchNo": "L1", "expiration": expiry,
+                "quantity": 3, "stockItemPackagingUOMUuid": capsule}]}),
+    );
+    assert_eq!(stock_action(port, &receipt, "COMPLETE"), 201);
+    let batch = http(
+        port,
+        "GET",
+        &format!("{REST}/stockmanagement/stockbatch?stockItemUuid={item}"),
+        None,
+        Auth::Basic,
+    )
+    .unwrap()
+    .body["results"][0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Eight issues of one capsule each, submitted at once on both runtimes: three can be.
+    let issues: Vec<String> = (0..8)
+        .map(|_| {
+            stock_post(
+                port,
+                "stockoperation",
+                serde_json::json!({"operationTypeUuid": ISSUE, "atLocationUuid": store,
+                    "sourceUuid": store, "destinationUuid": pharmacy,
+                    "stockOperationItems": [{"stockItemUuid": item, "stockBatchUuid": batch,
+                        "quantity": 1, "stockItemPackagingUOMUuid": capsule}]}),
+            )
+        })
+        .collect();
+    let statuses = Arc::new(Mutex::new(Vec::new()));
+    let together = std::sync::Barrier::new(issues.len());
+    std::thread::scope(|s| {
+        for (i, issue) in issues.iter().enumerate() {
+            let (port, statuses, together) = (cluster.port(i), statuses.clone(), &together);
+            s.spawn(move || {
+                together.wait();
+                let status = stock_action(port, issue, "SUBMIT");
+                statuses.lock().unwrap().push(status);
+            });
+        }
+    });
+    let statuses = statuses.lock().unwrap().clone();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        3,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 201 || *s == 400),
+        "{statuses:?}"
+    );
+    for p in [cluster.port(0), cluster.port(1)] {
+        let inventory = http(
+            p,
+            "GET",
+            &format!(
+                "{REST}/stockmanagement/stockiteminventory?locationUuid={store}&includeEmpty=true"
+            ),
+            None,
+            Auth::Basic,
+        )
+        .unwrap();
+        assert_eq!(
+            inventory.body["results"][0]["quantity"], 0,
+            "{}",
+            inventory.body
+        );
+    }
+}

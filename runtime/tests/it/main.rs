@@ -43,5 +43,6 @@ mod router_report;
 mod router_session;
 mod router_setting;
 mod router_spa;
+mod router_stock;
 mod router_visit_attribute;
 mod store_faults;

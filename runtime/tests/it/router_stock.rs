@@ -1,0 +1,710 @@
+//! The pharmacy's stock over REST, as the O3 stock management app drives the stock
+//! management module: items of the content's drugs with packaging units, a supplier, user
+//! role scopes; a delivery received at the main store and approved; a requisition from the
+//! pharmacy answered by an issue, dispatched and received; an adjustment, a stock take, a
+//! rejected disposal; never a batch below zero; who may act where; inventory and history;
+//! a restart and a restore keeping it all.
+
+use crate::common::*;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+const SM: &str = "/openmrs/ws/rest/v1/stockmanagement";
+const AMOXICILLIN: &str = "6b5ba414-cd71-43c3-9872-ddb2ae0e0f2e";
+const CAPSULE: &str = "1608AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+const BOX: &str = "162396AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+const RECEIPT: &str = "44444444-4444-4444-4444-444444444444";
+const ISSUE: &str = "66666666-6666-6666-6666-666666666666";
+const REQUISITION: &str = "77777777-7777-7777-7777-777777777777";
+const ADJUSTMENT: &str = "11111111-1111-1111-1111-111111111111";
+const DISPOSAL: &str = "22222222-2222-2222-2222-222222222222";
+const STOCK_TAKE: &str = "88888888-8888-8888-8888-888888888888";
+const ALL_TYPES: &[&str] = &[
+    ADJUSTMENT,
+    DISPOSAL,
+    "33333333-3333-3333-3333-333333333333",
+    RECEIPT,
+    "55555555-5555-5555-5555-555555555555",
+    ISSUE,
+    REQUISITION,
+    STOCK_TAKE,
+    "99999999-9999-9999-9999-999999999999",
+];
+const STORE: &str = "Bondeko - Magasin central";
+const PHARMACY: &str = "Bondeko - Pharmacie";
+
+fn concept(st: &runtime::http::AppState, name: &str) -> String {
+    let catalog = st.catalog.load();
+    catalog
+        .content
+        .concepts
+        .iter()
+        .find(|c| c.names.iter().any(|n| n.name == name))
+        .unwrap_or_else(|| panic!("concept {name}"))
+        .uuid
+        .clone()
+}
+
+fn in_days(days: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::days(days))
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+/// What a facility sets up first: a scope letting `user` (through `role`) do every
+/// operation at the store and the pharmacy, a supplier, and an item for amoxicillin sold
+/// in capsules and boxes of 100: (item, capsule unit, box unit, supplier).
+struct Setup {
+    item: String,
+    capsule: String,
+    boxed: String,
+    supplier: String,
+    store: String,
+    pharmacy: String,
+}
+
+async fn scope(c: &mut Client, user: &str, role: &str, locations: &[&str]) -> Value {
+    let r = c
+        .post(
+            &format!("{SM}/userrolescope"),
+            &json!({"userUuid": user, "role": role, "permanent": true, "enabled": true,
+                    "locations": locations.iter().map(|l| json!({"locationUuid": l, "enableDescendants": false})).collect::<Vec<_>>(),
+                    "operationTypes": ALL_TYPES.iter().map(|t| json!({"operationTypeUuid": t})).collect::<Vec<_>>()})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    r.body
+}
+
+async fn setup(c: &mut Client, st: &runtime::http::AppState) -> Setup {
+    let store = location_uuid(st, STORE);
+    let pharmacy = location_uuid(st, PHARMACY);
+    let admin = c.user_uuid().await;
+    scope(c, &admin, "System Developer", &[&store, &pharmacy]).await;
+    let r = c
+        .post(
+            &format!("{SM}/stocksource"),
+            &json!({"name": "CDR Kinshasa", "acronym": "CDR",
+                    "sourceType": concept(st, "Centrale de distribution régionale")})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let supplier = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{SM}/stockitem"),
+            &json!({"drugUuid": AMOXICILLIN, "hasExpiration": true, "expiryNotice": 90,
+                    "dispensingUnitUuid": CAPSULE, "preferredVendorUuid": supplier})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let item = r.body["uuid"].as_str().unwrap().to_string();
+    let mut unit = async |uom: &str, factor: u32| {
+        let body = json!({"stockItemUuid": item, "packagingUomUuid": uom, "factor": factor});
+        let r = c
+            .post(&format!("{SM}/stockitempackaginguom"), &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.body["uuid"].as_str().unwrap().to_string()
+    };
+    let capsule = unit(CAPSULE, 1).await;
+    let boxed = unit(BOX, 100).await;
+    Setup {
+        item,
+        capsule,
+        boxed,
+        supplier,
+        store,
+        pharmacy,
+    }
+}
+
+async fn operation(c: &mut Client, body: Value) -> Value {
+    let r = c
+        .post(&format!("{SM}/stockoperation"), &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    r.body
+}
+
+async fn act(c: &mut Client, op: &Value, name: &str, reason: Option<&str>) -> (StatusCode, Value) {
+    let r = c
+        .post(
+            &format!("{SM}/stockoperationaction"),
+            &json!({"name": name, "uuid": op["uuid"], "reason": reason}).to_string(),
+        )
+        .await;
+    (r.status, r.body)
+}
+
+/// The quantity (base units) of the item at a location, summed over its batches.
+async fn on_hand(c: &mut Client, item: &str, location: &str) -> f64 {
+    let r = c
+        .get(&format!(
+            "{SM}/stockiteminventory?stockItemUuid={item}&locationUuid={location}&groupBy=LocationStockItem"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["quantity"].as_f64().unwrap())
+        .sum()
+}
+
+/// A delivery of `boxes` boxes of batch `batch` received at the store and approved.
+async fn receive(c: &mut Client, s: &Setup, batch: &str, boxes: u32) -> Value {
+    let receipt = operation(
+        c,
+        json!({"operationTypeUuid": RECEIPT, "atLocationUuid": s.store, "sourceUuid": s.supplier,
+               "destinationUuid": s.store, "operationDate": in_days(0),
+               "stockOperationItems": [{"stockItemUuid": s.item, "batchNo": batch,
+                   "expiration": in_days(400), "quantity": boxes,
+                   "stockItemPackagingUOMUuid": s.boxed, "purchasePrice": 12.5}]}),
+    )
+    .await;
+    assert_eq!(
+        act(c, &receipt, "SUBMIT", None).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        act(c, &receipt, "APPROVE", None).await.0,
+        StatusCode::CREATED
+    );
+    receipt
+}
+
+async fn batch_of(c: &mut Client, s: &Setup, number: &str) -> String {
+    let r = c
+        .get(&format!("{SM}/stockbatch?stockItemUuid={}", s.item))
+        .await;
+    r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["batchNo"] == number)
+        .unwrap_or_else(|| panic!("batch {number}: {}", r.body))["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_delivery_is_received_approved_issued_to_the_pharmacy_and_counted() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+
+    // The module's nine operation types under their published uuids.
+    let r = c.get(&format!("{SM}/stockoperationtype")).await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 9);
+    let r = c.get(&format!("{SM}/stockoperationtype/{RECEIPT}")).await;
+    assert_eq!(r.body["operationType"], "receipt");
+    assert_eq!(r.body["sourceType"], "Other");
+    assert_eq!(r.body["destinationType"], "Location");
+
+    // The item, with its units, in the full representation.
+    let r = c.get(&format!("{SM}/stockitem/{}?v=full", s.item)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["drugUuid"], AMOXICILLIN);
+    assert_eq!(r.body["drugName"], "Amoxicilline 500 mg gélule");
+    assert_eq!(r.body["preferredVendorName"], "CDR Kinshasa");
+    assert_eq!(r.body["packagingUnits"].as_array().unwrap().len(), 2);
+    assert_eq!(r.body["permission"]["canEdit"], true);
+    let r = c.get(&format!("{SM}/stockitem?q=amoxi")).await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 1);
+
+    // A delivery: submitted, nothing arrives yet; approved, 5 boxes = 500 capsules.
+    let receipt = operation(
+        &mut c,
+        json!({"operationTypeUuid": RECEIPT, "atLocationUuid": s.store, "sourceUuid": s.supplier,
+               "destinationUuid": s.store, "operationDate": in_days(0), "remarks": "Livraison de mars",
+               "stockOperationItems": [{"stockItemUuid": s.item, "batchNo": "AMX-001",
+                   "expiration": in_days(400), "quantity": 5,
+                   "stockItemPackagingUOMUuid": s.boxed, "purchasePrice": 12.5}]}),
+    )
+    .await;
+    assert_eq!(receipt["status"], "NEW");
+    assert!(
+        receipt["operationNumber"]
+            .as_str()
+            .unwrap()
+            .starts_with("RCPT-")
+    );
+    let (status, body) = act(&mut c, &receipt, "SUBMIT", None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 0.0);
+    // Approving twice, or completing what is submitted, is refused.
+    let (status, body) = act(&mut c, &receipt, "APPROVE", None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, _) = act(&mut c, &receipt, "APPROVE", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 500.0);
+    let r = c
+        .get(&format!(
+            "{SM}/stockoperation/{}?v=full",
+            receipt["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(r.body["status"], "COMPLETED");
+    assert_eq!(r.body["sourceName"], "CDR Kinshasa");
+    assert_eq!(r.body["stockOperationItems"][0]["batchNo"], "AMX-001");
+    assert_eq!(r.body["stockOperationItems"][0]["quantity"], 5);
+    assert!(r.body["completedDate"].is_string());
+    let amx1 = batch_of(&mut c, &s, "AMX-001").await;
+
+    // The pharmacy asks the store for 2 boxes; the store issues them against the request.
+    let requisition = operation(
+        &mut c,
+        json!({"operationTypeUuid": REQUISITION, "atLocationUuid": s.pharmacy,
+               "sourceUuid": s.pharmacy, "destinationUuid": s.store,
+               "stockOperationItems": [{"stockItemUuid": s.item, "quantity": 2,
+                   "stockItemPackagingUOMUuid": s.boxed}]}),
+    )
+    .await;
+    assert_eq!(
+        act(&mut c, &requisition, "SUBMIT", None).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        act(&mut c, &requisition, "APPROVE", None).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 500.0);
+    let issue = operation(
+        &mut c,
+        json!({"operationTypeUuid": ISSUE, "atLocationUuid": s.store, "sourceUuid": s.store,
+               "destinationUuid": s.pharmacy, "requisitionStockOperationUuid": requisition["uuid"],
+               "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": amx1,
+                   "quantity": 2, "stockItemPackagingUOMUuid": s.boxed}]}),
+    )
+    .await;
+    // An issue is dispatched, then received: it cannot be approved.
+    assert_eq!(
+        act(&mut c, &issue, "APPROVE", None).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    let (status, body) = act(&mut c, &issue, "DISPATCH", None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 300.0);
+    assert_eq!(on_hand(&mut c, &s.item, &s.pharmacy).await, 0.0);
+    let (status, body) = act(&mut c, &issue, "COMPLETE", None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(on_hand(&mut c, &s.item, &s.pharmacy).await, 200.0);
+
+    // Never below zero: issuing 4 boxes from a store holding 3 is refused, nothing moves.
+    let too_much = operation(
+        &mut c,
+        json!({"operationTypeUuid": ISSUE, "atLocationUuid": s.store, "sourceUuid": s.store,
+               "destinationUuid": s.pharmacy,
+               "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": amx1,
+                   "quantity": 4, "stockItemPackagingUOMUuid": s.boxed}]}),
+    )
+    .await;
+    let (status, body) = act(&mut c, &too_much, "SUBMIT", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("below zero"),
+        "{body}"
+    );
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 300.0);
+    let r = c
+        .get(&format!(
+            "{SM}/stockoperation/{}",
+            too_much["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(r.body["status"], "NEW");
+    assert_eq!(
+        act(&mut c, &too_much, "CANCEL", Some("Erreur de saisie"))
+            .await
+            .0,
+        StatusCode::CREATED
+    );
+
+    // A loss of 10 capsules at the pharmacy, with its reason.
+    let loss = json!({"operationTypeUuid": ADJUSTMENT, "atLocationUuid": s.pharmacy,
+        "sourceUuid": s.pharmacy,
+        "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": amx1,
+            "quantity": -10, "stockItemPackagingUOMUuid": s.capsule}]});
+    let r = c
+        .post(&format!("{SM}/stockoperation"), &loss.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(
+        r.body["error"]["fieldErrors"]["reasonUuid"].is_array(),
+        "{}",
+        r.body
+    );
+    let mut with_reason = loss.clone();
+    with_reason["reasonUuid"] = json!(concept(&st, "Perte"));
+    let adjustment = operation(&mut c, with_reason).await;
+    let (status, body) = act(&mut c, &adjustment, "COMPLETE", None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(on_hand(&mut c, &s.item, &s.pharmacy).await, 190.0);
+
+    // A stock take at the store counts 290 capsules where 300 are recorded.
+    let count = operation(
+        &mut c,
+        json!({"operationTypeUuid": STOCK_TAKE, "atLocationUuid": s.store, "sourceUuid": s.store,
+               "reasonUuid": concept(&st, "Correction d'inventaire"),
+               "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": amx1,
+                   "quantity": 290, "stockItemPackagingUOMUuid": s.capsule}]}),
+    )
+    .await;
+    assert_eq!(
+        act(&mut c, &count, "SUBMIT", None).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        act(&mut c, &count, "APPROVE", None).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 290.0);
+
+    // A disposal submitted takes the stock at once; rejected, it is put back.
+    let disposal = operation(
+        &mut c,
+        json!({"operationTypeUuid": DISPOSAL, "atLocationUuid": s.store, "sourceUuid": s.store,
+               "reasonUuid": concept(&st, "Produit endommagé"),
+               "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": amx1,
+                   "quantity": 1, "stockItemPackagingUOMUuid": s.boxed}]}),
+    )
+    .await;
+    assert_eq!(
+        act(&mut c, &disposal, "SUBMIT", None).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 190.0);
+    assert_eq!(
+        act(&mut c, &disposal, "REJECT", None).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        act(&mut c, &disposal, "REJECT", Some("Cartons intacts"))
+            .await
+            .0,
+        StatusCode::CREATED
+    );
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 290.0);
+    let r = c
+        .get(&format!(
+            "{SM}/stockoperation/{}",
+            disposal["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(r.body["status"], "REJECTED");
+    assert_eq!(r.body["rejectionReason"], "Cartons intacts");
+
+    // The item's history at the store, newest first: the disposal and its reversal, the
+    // count's difference, the issue, the receipt.
+    let r = c
+        .get(&format!(
+            "{SM}/stockitemtransaction?stockItemUuid={}&partyUuid={}&totalCount=true",
+            s.item, s.store
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let quantities: Vec<f64> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["quantity"].as_f64().unwrap())
+        .collect();
+    assert_eq!(quantities, vec![100.0, -100.0, -10.0, -200.0, 500.0]);
+    assert_eq!(r.body["totalCount"], 5);
+    assert_eq!(r.body["results"][4]["stockOperationTypeName"], "Receipt");
+    assert_eq!(r.body["results"][4]["stockBatchNo"], "AMX-001");
+    let sum: f64 = quantities.iter().sum();
+    assert_eq!(sum, on_hand(&mut c, &s.item, &s.store).await);
+
+    // The operations list, filtered as the app filters it.
+    let r = c
+        .get(&format!(
+            "{SM}/stockoperation?v=full&operationTypeUuid={RECEIPT},{ISSUE}&status=COMPLETED"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 2);
+    let r = c.get(&format!("{SM}/stockoperation?status=FINISHED")).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn lines_are_checked_against_the_item_its_units_and_batches() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+    receive(&mut c, &s, "AMX-002", 1).await;
+    let batch = batch_of(&mut c, &s, "AMX-002").await;
+    let base = json!({"operationTypeUuid": RECEIPT, "atLocationUuid": s.store,
+        "sourceUuid": s.supplier, "destinationUuid": s.store});
+    for (line, field) in [
+        (
+            json!({"stockItemUuid": s.item, "batchNo": "X1", "expiration": in_days(30),
+                "quantity": 1, "stockItemPackagingUOMUuid": CAPSULE}),
+            "stockItemPackagingUOMUuid",
+        ),
+        (
+            json!({"stockItemUuid": s.item, "batchNo": "X1", "quantity": 1,
+                "stockItemPackagingUOMUuid": s.capsule}),
+            "expiration",
+        ),
+        (
+            json!({"stockItemUuid": s.item, "batchNo": "X1", "expiration": in_days(30),
+                "quantity": -1, "stockItemPackagingUOMUuid": s.capsule}),
+            "quantity",
+        ),
+        (
+            json!({"stockItemUuid": s.item, "batchNo": "X1", "expiration": in_days(30),
+                "quantity": 1.00001, "stockItemPackagingUOMUuid": s.capsule}),
+            "quantity",
+        ),
+        (
+            json!({"stockItemUuid": "no-such-item", "batchNo": "X1", "expiration": in_days(30),
+                "quantity": 1, "stockItemPackagingUOMUuid": s.capsule}),
+            "stockItemUuid",
+        ),
+        (
+            json!({"stockItemUuid": s.item, "batchNo": "AMX-002", "expiration": in_days(31),
+                "quantity": 1, "stockItemPackagingUOMUuid": s.capsule}),
+            "expiration",
+        ),
+    ] {
+        let mut body = base.clone();
+        body["stockOperationItems"] = json!([line]);
+        let r = c
+            .post(&format!("{SM}/stockoperation"), &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{line}: {}", r.body);
+        assert!(
+            r.body["error"]["fieldErrors"][format!("stockOperationItems[0].{field}")].is_array(),
+            "{line}: {}",
+            r.body
+        );
+    }
+    // A receipt takes a party of the right kind on each side.
+    let mut body = base.clone();
+    body["sourceUuid"] = json!(s.store);
+    body["stockOperationItems"] = json!([{"stockItemUuid": s.item, "batchNo": "X1",
+        "expiration": in_days(30), "quantity": 1, "stockItemPackagingUOMUuid": s.capsule}]);
+    let r = c
+        .post(&format!("{SM}/stockoperation"), &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // An issue names an existing batch of the item, not an expired one.
+    let r = c
+        .post(
+            &format!("{SM}/stockoperation"),
+            &json!({"operationTypeUuid": ISSUE, "atLocationUuid": s.store, "sourceUuid": s.store,
+                    "destinationUuid": s.pharmacy,
+                    "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": "AMX-002",
+                        "quantity": 1, "stockItemPackagingUOMUuid": s.capsule}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // One item per drug; a unit once per item; a factor above zero.
+    let r = c
+        .post(
+            &format!("{SM}/stockitem"),
+            &json!({"drugUuid": AMOXICILLIN}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    for body in [
+        json!({"stockItemUuid": s.item, "packagingUomUuid": BOX, "factor": 50}),
+        json!({"stockItemUuid": s.item, "packagingUomUuid": concept(&st, "Perte"), "factor": 0}),
+    ] {
+        let r = c
+            .post(&format!("{SM}/stockitempackaginguom"), &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+    }
+    // A completed operation is not edited any more.
+    let done = receive(&mut c, &s, "AMX-003", 1).await;
+    let r = c
+        .post(
+            &format!("{SM}/stockoperation/{}", done["uuid"].as_str().unwrap()),
+            &json!({"remarks": "changé"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(batch.len(), 36);
+}
+
+#[tokio::test]
+async fn only_users_whose_scope_allows_an_operation_at_a_location_may_do_it() {
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let s = setup(&mut admin, &st).await;
+    receive(&mut admin, &s, "AMX-010", 2).await;
+    let batch = batch_of(&mut admin, &s, "AMX-010").await;
+    let body = json!({"username": "magasinier", "password": "Stock-pass-2026",
+        "person": {"names": [{"givenName": "Paul", "familyName": "Mbuyi"}], "gender": "M"},
+        "roles": ["Stock Operator"]});
+    let r = admin
+        .post("/openmrs/ws/rest/v1/user", &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let operator_uuid = r.body["uuid"].as_str().unwrap().to_string();
+    let mut operator = Client::new(st.clone());
+    operator.login("magasinier", "Stock-pass-2026").await;
+    let issue = json!({"operationTypeUuid": ISSUE, "atLocationUuid": s.store,
+        "sourceUuid": s.store, "destinationUuid": s.pharmacy,
+        "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": batch,
+            "quantity": 1, "stockItemPackagingUOMUuid": s.boxed}]});
+    // No scope yet: refused.
+    let r = operator
+        .post(&format!("{SM}/stockoperation"), &issue.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("permission")
+    );
+    // A scope at the pharmacy only does not reach the store.
+    let pharmacy_scope = scope(&mut admin, &operator_uuid, "Stock Operator", &[&s.pharmacy]).await;
+    let r = operator
+        .post(&format!("{SM}/stockoperation"), &issue.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // At the store: he makes and submits the issue, but may not dispatch what is
+    // submitted (that takes the approve privilege), nor receive it at the pharmacy.
+    let r = admin
+        .post(
+            &format!(
+                "{SM}/userrolescope/{}",
+                pharmacy_scope["uuid"].as_str().unwrap()
+            ),
+            &json!({"locations": [{"locationUuid": s.pharmacy}, {"locationUuid": s.store}]})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = operator
+        .post(&format!("{SM}/stockoperation"), &issue.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let op = r.body.clone();
+    let r = operator
+        .get(&format!(
+            "{SM}/stockoperation/{}?v=full",
+            op["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(r.body["permission"]["canEdit"], true);
+    assert_eq!(r.body["permission"]["canApprove"], false);
+    assert_eq!(
+        act(&mut operator, &op, "SUBMIT", None).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        act(&mut operator, &op, "DISPATCH", None).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        act(&mut admin, &op, "DISPATCH", None).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        act(&mut operator, &op, "COMPLETE", None).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        act(&mut admin, &op, "COMPLETE", None).await.0,
+        StatusCode::CREATED
+    );
+    // A disabled scope allows nothing.
+    let r = admin
+        .post(
+            &format!(
+                "{SM}/userrolescope/{}",
+                pharmacy_scope["uuid"].as_str().unwrap()
+            ),
+            &json!({"enabled": false}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = operator
+        .post(&format!("{SM}/stockoperation"), &issue.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // Items and sources are the stock manager's: the operator may read, not write.
+    let r = operator
+        .post(
+            &format!("{SM}/stocksource"),
+            &json!({"name": "Don UNICEF"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    let r = operator.get(&format!("{SM}/stockitem")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = Client::new(st.clone())
+        .get(&format!("{SM}/stockitem"))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_restart_and_a_restore_keep_the_stock_and_its_numbering() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("emr.redb");
+    let bundle = runtime::embedded::EMBEDDED_BUNDLE.to_vec();
+    let st = state_with(
+        bundle.clone(),
+        runtime::store::Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+    );
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+    let first = receive(&mut c, &s, "AMX-020", 3).await;
+    let paths = [
+        format!("{SM}/stockiteminventory?locationUuid={}", s.store),
+        format!("{SM}/stockitemtransaction?stockItemUuid={}", s.item),
+        format!("{SM}/stockoperation?v=full"),
+        format!("{SM}/stockitem?v=full"),
+        format!("{SM}/userrolescope"),
+        format!("{SM}/stocksource"),
+        format!("{SM}/stockbatch"),
+    ];
+    let mut before = Vec::new();
+    for p in &paths {
+        before.push(c.get(p).await.body);
+    }
+    let mut snapshot = Vec::new();
+    st.store.snapshot(&mut snapshot).unwrap();
+    drop((c, st));
+
+    let reopened = state_with(
+        bundle.clone(),
+        runtime::store::Store::open(&path, &runtime::domains::REGISTRY).unwrap(),
+    );
+    let restored_store = test_store();
+    restored_store
+        .restore(std::io::Cursor::new(&snapshot))
+        .unwrap();
+    let restored = state_with(bundle, restored_store);
+    for st in [reopened, restored] {
+        let mut c = Client::admin(st.clone()).await;
+        for (p, b) in paths.iter().zip(&before) {
+            assert_eq!(&c.get(p).await.body, b, "{p}");
+        }
+        let next = receive(&mut c, &s, "AMX-021", 1).await;
+        let n = |v: &Value| {
+            v["operationNumber"].as_str().unwrap()[5..]
+                .parse::<u32>()
+                .unwrap()
+        };
+        assert_eq!(n(&next), n(&first) + 1);
+        assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 400.0);
+    }
+}
