@@ -579,7 +579,7 @@ async fn only_users_whose_scope_allows_an_operation_at_a_location_may_do_it() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
     // At the store: he makes and submits the issue, but may not dispatch what is
-    // submitted (that takes the approve privilege), nor receive it at the pharmacy.
+    // submitted (that takes the approve privilege); at the pharmacy he receives it.
     let r = admin
         .post(
             &format!(
@@ -618,12 +618,9 @@ async fn only_users_whose_scope_allows_an_operation_at_a_location_may_do_it() {
     );
     assert_eq!(
         act(&mut operator, &op, "COMPLETE", None).await.0,
-        StatusCode::BAD_REQUEST
-    );
-    assert_eq!(
-        act(&mut admin, &op, "COMPLETE", None).await.0,
         StatusCode::CREATED
     );
+    assert_eq!(on_hand(&mut admin, &s.item, &s.pharmacy).await, 100.0);
     // A disabled scope allows nothing.
     let r = admin
         .post(
@@ -707,4 +704,142 @@ async fn a_restart_and_a_restore_keep_the_stock_and_its_numbering() {
         assert_eq!(n(&next), n(&first) + 1);
         assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 400.0);
     }
+}
+
+/// A patient with a visit and a signed prescription of amoxicillin: (patient, encounter,
+/// order).
+async fn prescribed(
+    c: &mut Client,
+    st: &runtime::http::AppState,
+    id: &str,
+) -> (String, String, String) {
+    const REST: &str = "/openmrs/ws/rest/v1";
+    let patient = register_patient(c, st, "Sifa", "Ngoy", id).await;
+    let r = c
+        .post(
+            &format!("{REST}/visit"),
+            &json!({"patient": patient, "visitType": "f19c6fdb-bd43-41e7-bb4c-cc892e489c25",
+                    "location": location_uuid(st, "Centre de santé Bondeko"),
+                    "startDatetime": (chrono::Utc::now() - chrono::Duration::hours(2)).format("%Y-%m-%dT%H:%M:%S.000+0000").to_string()})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let visit = r.body["uuid"].as_str().unwrap().to_string();
+    let provider = c.get(&format!("{REST}/session")).await.body["currentProvider"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let concept = st.catalog.load().drug(AMOXICILLIN).unwrap().concept.clone();
+    let body = json!({"patient": patient, "encounterType": "39da3525-afe4-45ff-8977-c53b7b359158",
+        "visit": visit, "location": location_uuid(st, "Centre de santé Bondeko"), "orders": [{
+        "action": "NEW", "type": "drugorder", "patient": patient,
+        "careSetting": "6f0c9a92-6f24-11e3-af88-005056821db0", "orderer": provider,
+        "drug": AMOXICILLIN, "concept": concept, "dose": 1, "doseUnits": CAPSULE,
+        "route": "160240AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "frequency": "38c794d0-0f9e-4796-a7f4-0448923b71c0",
+        "asNeeded": false, "numRefills": 0, "quantity": 15, "quantityUnits": CAPSULE, "duration": 5,
+        "durationUnits": "1072AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "dosingType": "org.openmrs.SimpleDosingInstructions"}]});
+    let r = send_json(c, "POST", &format!("{REST}/encounter"), &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    (
+        patient,
+        r.body["uuid"].as_str().unwrap().to_string(),
+        r.body["orders"][0]["uuid"].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn dispensing_a_prescription_draws_the_chosen_batch_at_the_pharmacy() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+    // Opening stock at the pharmacy: 20 capsules of batch AMX-P1.
+    let opening = operation(
+        &mut c,
+        json!({"operationTypeUuid": "99999999-9999-9999-9999-999999999999",
+               "atLocationUuid": s.pharmacy, "sourceUuid": s.pharmacy,
+               "stockOperationItems": [{"stockItemUuid": s.item, "batchNo": "AMX-P1",
+                   "expiration": in_days(200), "quantity": 20, "stockItemPackagingUOMUuid": s.capsule}]}),
+    )
+    .await;
+    assert_eq!(
+        act(&mut c, &opening, "COMPLETE", None).await.0,
+        StatusCode::CREATED
+    );
+
+    // What the dispensing app asks to offer batches.
+    let inventory = format!(
+        "{SM}/stockiteminventory?v=default&totalCount=true&drugUuid={AMOXICILLIN}&includeBatchNo=true\
+         &groupBy=LocationStockItemBatchNo&dispenseLocationUuid={p}&includeStrength=1\
+         &includeConceptRefIds=1&emptyBatch=1&emptyBatchLocationUuid={p}&dispenseAtLocation=1",
+        p = s.pharmacy
+    );
+    let r = c.get(&inventory).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let row = r.body["results"][0].clone();
+    assert_eq!(row["batchNumber"], "AMX-P1");
+    assert_eq!(row["quantity"], 20);
+    assert_eq!(row["quantityUoMUuid"], json!(s.capsule));
+    assert_eq!(row["locationUuid"], json!(s.pharmacy));
+    assert_eq!(row["drugUuid"], AMOXICILLIN);
+
+    let (patient, encounter, order) = prescribed(&mut c, &st, "330010").await;
+    let request = |quantity: u32, patient: &str| {
+        json!({"dispenseItems": [{"dispenseLocation": s.pharmacy, "patient": patient,
+            "order": order, "encounter": encounter, "stockItem": s.item,
+            "stockBatch": row["stockBatchUuid"], "stockItemPackagingUOM": row["quantityUoMUuid"],
+            "quantity": quantity}]})
+    };
+    let r = c
+        .post(
+            &format!("{SM}/dispenserequest"),
+            &request(15, &patient).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(on_hand(&mut c, &s.item, &s.pharmacy).await, 5.0);
+    // More than the batch holds: refused whole.
+    let r = c
+        .post(
+            &format!("{SM}/dispenserequest"),
+            &request(15, &patient).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("below zero")
+    );
+    assert_eq!(on_hand(&mut c, &s.item, &s.pharmacy).await, 5.0);
+    // Another patient's order is refused.
+    let other = register_patient(&mut c, &st, "Amani", "Kasongo", "330028").await;
+    let r = c
+        .post(
+            &format!("{SM}/dispenserequest"),
+            &request(1, &other).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // The movement is the patient's, in the item's history.
+    let r = c
+        .get(&format!(
+            "{SM}/stockitemtransaction?stockItemUuid={}&partyUuid={}",
+            s.item, s.pharmacy
+        ))
+        .await;
+    assert_eq!(r.body["results"][0]["quantity"], -15);
+    assert_eq!(r.body["results"][0]["isPatientTransaction"], true);
+    assert_eq!(r.body["results"][0]["patientUuid"], json!(patient));
+    // Dispensing from stock takes its privilege.
+    let mut clerk = registration_clerk(&mut c, &st, "accueil").await;
+    let r = clerk
+        .post(
+            &format!("{SM}/dispenserequest"),
+            &request(1, &patient).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
 }

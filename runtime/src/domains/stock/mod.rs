@@ -30,6 +30,7 @@
 //! Parties (the module's `party` table, what an operation moves stock from and to) are the
 //! content's locations and the stock sources, each under its own uuid.
 
+pub mod dispense;
 pub mod operation;
 pub mod rest;
 pub mod store;
@@ -48,6 +49,7 @@ pub const VIEW_SOURCES: &str = "App: stockmanagement.stockSources";
 pub const MUTATE_SOURCES: &str = "Task: stockmanagement.stockSources.mutate";
 pub const VIEW_SCOPES: &str = "App: stockmanagement.userRoleScopes";
 pub const MUTATE_SCOPES: &str = "Task: stockmanagement.userRoleScopes.mutate";
+pub const DISPENSE: &str = "Task: stockmanagement.stockItems.dispense";
 pub const READ_PARTIES: &str = "Task: stockmanagement.party.read";
 pub const VIEW_TYPES: &str = "App: stockmanagement.stockOperationType";
 
@@ -368,6 +370,14 @@ pub struct TransactionRecord {
     /// The packaging unit the line was written in, to show the movement in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packaging_uom: Option<String>,
+    /// A dispense to a patient (`dispenserequest`): who, for which order, in which
+    /// encounter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patient: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encounter: Option<String>,
     /// Key form.
     pub date: String,
     pub audit: Audit,

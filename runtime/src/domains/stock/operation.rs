@@ -1144,6 +1144,9 @@ fn transaction(
         operation: Some(o.uuid.clone()),
         operation_item: line.map(|l| l.uuid.clone()),
         packaging_uom: line.and_then(|l| l.packaging_uom.clone()),
+        patient: None,
+        order: None,
+        encounter: None,
         date: crate::wire::datetime_key(now),
         audit: Audit::new(user, now),
     }
@@ -1460,6 +1463,19 @@ pub async fn act(
 // ---------------------------------------------------------------------------------------
 // Inventory, transactions, batches
 
+/// The unit an item's stock is shown in: its dispensing packaging unit, else a unit of one
+/// base unit (the dispensing app sends it back as the unit of what it dispenses).
+fn display_unit(item: &ItemRecord) -> Option<&PackagingUnit> {
+    item.dispensing_unit_packaging_uom
+        .as_deref()
+        .and_then(|u| item.unit(u))
+        .or_else(|| {
+            item.packaging_units
+                .iter()
+                .find(|u| !u.voiding.voided && u.factor == Qty::parse("1").unwrap_or_default())
+        })
+}
+
 /// `GET stockiteminventory[?stockItemUuid=][&drugUuid=][&locationUuid=|&partyUuid=]
 /// [&stockBatchUuid=][&groupBy=LocationStockItemBatchNo|LocationStockItem|StockItemOnly]
 /// [&excludeExpired=][&includeEmpty=]`: balances in base units, from the derived balances
@@ -1480,8 +1496,10 @@ pub async fn inventory(
         "StockItemOnly" => (false, false),
         other => return Err(bad(format!("Unknown groupBy: {other}"))),
     };
+    // The dispensing app names its location `dispenseLocationUuid`.
     let party_param = param(&query, "partyUuid")
         .or_else(|| param(&query, "locationUuid"))
+        .or_else(|| param(&query, "dispenseLocationUuid"))
         .filter(|s| !s.is_empty())
         .map(str::to_string);
     let item_param = param(&query, "stockItemUuid")
@@ -1494,7 +1512,9 @@ pub async fn inventory(
         .filter(|s| !s.is_empty())
         .map(str::to_string);
     let exclude_expired = flag(&query, "excludeExpired").unwrap_or(false);
-    let include_empty = flag(&query, "includeEmpty").unwrap_or(false);
+    let include_empty = flag(&query, "includeEmpty").unwrap_or(false)
+        || param(&query, "emptyBatch") == Some("1")
+        || flag(&query, "emptyBatch").unwrap_or(false);
     let st = state.clone();
     let p = party_param.clone();
     let (rows, l) =
@@ -1545,6 +1565,7 @@ pub async fn inventory(
             let item = l.items.iter().find(|i| i.uuid == item_uuid);
             let batch = l.batches.iter().find(|x| x.uuid == batch_uuid);
             let drug = item.and_then(|i| i.drug.as_deref()).and_then(|d| catalog.drug(d));
+            let unit = item.and_then(display_unit);
             let is_location = catalog.location(&party).is_some();
             json!({
                 "partyUuid": (!party.is_empty()).then_some(&party),
@@ -1561,10 +1582,10 @@ pub async fn inventory(
                 "stockBatchUuid": batch.map(|b| &b.uuid),
                 "batchNumber": batch.map(|b| &b.batch_no),
                 "expiration": batch.and_then(|b| b.expiration.as_deref()).map_or(Value::Null, crate::wire::format_date),
-                "quantity": q.json(),
-                "quantityUoM": concept_name(&ctx, item.and_then(|i| i.dispensing_unit.as_deref())),
-                "quantityUoMUuid": item.and_then(|i| i.dispensing_unit.clone()),
-                "quantityFactor": 1,
+                "quantity": unit.map_or(q, |u| q.per(u.factor)).json(),
+                "quantityUoM": unit.map_or(Value::Null, |u| concept_name(&ctx, Some(&u.packaging_uom))),
+                "quantityUoMUuid": unit.map(|u| &u.uuid),
+                "quantityFactor": unit.map_or(json!(1), |u| u.factor.json()),
             })
         })
         .collect();
@@ -1699,8 +1720,8 @@ pub async fn transactions(
                 "stockOperationTypeName": op.and_then(|o| operation_type(&o.operation_type)).map(|t| t.name),
                 "operationSourcePartyName": party_name(&ctx, &l.sources, op.and_then(|o| o.source.as_deref())),
                 "operationDestinationPartyName": party_name(&ctx, &l.sources, op.and_then(|o| o.destination.as_deref())),
-                "isPatientTransaction": false,
-                "patientUuid": null,
+                "isPatientTransaction": t.patient.is_some(),
+                "patientUuid": t.patient,
             })
         })
         .collect();

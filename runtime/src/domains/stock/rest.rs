@@ -1774,4 +1774,8 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<Arc<AppState>> {
         .route(&p("stockiteminventory"), get(op::inventory))
         .route(&p("stockitemtransaction"), get(op::transactions))
         .route(&p("stockbatch"), get(op::list_batches))
+        .route(
+            &p("dispenserequest"),
+            post(crate::domains::stock::dispense::create),
+        )
 }
