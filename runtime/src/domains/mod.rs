@@ -251,6 +251,11 @@ const PATIENT_RECORDS: &[PatientRecords] = &[
         moves: &[relationship::store::MERGE],
     },
     PatientRecords {
+        kind: "dispenses from stock",
+        any: stock::store::any_of_patient,
+        moves: &[stock::store::MERGE],
+    },
+    PatientRecords {
         kind: "bills",
         any: |s, p| Ok(!(bill::store::MERGE.of_patient)(s, p)?.is_empty()),
         moves: &[bill::store::MERGE],

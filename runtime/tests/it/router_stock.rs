@@ -833,6 +833,32 @@ async fn dispensing_a_prescription_draws_the_chosen_batch_at_the_pharmacy() {
     assert_eq!(r.body["results"][0]["quantity"], -15);
     assert_eq!(r.body["results"][0]["isPatientTransaction"], true);
     assert_eq!(r.body["results"][0]["patientUuid"], json!(patient));
+    // Her duplicate merged into her: the dispense follows her, the stock does not move.
+    let r = c
+        .post(
+            &format!("/openmrs/ws/rest/v1/patient/{other}/merge"),
+            &json!({"nonPreferred": patient}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(on_hand(&mut c, &s.item, &s.pharmacy).await, 5.0);
+    let r = c
+        .get(&format!(
+            "{SM}/stockitemtransaction?stockItemUuid={}&partyUuid={}",
+            s.item, s.pharmacy
+        ))
+        .await;
+    assert_eq!(r.body["results"][0]["patientUuid"], json!(other));
+    let r = c
+        .send(
+            "DELETE",
+            &format!("/openmrs/ws/rest/v1/patient/{other}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(r.body.to_string().contains("dispenses from stock"), "{}", r.body);
     // Dispensing from stock takes its privilege.
     let mut clerk = registration_clerk(&mut c, &st, "accueil").await;
     let r = clerk

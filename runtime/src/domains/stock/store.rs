@@ -7,10 +7,12 @@
 //! - Transactions, keyed by uuid and never rewritten, listed per item through
 //!   `stock_transactions_by_item` (`item|date|uuid`).
 //! - Balances (`stock_balances`): `party|item|batch` → the sum of the transactions there,
-//!   in ten-thousandths of the base unit. It is derived: a restore rebuilds it from the
-//!   transactions (each transaction's `reindex` adds its quantity, so it must run once per
-//!   record, as restores run it), and every write that adds transactions adds them to it
-//!   in the same commit. An inventory page reads balances only.
+//!   in ten-thousandths of the base unit. It is derived: every write that adds
+//!   transactions adds them to it in the same commit, and a restore rebuilds it from the
+//!   transactions (each transaction's `reindex` adds its quantity once:
+//!   `stock_transactions_counted` remembers which were added, so indexing a transaction
+//!   again, as a merge or a check does, leaves the balance alone). An inventory page reads
+//!   balances only.
 
 use crate::domains::stock::{
     BatchRecord, ItemRecord, OperationRecord, Qty, ScopeRecord, SourceRecord, TransactionRecord,
@@ -32,7 +34,14 @@ const OPERATIONS_BY_DATE: Index = TableDefinition::new("stock_operations_by_date
 pub(crate) const TRANSACTIONS: TableDefinition<&str, &[u8]> =
     TableDefinition::new("stock_transactions");
 const TRANSACTIONS_BY_ITEM: Index = TableDefinition::new("stock_transactions_by_item");
+/// A patient's dispenses from stock (`patient|date|uuid`): what a merge moves and a purge
+/// refuses.
+const TRANSACTIONS_BY_PATIENT: Index = TableDefinition::new("stock_transactions_by_patient");
 pub(crate) const BALANCES: TableDefinition<&str, i64> = TableDefinition::new("stock_balances");
+/// The transactions already added to `BALANCES`, so that indexing one again (a merge
+/// rewriting its patient, a check rebuilding the indexes) never counts it twice. Not an
+/// index of `TRANSACTION_RECORDS`: nothing removes an entry but the transaction's absence.
+const COUNTED: TableDefinition<&str, u8> = TableDefinition::new("stock_transactions_counted");
 /// Numbers operations (`RCPT-0001`), across types, as the module numbers them by row id.
 const OPERATION_NUMBERS: &str = "stock_operation.number";
 
@@ -81,11 +90,13 @@ pub const OPERATION_RECORDS: RecordTable = RecordTable {
 pub const TRANSACTION_RECORDS: RecordTable = RecordTable {
     name: "stock_transactions",
     table: TRANSACTIONS,
-    indexes: &[TRANSACTIONS_BY_ITEM],
+    indexes: &[TRANSACTIONS_BY_ITEM, TRANSACTIONS_BY_PATIENT],
     create: |txn| {
         txn.open_table(TRANSACTIONS)?;
         txn.open_table(TRANSACTIONS_BY_ITEM)?;
+        txn.open_table(TRANSACTIONS_BY_PATIENT)?;
         txn.open_table(BALANCES)?;
+        txn.open_table(COUNTED)?;
         Ok(())
     },
     reindex: |txn, bytes| {
@@ -111,6 +122,15 @@ fn balance_key(party: &str, item: &str, batch: &str) -> String {
 fn index_transaction(txn: &WriteTransaction, t: &TransactionRecord) -> StoreResult<()> {
     txn.open_table(TRANSACTIONS_BY_ITEM)?
         .insert(key(&[&t.stock_item, &t.date, &t.uuid]).as_str(), 0)?;
+    if let Some(p) = &t.patient {
+        txn.open_table(TRANSACTIONS_BY_PATIENT)?
+            .insert(key(&[p, &t.date, &t.uuid]).as_str(), 0)?;
+    }
+    let mut counted = txn.open_table(COUNTED)?;
+    if counted.get(t.uuid.as_str())?.is_some() {
+        return Ok(());
+    }
+    counted.insert(t.uuid.as_str(), 0)?;
     let k = balance_key(&t.party, &t.stock_item, &t.batch);
     let mut balances = txn.open_table(BALANCES)?;
     let now = balances.get(k.as_str())?.map_or(0, |v| v.value());
@@ -323,3 +343,20 @@ pub fn transactions_of_item(
     }
     Ok((page, matched))
 }
+
+/// Whether the patient was dispensed anything from stock.
+pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
+    Ok(!crate::store::record::uuids_under(store, TRANSACTIONS_BY_PATIENT, patient)?.is_empty())
+}
+
+/// Where a merge finds a patient's dispenses from stock. A merge rewrites the patient
+/// of these movements (as OpenMRS's merge does); their quantities never change, so the
+/// balances derived from them stay right.
+pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
+    table: &TRANSACTION_RECORDS,
+    of_patient: |store, patient| {
+        crate::store::record::uuids_under(store, TRANSACTIONS_BY_PATIENT, patient)
+    },
+    adjust: None,
+    counted_as: None,
+};
