@@ -21,6 +21,7 @@ import * as clinicalReview from "./journeys/clinical-review.mjs";
 import * as appointments from "./journeys/appointments.mjs";
 import * as administration from "./journeys/administration.mjs";
 import * as reports from "./journeys/reports.mjs";
+import * as stock from "./journeys/stock.mjs";
 
 // In the walk's order.
 const journeys = {
@@ -31,6 +32,7 @@ const journeys = {
   ward,
   "clinical-review": clinicalReview,
   appointments,
+  stock,
   // Before administration, which ends the day in English and logs out.
   reports,
   administration,

@@ -204,6 +204,8 @@ async fn a_delivery_is_received_approved_issued_to_the_pharmacy_and_counted() {
     assert_eq!(r.body["results"].as_array().unwrap().len(), 9);
     let r = c.get(&format!("{SM}/stockoperationtype/{RECEIPT}")).await;
     assert_eq!(r.body["operationType"], "receipt");
+    // Named in the session's language from the content's messages, the module's name else.
+    assert_eq!(r.body["name"], "Réception");
     assert_eq!(r.body["sourceType"], "Other");
     assert_eq!(r.body["destinationType"], "Location");
 
@@ -420,7 +422,7 @@ async fn a_delivery_is_received_approved_issued_to_the_pharmacy_and_counted() {
         .collect();
     assert_eq!(quantities, vec![100.0, -100.0, -10.0, -200.0, 500.0]);
     assert_eq!(r.body["totalCount"], 5);
-    assert_eq!(r.body["results"][4]["stockOperationTypeName"], "Receipt");
+    assert_eq!(r.body["results"][4]["stockOperationTypeName"], "Réception");
     assert_eq!(r.body["results"][4]["stockBatchNo"], "AMX-001");
     let sum: f64 = quantities.iter().sum();
     assert_eq!(sum, on_hand(&mut c, &s.item, &s.store).await);
@@ -858,7 +860,11 @@ async fn dispensing_a_prescription_draws_the_chosen_batch_at_the_pharmacy() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-    assert!(r.body.to_string().contains("dispenses from stock"), "{}", r.body);
+    assert!(
+        r.body.to_string().contains("dispenses from stock"),
+        "{}",
+        r.body
+    );
     // Dispensing from stock takes its privilege.
     let mut clerk = registration_clerk(&mut c, &st, "accueil").await;
     let r = clerk

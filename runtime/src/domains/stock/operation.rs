@@ -7,7 +7,7 @@
 //! at a location" holds however many requests, or runtimes, act at once.
 
 use crate::domains::stock::rest::{
-    bad, concept_name, item_name, location_name, opt_qty, party_name, text, user_names,
+    bad, concept_name, item_name, location_name, opt_qty, party_name, text, type_name, user_names,
 };
 use crate::domains::stock::store::*;
 use crate::domains::stock::*;
@@ -262,6 +262,9 @@ impl Resource for OperationRes<'_> {
     fn alias(&self) -> &'static str {
         "stockoperation"
     }
+    fn path(&self) -> String {
+        format!("stockmanagement/stockoperation/{}", self.uuid())
+    }
     fn version(&self) -> &'static str {
         "1.9"
     }
@@ -312,7 +315,7 @@ impl Resource for OperationRes<'_> {
             "rejectionReason" => json!(o.rejection_reason),
             "operationTypeUuid" => json!(o.operation_type),
             "operationType" => json!(ty.map(|t| t.code)),
-            "operationTypeName" => json!(ty.map(|t| t.name)),
+            "operationTypeName" => json!(ty.map(|t| type_name(ctx, t))),
             "responsiblePersonUuid" => json!(o.responsible_person),
             "responsiblePersonGivenName" => names(o.responsible_person.as_deref()).0,
             "responsiblePersonFamilyName" => names(o.responsible_person.as_deref()).1,
@@ -572,8 +575,29 @@ fn party(
     body: &Map<String, Value>,
     field: &str,
     kind: Option<PartyKind>,
+    tags: &[&str],
 ) -> ApiResult<Option<String>> {
     let given = opt_ref(body, field)?;
+    let catalog = state.catalog.load();
+    if let (Some(PartyKind::Location), Some(p), false) = (kind, &given, tags.is_empty()) {
+        let tagged = catalog.location(p).is_some_and(|l| {
+            l.tags.iter().any(|t| {
+                catalog
+                    .location_tag(t)
+                    .is_some_and(|t| tags.contains(&t.name.as_str()))
+            })
+        });
+        if catalog.location(p).is_some() && !tagged {
+            return Err(ApiError::invalid_field(
+                field,
+                "error.invalid",
+                &format!(
+                    "This operation's {field} is a location tagged {}",
+                    tags.join(" or ")
+                ),
+            ));
+        }
+    }
     match (kind, given) {
         (None, None) => Ok(None),
         (None, Some(_)) => Err(ApiError::invalid_field(
@@ -623,31 +647,42 @@ fn apply_operation(
     user: &str,
 ) -> ApiResult<Vec<BatchRecord>> {
     let catalog = state.catalog.load();
-    if let Some(at) = opt_ref(body, "atLocationUuid")? {
-        o.at_location = catalog
-            .location(&at)
-            .map(|l| l.uuid.clone())
-            .ok_or_else(|| {
-                ApiError::invalid_field(
-                    "atLocationUuid",
-                    "error.invalid",
-                    &format!("No location of the content is '{at}'"),
-                )
-            })?;
-    }
-    if o.at_location.is_empty() {
-        return Err(ApiError::invalid_field(
-            "atLocationUuid",
-            "error.null",
-            "An operation happens at a location",
-        ));
-    }
+    // The tags the type's location scopes give each side (the module's validator).
+    let side = |source: bool| -> Vec<&str> {
+        ty.location_scopes
+            .iter()
+            .filter(|(_, s, d)| if source { *s } else { *d })
+            .map(|(tag, _, _)| *tag)
+            .collect()
+    };
     if body.contains_key("sourceUuid") || o.source.is_none() {
-        o.source = party(state, &l.sources, body, "sourceUuid", ty.source)?;
+        o.source = party(
+            state,
+            &l.sources,
+            body,
+            "sourceUuid",
+            ty.source,
+            &side(true),
+        )?;
     }
     if body.contains_key("destinationUuid") || o.destination.is_none() {
-        o.destination = party(state, &l.sources, body, "destinationUuid", ty.destination)?;
+        o.destination = party(
+            state,
+            &l.sources,
+            body,
+            "destinationUuid",
+            ty.destination,
+            &side(false),
+        )?;
     }
+    // Where the operation happens, and where its permissions are checked: its source when
+    // that is a location, else its destination (the module sets it so, whatever is sent).
+    o.at_location = match (ty.source, ty.destination) {
+        (Some(PartyKind::Location), _) => o.source.clone(),
+        (_, Some(PartyKind::Location)) => o.destination.clone(),
+        _ => None,
+    }
+    .unwrap_or_default();
     if o.source.is_some() && o.source == o.destination {
         return Err(ApiError::invalid_field(
             "destinationUuid",
@@ -1717,7 +1752,7 @@ pub async fn transactions(
                 "stockOperationUuid": t.operation,
                 "stockOperationNumber": op.map(|o| &o.number),
                 "stockOperationStatus": op.map(|o| &o.status),
-                "stockOperationTypeName": op.and_then(|o| operation_type(&o.operation_type)).map(|t| t.name),
+                "stockOperationTypeName": op.and_then(|o| operation_type(&o.operation_type)).map(|t| type_name(&ctx, t)),
                 "operationSourcePartyName": party_name(&ctx, &l.sources, op.and_then(|o| o.source.as_deref())),
                 "operationDestinationPartyName": party_name(&ctx, &l.sources, op.and_then(|o| o.destination.as_deref())),
                 "isPatientTransaction": t.patient.is_some(),

@@ -109,6 +109,19 @@ fn paged<R: Resource>(
 
 pub struct TypeRes(pub &'static OperationType);
 
+/// An operation type's name in the caller's language: the content's message
+/// `ui.i18n.StockOperationType.name.<uuid>` (the module's metadata convention), else the
+/// module's English name.
+pub(crate) fn type_name(ctx: &Ctx, t: &OperationType) -> String {
+    ctx.catalog
+        .message(
+            &format!("ui.i18n.StockOperationType.name.{}", t.uuid),
+            &ctx.locale,
+        )
+        .unwrap_or(t.name)
+        .to_string()
+}
+
 const TYPE_PROPS: Props = &[
     ("uuid", Rep::Default),
     ("name", Rep::Default),
@@ -127,14 +140,17 @@ impl Resource for TypeRes {
     fn alias(&self) -> &'static str {
         "stockoperationtype"
     }
+    fn path(&self) -> String {
+        format!("stockmanagement/stockoperationtype/{}", self.uuid())
+    }
     fn version(&self) -> &'static str {
         "1.9"
     }
     fn uuid(&self) -> String {
         self.0.uuid.to_string()
     }
-    fn display(&self, _: &Ctx) -> String {
-        self.0.name.to_string()
+    fn display(&self, ctx: &Ctx) -> String {
+        type_name(ctx, self.0)
     }
     fn default_props(&self) -> Props {
         TYPE_PROPS
@@ -142,10 +158,10 @@ impl Resource for TypeRes {
     fn full_props(&self) -> Props {
         TYPE_PROPS
     }
-    fn prop(&self, name: &str, _: &Rep, _: &Ctx) -> Option<Value> {
+    fn prop(&self, name: &str, _: &Rep, ctx: &Ctx) -> Option<Value> {
         let t = self.0;
         Some(match name {
-            "name" => json!(t.name),
+            "name" => json!(type_name(ctx, t)),
             "description" => json!(t.description),
             "operationType" => json!(t.code),
             "hasSource" => json!(t.source.is_some()),
@@ -321,6 +337,9 @@ impl ItemRes<'_> {
 impl Resource for ItemRes<'_> {
     fn alias(&self) -> &'static str {
         "stockitem"
+    }
+    fn path(&self) -> String {
+        format!("stockmanagement/stockitem/{}", self.uuid())
     }
     fn version(&self) -> &'static str {
         "1.9"
@@ -1082,6 +1101,9 @@ impl Resource for SourceRes<'_> {
     fn alias(&self) -> &'static str {
         "stocksource"
     }
+    fn path(&self) -> String {
+        format!("stockmanagement/stocksource/{}", self.uuid())
+    }
     fn version(&self) -> &'static str {
         "1.9"
     }
@@ -1383,6 +1405,9 @@ impl Resource for ScopeRes<'_> {
     fn alias(&self) -> &'static str {
         "userrolescope"
     }
+    fn path(&self) -> String {
+        format!("stockmanagement/userrolescope/{}", self.uuid())
+    }
     fn version(&self) -> &'static str {
         "1.9"
     }
@@ -1436,7 +1461,7 @@ impl Resource for ScopeRes<'_> {
                 s.operation_types
                     .iter()
                     .filter_map(|t| operation_type(t))
-                    .map(|t| json!({"operationTypeUuid": t.uuid, "operationTypeName": t.name}))
+                    .map(|t| json!({"uuid": t.uuid, "operationTypeUuid": t.uuid, "operationTypeName": type_name(ctx, t)}))
                     .collect(),
             ),
             _ => return None,

@@ -17,22 +17,24 @@ function useCurrentPath() {
   return path;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
- * A link of the bed management pages' left panel: `page` is the page's path under
- * `bed-management` (empty for the summary), `key` and `fallback` its label. It looks like
- * the app's own links (the side navigation's classes).
+ * A link of an app's left panel: `app` is the app's path under the SPA (`bed-management`),
+ * `page` the page's path under it (empty for the app's first page), `key` and `fallback`
+ * its label. The first page is also active on the app's own path and on a record's page
+ * (its last segment a uuid, as a ward's). It looks like the apps' own links (the side
+ * navigation's classes).
  */
-export function bedLink(page: string, key: string, fallback: string) {
-  return function BedLink() {
+export function sideLink(app: string, page: string, key: string, fallback: string) {
+  return function SideLink() {
     const { t } = useTranslation();
     const path = useCurrentPath().replace(/\/+$/, '');
     const last = path.split('/').pop() ?? '';
-    // A ward's page (its last segment a uuid) belongs to the summary.
-    const onWard = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(last);
-    const active = page === '' ? last === 'bed-management' || onWard : last === page;
+    const active = page === '' ? last === app || UUID.test(last) : last === page;
     return (
       <ConfigurableLink
-        to={`\${openmrsSpaBase}/bed-management${page ? `/${page}` : ''}`}
+        to={`\${openmrsSpaBase}/${app}${page ? `/${page}` : ''}`}
         className={`cds--side-nav__link${active ? ' active-left-nav-link' : ''}`}>
         {t(key, fallback)}
       </ConfigurableLink>
