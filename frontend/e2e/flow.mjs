@@ -6,7 +6,7 @@
 // the browser's console shows, and on any back-end answer of 400 or more.
 //
 // E2E_JOURNEY=<name> runs one journey alone: reception, clinical, billing, orders, ward,
-// clinical-review, appointments or administration. What the journeys before it would have
+// clinical-review, appointments, stock, reports or administration. What the journeys before it would have
 // left (the administrator logged in at reception, the patient registered, her visit, the
 // bill of her check-in, as that journey needs) is first made through the REST API, in a step
 // of its own, "state-of-the-earlier-journeys". clinical-review needs what the clinical
