@@ -4,7 +4,8 @@
 //! encounters), `order` (drug and test orders, the formulary's REST resources, FHIR MedicationRequest), `dispense` (medication dispenses, FHIR MedicationDispense), `programme`
 //! (programme enrolments with their workflow states), `queue` (service-queue entries),
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
-//! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store), `appointment` (appointments of the content's services) and `role` (roles and
+//! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store), `appointment` (appointments of the content's services), `stock` (the pharmacy's
+//! stock: items, sources, operations and the movements they make) and `role` (roles and
 //! privileges made through the API). The records others hang on are
 //! domains too: `patient`, `account` (users), `session`, `setting` and `idgen`. Each owns
 //! its record types, its redb tables and secondary indexes, its validation and its REST
@@ -85,6 +86,8 @@ const RECORD_TABLES: &[RecordTable] = &[
     stock::store::SOURCE_RECORDS,
     stock::store::BATCH_RECORDS,
     stock::store::SCOPE_RECORDS,
+    stock::store::RULE_RECORDS,
+    stock::store::REFERENCE_RECORDS,
     stock::store::OPERATION_RECORDS,
     stock::store::TRANSACTION_RECORDS,
     crate::store::audit::RECORDS,

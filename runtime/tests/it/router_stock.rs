@@ -875,3 +875,140 @@ async fn dispensing_a_prescription_draws_the_chosen_batch_at_the_pharmacy() {
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
 }
+
+#[tokio::test]
+async fn an_items_rules_references_and_an_operations_lines_and_links() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+    // A rule: alert below 2 boxes at the pharmacy, to the stock managers.
+    let rule = json!({"stockItemUuid": s.item, "name": "Seuil d'alerte pharmacie",
+        "locationUuid": s.pharmacy, "quantity": 2, "stockItemPackagingUOMUuid": s.boxed,
+        "enabled": true, "evaluationFrequency": 60, "actionFrequency": 1440,
+        "alertRole": "Stock Manager", "enableDescendants": false});
+    let r = c.post(&format!("{SM}/stockrule"), &rule.to_string()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["packagingUomName"], "Boîte");
+    assert_eq!(r.body["locationName"], PHARMACY);
+    let rule_uuid = r.body["uuid"].as_str().unwrap().to_string();
+    for (field, value) in [
+        ("quantity", json!(0)),
+        ("evaluationFrequency", json!(0)),
+        ("alertRole", json!("Nobody")),
+        ("stockItemPackagingUOMUuid", json!(BOX)),
+    ] {
+        let mut bad = rule.clone();
+        bad[field] = value;
+        let r = c.post(&format!("{SM}/stockrule"), &bad.to_string()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}: {}", r.body);
+        assert!(
+            r.body["error"]["fieldErrors"][field].is_array(),
+            "{field}: {}",
+            r.body
+        );
+    }
+    let r = c
+        .get(&format!("{SM}/stockrule?stockItemUuid={}", s.item))
+        .await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 1);
+    let r = c
+        .send("DELETE", &format!("{SM}/stockrule/{rule_uuid}"), &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = c
+        .get(&format!("{SM}/stockrule?stockItemUuid={}", s.item))
+        .await;
+    assert_eq!(r.body["results"], json!([]));
+
+    // The supplier's code for the item, once per supplier.
+    let reference = json!({"stockItemUuid": s.item, "stockSourceUuid": s.supplier, "referenceCode": "CDR-AMX500"});
+    let r = c
+        .post(&format!("{SM}/stockitemreference"), &reference.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["stockSourceName"], "CDR Kinshasa");
+    let r = c
+        .post(&format!("{SM}/stockitemreference"), &reference.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
+    // A requisition of two lines: one taken off while it is edited, never the last.
+    let requisition = operation(
+        &mut c,
+        json!({"operationTypeUuid": REQUISITION, "sourceUuid": s.pharmacy, "destinationUuid": s.store,
+               "stockOperationItems": [
+                   {"stockItemUuid": s.item, "quantity": 2, "stockItemPackagingUOMUuid": s.boxed},
+                   {"stockItemUuid": s.item, "quantity": 10, "stockItemPackagingUOMUuid": s.capsule}]}),
+    )
+    .await;
+    assert_eq!(requisition["atLocationUuid"], json!(s.pharmacy));
+    let lines = c
+        .get(&format!(
+            "{SM}/stockoperation/{}?v=full",
+            requisition["uuid"].as_str().unwrap()
+        ))
+        .await
+        .body["stockOperationItems"]
+        .clone();
+    let line = |i: usize| lines[i]["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{SM}/stockoperationitem/{}", line(1)),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{SM}/stockoperationitem/{}", line(0)),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(
+        act(&mut c, &requisition, "COMPLETE", None).await.0,
+        StatusCode::CREATED
+    );
+    // The issue answering it is linked to it, both ways.
+    receive(&mut c, &s, "AMX-030", 2).await;
+    let batch = batch_of(&mut c, &s, "AMX-030").await;
+    let issue = operation(
+        &mut c,
+        json!({"operationTypeUuid": ISSUE, "sourceUuid": s.store, "destinationUuid": s.pharmacy,
+               "requisitionStockOperationUuid": requisition["uuid"],
+               "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": batch,
+                   "quantity": 2, "stockItemPackagingUOMUuid": s.boxed}]}),
+    )
+    .await;
+    for q in [&requisition, &issue] {
+        let r = c
+            .get(&format!(
+                "{SM}/stockoperationlink?q={}",
+                q["uuid"].as_str().unwrap()
+            ))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert_eq!(r.body["results"][0]["parentUuid"], requisition["uuid"]);
+        assert_eq!(r.body["results"][0]["childUuid"], issue["uuid"]);
+    }
+    // A requisition names its source among the locations the type allows (a pharmacy or a
+    // dispensary asks; the central store is asked).
+    let r = c
+        .post(
+            &format!("{SM}/stockoperation"),
+            &json!({"operationTypeUuid": REQUISITION, "sourceUuid": s.store, "destinationUuid": s.pharmacy,
+                    "stockOperationItems": [{"stockItemUuid": s.item, "quantity": 1, "stockItemPackagingUOMUuid": s.boxed}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(
+        r.body["error"]["fieldErrors"]["sourceUuid"].is_array(),
+        "{}",
+        r.body
+    );
+}

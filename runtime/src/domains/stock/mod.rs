@@ -33,6 +33,7 @@
 pub mod dispense;
 pub mod operation;
 pub mod rest;
+pub mod rules;
 pub mod store;
 
 use crate::store::record::{Audit, Voiding};
@@ -408,6 +409,46 @@ pub struct ScopeRecord {
     pub locations: Vec<ScopeLocation>,
     /// `TYPES` uuids.
     pub operation_types: Vec<String>,
+    pub audit: Audit,
+    pub voiding: Voiding,
+}
+
+/// An alert rule: warn when the item's stock at a location (and its descendants, with
+/// `enable_descendants`) falls to `quantity` of a packaging unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub stock_item: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub location: String,
+    pub quantity: Qty,
+    pub packaging_uom: String,
+    pub enabled: bool,
+    /// Minutes between evaluations, and between two alerts.
+    pub evaluation_frequency: u64,
+    pub action_frequency: u64,
+    /// Role names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail_role: Option<String>,
+    #[serde(default)]
+    pub enable_descendants: bool,
+    pub audit: Audit,
+    pub voiding: Voiding,
+}
+
+/// What a stock source calls an item (its catalogue code).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceRecord {
+    pub v: u32,
+    pub uuid: String,
+    pub stock_item: String,
+    pub stock_source: String,
+    pub reference_code: String,
     pub audit: Audit,
     pub voiding: Voiding,
 }

@@ -42,6 +42,19 @@ pub(crate) fn may(
     ty: &OperationType,
     privilege: &str,
 ) -> bool {
+    may_for(state, caller, scopes, location, Some(ty), privilege)
+}
+
+/// `may`, for any operation type when `ty` is `None` (what an item's rules at a location
+/// need, as the module checks them).
+pub(crate) fn may_for(
+    state: &AppState,
+    caller: &Caller,
+    scopes: &[ScopeRecord],
+    location: &str,
+    ty: Option<&OperationType>,
+    privilege: &str,
+) -> bool {
     let Some(user) = caller.user.as_ref() else {
         return false;
     };
@@ -70,7 +83,7 @@ pub(crate) fn may(
                     .is_some_and(|f| f <= today.as_str())
                     && s.active_to.as_deref().is_some_and(|t| t >= today.as_str())))
             && user.roles.iter().any(|r| r.eq_ignore_ascii_case(&s.role))
-            && s.operation_types.iter().any(|t| t == ty.uuid)
+            && ty.is_none_or(|ty| s.operation_types.iter().any(|t| t == ty.uuid))
             && s.locations.iter().any(|l| {
                 l.location == location || (l.enable_descendants && lineage.contains(&l.location))
             })
@@ -1829,6 +1842,104 @@ pub async fn list_batches(
         &caller,
         &query,
         "/stockmanagement/stockbatch",
+        &paging,
+        &page,
+        total,
+    )
+}
+
+/// `DELETE stockoperationitem/{uuid}`: a line taken off an operation still being edited (the
+/// module refuses to take its last line).
+pub async fn delete_line(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&[MUTATE_OPERATIONS])?;
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let c = caller.clone();
+    blocking(move || {
+        let _one_writer = st.store.write_lock();
+        let old = operations(&st.store)?
+            .into_iter()
+            .find(|o| o.items.iter().any(|l| l.uuid == uuid))
+            .ok_or(ApiError::NotFound)?;
+        let ty =
+            operation_type(&old.operation_type).ok_or_else(|| bad("Unknown operation type"))?;
+        if !old.updateable() {
+            return Err(bad(
+                "The stock operation cannot be changed in its current status",
+            ));
+        }
+        if !may(
+            &st,
+            &c,
+            &scopes(&st.store)?,
+            &old.at_location,
+            ty,
+            MUTATE_OPERATIONS,
+        ) {
+            return Err(nopermission());
+        }
+        if old.items.len() < 2 {
+            return Err(bad("The last line of an operation cannot be deleted"));
+        }
+        let mut o = old.clone();
+        o.items.retain(|l| l.uuid != uuid);
+        o.audit.changed(&user, Utc::now());
+        st.store
+            .write(|txn| put_operation_in(txn, Some(&old), &mut o, ty.acronym))?;
+        Ok(())
+    })
+    .await?;
+    Ok(axum::response::IntoResponse::into_response(
+        StatusCode::NO_CONTENT,
+    ))
+}
+
+/// `GET stockoperationlink?q=<operation>`: the requisition an issue answers, and the issues
+/// answering a requisition.
+pub async fn links(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&[VIEW_OPERATIONS])?;
+    let paging = Paging::from_query(&query)?;
+    let q = param(&query, "q").unwrap_or_default().to_string();
+    let st = state.clone();
+    let all = blocking(move || Ok(operations(&st.store)?)).await?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let type_of =
+        |o: &OperationRecord| operation_type(&o.operation_type).map(|t| type_name(&ctx, t));
+    let results: Vec<Value> = all
+        .iter()
+        .filter_map(|child| {
+            let parent = all.iter().find(|p| Some(&p.uuid) == child.requisition.as_ref())?;
+            (parent.uuid == q || child.uuid == q).then(|| {
+                json!({
+                    "uuid": format!("{}-{}", parent.uuid, child.uuid),
+                    "parentUuid": parent.uuid, "parentOperationNumber": parent.number,
+                    "parentOperationTypeName": type_of(parent), "parentStatus": parent.status, "parentVoided": false,
+                    "childUuid": child.uuid, "childOperationNumber": child.number,
+                    "childOperationTypeName": type_of(child), "childStatus": child.status, "childVoided": false,
+                })
+            })
+        })
+        .collect();
+    let total = results.len();
+    let page: Vec<Value> = results
+        .into_iter()
+        .skip(paging.start)
+        .take(paging.limit)
+        .collect();
+    values_answer(
+        &state,
+        &caller,
+        &query,
+        "/stockmanagement/stockoperationlink",
         &paging,
         &page,
         total,

@@ -1796,9 +1796,34 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<Arc<AppState>> {
         .route(&p("stockoperation"), get(op::list).post(op::create))
         .route(&p("stockoperation/{uuid}"), get(op::read).post(op::update))
         .route(&p("stockoperationaction"), post(op::act))
+        .route(
+            &p("stockoperationitem/{uuid}"),
+            axum::routing::delete(op::delete_line),
+        )
+        .route(&p("stockoperationlink"), get(op::links))
         .route(&p("stockiteminventory"), get(op::inventory))
         .route(&p("stockitemtransaction"), get(op::transactions))
         .route(&p("stockbatch"), get(op::list_batches))
+        .route(
+            &p("stockrule"),
+            get(crate::domains::stock::rules::list_rules)
+                .post(crate::domains::stock::rules::create_rule),
+        )
+        .route(
+            &p("stockrule/{uuid}"),
+            post(crate::domains::stock::rules::update_rule)
+                .delete(crate::domains::stock::rules::delete_rule),
+        )
+        .route(
+            &p("stockitemreference"),
+            get(crate::domains::stock::rules::list_references)
+                .post(crate::domains::stock::rules::create_reference),
+        )
+        .route(
+            &p("stockitemreference/{uuid}"),
+            post(crate::domains::stock::rules::update_reference)
+                .delete(crate::domains::stock::rules::delete_reference),
+        )
         .route(
             &p("dispenserequest"),
             post(crate::domains::stock::dispense::create),

@@ -15,7 +15,8 @@
 //!   balances only.
 
 use crate::domains::stock::{
-    BatchRecord, ItemRecord, OperationRecord, Qty, ScopeRecord, SourceRecord, TransactionRecord,
+    BatchRecord, ItemRecord, OperationRecord, Qty, ReferenceRecord, RuleRecord, ScopeRecord,
+    SourceRecord, TransactionRecord,
 };
 use crate::store::kv::{TableDefinition, WriteTransaction};
 use crate::store::record::{Index, RecordTable, key};
@@ -26,6 +27,9 @@ use serde::de::DeserializeOwned;
 pub(crate) const ITEMS: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_items");
 pub(crate) const SOURCES: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_sources");
 pub(crate) const BATCHES: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_batches");
+pub(crate) const RULES: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_rules");
+pub(crate) const REFERENCES: TableDefinition<&str, &[u8]> =
+    TableDefinition::new("stock_item_references");
 pub(crate) const SCOPES: TableDefinition<&str, &[u8]> =
     TableDefinition::new("stock_user_role_scopes");
 pub(crate) const OPERATIONS: TableDefinition<&str, &[u8]> =
@@ -65,6 +69,13 @@ small_table!(ITEM_RECORDS, ITEMS, "stock_items", ItemRecord);
 small_table!(SOURCE_RECORDS, SOURCES, "stock_sources", SourceRecord);
 small_table!(BATCH_RECORDS, BATCHES, "stock_batches", BatchRecord);
 small_table!(SCOPE_RECORDS, SCOPES, "stock_user_role_scopes", ScopeRecord);
+small_table!(RULE_RECORDS, RULES, "stock_rules", RuleRecord);
+small_table!(
+    REFERENCE_RECORDS,
+    REFERENCES,
+    "stock_item_references",
+    ReferenceRecord
+);
 
 pub const OPERATION_RECORDS: RecordTable = RecordTable {
     name: "stock_operations",
@@ -195,6 +206,19 @@ pub fn batches(store: &Store) -> StoreResult<Vec<BatchRecord>> {
 pub fn scopes(store: &Store) -> StoreResult<Vec<ScopeRecord>> {
     let mut all: Vec<ScopeRecord> =
         crate::store::record::all_records(store, SCOPES, "stock_user_role_scopes")?;
+    all.sort_by(|a, b| (&a.audit.date_created, &a.uuid).cmp(&(&b.audit.date_created, &b.uuid)));
+    Ok(all)
+}
+
+pub fn rules(store: &Store) -> StoreResult<Vec<RuleRecord>> {
+    let mut all: Vec<RuleRecord> = crate::store::record::all_records(store, RULES, "stock_rules")?;
+    all.sort_by(|a, b| (&a.audit.date_created, &a.uuid).cmp(&(&b.audit.date_created, &b.uuid)));
+    Ok(all)
+}
+
+pub fn references(store: &Store) -> StoreResult<Vec<ReferenceRecord>> {
+    let mut all: Vec<ReferenceRecord> =
+        crate::store::record::all_records(store, REFERENCES, "stock_item_references")?;
     all.sort_by(|a, b| (&a.audit.date_created, &a.uuid).cmp(&(&b.audit.date_created, &b.uuid)));
     Ok(all)
 }
