@@ -1565,28 +1565,43 @@ pub async fn inventory(
         || flag(&query, "emptyBatch").unwrap_or(false);
     let st = state.clone();
     let p = party_param.clone();
-    let (rows, l) =
-        blocking(move || Ok((balances(&st.store, p.as_deref())?, lookups(&st)?))).await?;
+    // Only what the answer needs is read: the balances of the party; the items only to
+    // find a drug's; the batches only to leave the expired out; then the page's items and
+    // batches by uuid.
+    let (rows, drug_items, expired, l) = blocking(move || {
+        let rows = balances(&st.store, p.as_deref())?;
+        let drug_items: Option<Vec<String>> = match &drug_param {
+            Some(d) => Some(
+                items(&st.store)?
+                    .into_iter()
+                    .filter(|i| i.drug.as_ref() == Some(d))
+                    .map(|i| i.uuid)
+                    .collect(),
+            ),
+            None => None,
+        };
+        let today = crate::wire::today().to_string();
+        let mut expired = std::collections::HashSet::new();
+        if exclude_expired {
+            for b in batches(&st.store)? {
+                if b.expiration.as_deref().is_some_and(|e| e < today.as_str()) {
+                    expired.insert(b.uuid);
+                }
+            }
+        }
+        Ok((rows, drug_items, expired, sources(&st.store)?))
+    })
+    .await?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(&state, &catalog);
-    let today = crate::wire::today().to_string();
     let mut grouped: BTreeMap<(String, String, String), Qty> = BTreeMap::new();
     for b in rows {
-        let Some(item) = l.items.iter().find(|i| i.uuid == b.item) else {
-            continue;
-        };
-        let batch = l.batches.iter().find(|x| x.uuid == b.batch);
         let is_location = catalog.location(&b.party).is_some();
         if (party_param.is_none() && !is_location)
-            || item_param.as_ref().is_some_and(|i| i != &item.uuid)
-            || drug_param
-                .as_ref()
-                .is_some_and(|d| item.drug.as_ref() != Some(d))
+            || item_param.as_ref().is_some_and(|i| i != &b.item)
+            || drug_items.as_ref().is_some_and(|d| !d.contains(&b.item))
             || batch_param.as_ref().is_some_and(|x| x != &b.batch)
-            || (exclude_expired
-                && batch
-                    .and_then(|x| x.expiration.as_deref())
-                    .is_some_and(|e| e < today.as_str()))
+            || expired.contains(&b.batch)
         {
             continue;
         }
@@ -1596,7 +1611,7 @@ pub async fn inventory(
             } else {
                 String::new()
             },
-            item.uuid.clone(),
+            b.item.clone(),
             if by_batch {
                 b.batch.clone()
             } else {
@@ -1606,18 +1621,52 @@ pub async fn inventory(
         let q = grouped.entry(key).or_insert(Qty::ZERO);
         *q = q.checked_add(b.quantity).unwrap_or(*q);
     }
-    let results: Vec<Value> = grouped
+    let rows: Vec<_> = grouped
         .into_iter()
         .filter(|(_, q)| include_empty || *q != Qty::ZERO)
+        .collect();
+    let total = rows.len();
+    let shown: Vec<_> = rows
+        .into_iter()
+        .skip(paging.start)
+        .take(paging.limit)
+        .collect();
+    let st = state.clone();
+    let wanted: Vec<(String, String)> = shown
+        .iter()
+        .map(|((_, i, b), _)| (i.clone(), b.clone()))
+        .collect();
+    let (page_items, page_batches) = blocking(move || {
+        let mut its: std::collections::HashMap<String, ItemRecord> = Default::default();
+        let mut bs: std::collections::HashMap<String, BatchRecord> = Default::default();
+        for (i, b) in &wanted {
+            if !its.contains_key(i)
+                && let Some(x) = crate::domains::stock::store::item(&st.store, i)?
+            {
+                its.insert(i.clone(), x);
+            }
+            if !b.is_empty()
+                && !bs.contains_key(b)
+                && let Some(x) = batch(&st.store, b)?
+            {
+                bs.insert(b.clone(), x);
+            }
+        }
+        Ok((its, bs))
+    })
+    .await?;
+    let sources_read = l;
+    let page: Vec<Value> = shown
+        .into_iter()
         .map(|((party, item_uuid, batch_uuid), q)| {
-            let item = l.items.iter().find(|i| i.uuid == item_uuid);
-            let batch = l.batches.iter().find(|x| x.uuid == batch_uuid);
+            let item = page_items.get(&item_uuid);
+            let batch = page_batches.get(&batch_uuid);
             let drug = item.and_then(|i| i.drug.as_deref()).and_then(|d| catalog.drug(d));
             let unit = item.and_then(display_unit);
             let is_location = catalog.location(&party).is_some();
             json!({
                 "partyUuid": (!party.is_empty()).then_some(&party),
-                "partyName": party_name(&ctx, &l.sources, (!party.is_empty()).then_some(party.as_str())),
+                "partyName": party_name(&ctx, &sources_read, (!party.is_empty()).then_some(party.as_str())),
                 "locationUuid": is_location.then_some(&party),
                 "stockItemUuid": item_uuid,
                 "drugUuid": drug.map(|d| &d.uuid),
@@ -1636,12 +1685,6 @@ pub async fn inventory(
                 "quantityFactor": unit.map_or(json!(1), |u| u.factor.json()),
             })
         })
-        .collect();
-    let total = results.len();
-    let page: Vec<Value> = results
-        .into_iter()
-        .skip(paging.start)
-        .take(paging.limit)
         .collect();
     values_answer(
         &state,
@@ -1688,7 +1731,9 @@ pub async fn transactions(
     let st = state.clone();
     let window = (paging.start, paging.limit);
     let (page, total, l, ops) = blocking(move || {
-        let l = lookups(&st)?;
+        let all_items = || -> ApiResult<Vec<String>> {
+            Ok(items(&st.store)?.into_iter().map(|i| i.uuid).collect())
+        };
         let wanted: Vec<String> = match (&item, &operation_uuid) {
             (Some(i), _) => vec![i.clone()],
             (None, Some(o)) => operation(&st.store, o)?
@@ -1701,8 +1746,10 @@ pub async fn transactions(
                         .collect()
                 })
                 .unwrap_or_default(),
-            (None, None) => l.items.iter().map(|i| i.uuid.clone()).collect(),
+            (None, None) => all_items()?,
         };
+        let filtered =
+            party.is_some() || operation_uuid.is_some() || from.is_some() || to.is_some();
         let keep = |t: &TransactionRecord| {
             party.as_ref().is_none_or(|p| &t.party == p)
                 && operation_uuid
@@ -1713,6 +1760,8 @@ pub async fn transactions(
                     .as_ref()
                     .is_none_or(|d| &t.date[..10.min(t.date.len())] <= d.as_str())
         };
+        let keep: Option<&dyn Fn(&TransactionRecord) -> bool> =
+            if filtered { Some(&keep) } else { None };
         let (page, total) = if wanted.len() == 1 {
             transactions_of_item(&st.store, &wanted[0], keep, window.0, window.1)?
         } else {
@@ -1728,6 +1777,25 @@ pub async fn transactions(
                 total,
             )
         };
+        // What the page's rows name, read by uuid: its items and batches.
+        let mut l = Lookups {
+            items: Vec::new(),
+            batches: Vec::new(),
+            sources: sources(&st.store)?,
+            scopes: Vec::new(),
+        };
+        for t in &page {
+            if !l.items.iter().any(|i| i.uuid == t.stock_item)
+                && let Some(i) = crate::domains::stock::store::item(&st.store, &t.stock_item)?
+            {
+                l.items.push(i);
+            }
+            if !l.batches.iter().any(|b| b.uuid == t.batch)
+                && let Some(b) = batch(&st.store, &t.batch)?
+            {
+                l.batches.push(b);
+            }
+        }
         let mut ops: BTreeMap<String, OperationRecord> = BTreeMap::new();
         for t in &page {
             if let Some(o) = &t.operation

@@ -24,9 +24,9 @@ use crate::store::{Store, StoreResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub(crate) const ITEMS: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_items");
+pub const ITEMS: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_items");
 pub(crate) const SOURCES: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_sources");
-pub(crate) const BATCHES: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_batches");
+pub const BATCHES: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_batches");
 pub(crate) const RULES: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_rules");
 pub(crate) const REFERENCES: TableDefinition<&str, &[u8]> =
     TableDefinition::new("stock_item_references");
@@ -162,7 +162,7 @@ fn get<T: DeserializeOwned>(
         .transpose()
 }
 
-pub(crate) fn put_in<T: Serialize>(
+pub fn put_in<T: Serialize>(
     txn: &WriteTransaction,
     table: TableDefinition<&str, &[u8]>,
     uuid: &str,
@@ -181,6 +181,10 @@ pub fn items(store: &Store) -> StoreResult<Vec<ItemRecord>> {
 
 pub fn item(store: &Store, uuid: &str) -> StoreResult<Option<ItemRecord>> {
     get(store, ITEMS, "stock_items", uuid)
+}
+
+pub fn batch(store: &Store, uuid: &str) -> StoreResult<Option<BatchRecord>> {
+    get(store, BATCHES, "stock_batches", uuid)
 }
 
 pub fn sources(store: &Store) -> StoreResult<Vec<SourceRecord>> {
@@ -334,11 +338,13 @@ pub fn balances(store: &Store, party: Option<&str>) -> StoreResult<Vec<Balance>>
     Ok(out)
 }
 
-/// An item's transactions, newest first: a page of them and whether more follow.
+/// An item's transactions, newest first: the page `keep` accepts from `start`, and how
+/// many it accepts in all. Without a filter (`keep` is `None`) the total is the index's
+/// count and only the page's records are read; a filter reads each of the item's records.
 pub fn transactions_of_item(
     store: &Store,
     item: &str,
-    keep: impl Fn(&TransactionRecord) -> bool,
+    keep: Option<&dyn Fn(&TransactionRecord) -> bool>,
     start: usize,
     limit: usize,
 ) -> StoreResult<(Vec<TransactionRecord>, usize)> {
@@ -350,13 +356,25 @@ pub fn transactions_of_item(
         true
     })?;
     let table = txn.open_table(TRANSACTIONS)?;
+    let decode = |u: &str| -> StoreResult<Option<TransactionRecord>> {
+        table
+            .get(u)?
+            .map(|v| crate::store::record::decode("stock_transactions", v.value()))
+            .transpose()
+    };
+    let Some(keep) = keep else {
+        let mut page = Vec::new();
+        for u in uuids.iter().skip(start).take(limit) {
+            page.extend(decode(u)?);
+        }
+        return Ok((page, uuids.len()));
+    };
     let mut matched = 0usize;
     let mut page = Vec::new();
-    for u in uuids {
-        let Some(v) = table.get(u.as_str())? else {
+    for u in &uuids {
+        let Some(t) = decode(u)? else {
             continue;
         };
-        let t: TransactionRecord = crate::store::record::decode("stock_transactions", v.value())?;
         if !keep(&t) {
             continue;
         }
