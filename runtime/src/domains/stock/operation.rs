@@ -106,62 +106,8 @@ pub struct OperationRes<'a> {
     pub permission: Value,
 }
 
-const OP_PROPS: Props = &[
-    ("uuid", Rep::Default),
-    ("cancelReason", Rep::Default),
-    ("cancelledBy", Rep::Default),
-    ("cancelledByGivenName", Rep::Default),
-    ("cancelledByFamilyName", Rep::Default),
-    ("cancelledDate", Rep::Default),
-    ("completedBy", Rep::Default),
-    ("completedByGivenName", Rep::Default),
-    ("completedByFamilyName", Rep::Default),
-    ("completedDate", Rep::Default),
-    ("destinationUuid", Rep::Default),
-    ("destinationName", Rep::Default),
-    ("externalReference", Rep::Default),
-    ("atLocationUuid", Rep::Default),
-    ("atLocationName", Rep::Default),
-    ("operationDate", Rep::Default),
-    ("locked", Rep::Default),
-    ("operationNumber", Rep::Default),
-    ("operationOrder", Rep::Default),
-    ("approvalRequired", Rep::Default),
-    ("reasonUuid", Rep::Default),
-    ("reasonName", Rep::Default),
-    ("remarks", Rep::Default),
-    ("sourceUuid", Rep::Default),
-    ("sourceName", Rep::Default),
-    ("status", Rep::Default),
-    ("returnReason", Rep::Default),
-    ("rejectionReason", Rep::Default),
-    ("operationTypeUuid", Rep::Default),
-    ("operationType", Rep::Default),
-    ("operationTypeName", Rep::Default),
-    ("responsiblePersonUuid", Rep::Default),
-    ("responsiblePersonGivenName", Rep::Default),
-    ("responsiblePersonFamilyName", Rep::Default),
-    ("responsiblePersonOther", Rep::Default),
-    ("creator", Rep::Default),
-    ("dateCreated", Rep::Default),
-    ("creatorGivenName", Rep::Default),
-    ("creatorFamilyName", Rep::Default),
-    ("requisitionStockOperationUuid", Rep::Default),
-    ("submittedByGivenName", Rep::Default),
-    ("submittedByFamilyName", Rep::Default),
-    ("submittedDate", Rep::Default),
-    ("returnedByGivenName", Rep::Default),
-    ("returnedByFamilyName", Rep::Default),
-    ("returnedDate", Rep::Default),
-    ("rejectedByGivenName", Rep::Default),
-    ("rejectedByFamilyName", Rep::Default),
-    ("rejectedDate", Rep::Default),
-    ("dispatchedByGivenName", Rep::Default),
-    ("dispatchedByFamilyName", Rep::Default),
-    ("dispatchedDate", Rep::Default),
-];
-
-/// The full representation adds the caller's permissions and the lines.
+/// The full representation; the default one is all but its last two properties (the
+/// caller's permissions and the lines).
 const OP_FULL_PROPS: Props = &[
     ("uuid", Rep::Default),
     ("cancelReason", Rep::Default),
@@ -288,7 +234,7 @@ impl Resource for OperationRes<'_> {
         self.op.number.clone()
     }
     fn default_props(&self) -> Props {
-        OP_PROPS
+        &OP_FULL_PROPS[..OP_FULL_PROPS.len() - 2]
     }
     fn full_props(&self) -> Props {
         OP_FULL_PROPS

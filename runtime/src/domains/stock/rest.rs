@@ -246,42 +246,7 @@ pub(crate) fn item_name(ctx: &Ctx, item: &ItemRecord) -> String {
         .to_string()
 }
 
-const ITEM_PROPS: Props = &[
-    ("uuid", Rep::Default),
-    ("drugUuid", Rep::Default),
-    ("drugName", Rep::Default),
-    ("conceptUuid", Rep::Default),
-    ("conceptName", Rep::Default),
-    ("hasExpiration", Rep::Default),
-    ("preferredVendorUuid", Rep::Default),
-    ("preferredVendorName", Rep::Default),
-    ("purchasePrice", Rep::Default),
-    ("purchasePriceUoMUuid", Rep::Default),
-    ("purchasePriceUoMName", Rep::Default),
-    ("purchasePriceUoMFactor", Rep::Default),
-    ("dispensingUnitName", Rep::Default),
-    ("dispensingUnitUuid", Rep::Default),
-    ("dispensingUnitPackagingUoMUuid", Rep::Default),
-    ("dispensingUnitPackagingUoMName", Rep::Default),
-    ("dispensingUnitPackagingUoMFactor", Rep::Default),
-    ("defaultStockOperationsUoMUuid", Rep::Default),
-    ("defaultStockOperationsUoMName", Rep::Default),
-    ("defaultStockOperationsUoMFactor", Rep::Default),
-    ("categoryUuid", Rep::Default),
-    ("categoryName", Rep::Default),
-    ("commonName", Rep::Default),
-    ("acronym", Rep::Default),
-    ("reorderLevel", Rep::Default),
-    ("reorderLevelUoMUuid", Rep::Default),
-    ("reorderLevelUoMName", Rep::Default),
-    ("reorderLevelUoMFactor", Rep::Default),
-    ("dateCreated", Rep::Default),
-    ("creatorGivenName", Rep::Default),
-    ("creatorFamilyName", Rep::Default),
-    ("voided", Rep::Default),
-    ("expiryNotice", Rep::Default),
-];
-
+/// The full representation; the default one is all but its last three properties.
 const ITEM_FULL_PROPS: Props = &[
     ("uuid", Rep::Default),
     ("drugUuid", Rep::Default),
@@ -351,7 +316,7 @@ impl Resource for ItemRes<'_> {
         item_name(ctx, self.item)
     }
     fn default_props(&self) -> Props {
-        ITEM_PROPS
+        &ITEM_FULL_PROPS[..ITEM_FULL_PROPS.len() - 3]
     }
     fn full_props(&self) -> Props {
         ITEM_FULL_PROPS
