@@ -927,6 +927,10 @@ async fn an_items_rules_references_and_an_operations_lines_and_links() {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(r.body["stockSourceName"], "CDR Kinshasa");
+    // The item's full representation lists it.
+    let r = c.get(&format!("{SM}/stockitem/{}?v=full", s.item)).await;
+    assert_eq!(r.body["references"][0]["referenceCode"], "CDR-AMX500");
+    assert_eq!(r.body["references"].as_array().unwrap().len(), 1);
     let r = c
         .post(&format!("{SM}/stockitemreference"), &reference.to_string())
         .await;

@@ -229,6 +229,8 @@ pub async fn read_type(
 pub struct ItemRes<'a> {
     pub item: &'a ItemRecord,
     pub sources: &'a [SourceRecord],
+    /// The suppliers' codes (every item's; the item's own are shown).
+    pub references: &'a [ReferenceRecord],
     pub can_edit: bool,
 }
 
@@ -386,7 +388,13 @@ impl Resource for ItemRes<'_> {
                     .map(|u| unit_json(i, u, ctx))
                     .collect(),
             ),
-            "references" => json!([]),
+            "references" => Value::Array(
+                self.references
+                    .iter()
+                    .filter(|r| r.stock_item == i.uuid && !r.voiding.voided)
+                    .map(|r| crate::domains::stock::rules::reference_json(ctx, r, self.sources))
+                    .collect(),
+            ),
             _ => return None,
         })
     }
@@ -439,10 +447,11 @@ pub async fn list_items(
         .map(crate::search::fold)
         .filter(|q| !q.is_empty());
     let st = state.clone();
-    let (items, sources) = blocking(move || {
+    let (items, sources, references) = blocking(move || {
         Ok((
             store_items(&st)?,
             crate::domains::stock::store::sources(&st.store)?,
+            crate::domains::stock::store::references(&st.store)?,
         ))
     })
     .await?;
@@ -475,6 +484,7 @@ pub async fn list_items(
         .map(|item| ItemRes {
             item,
             sources: &sources,
+            references: &references,
             can_edit,
         })
         .collect();
@@ -494,16 +504,18 @@ pub async fn read_item(
 ) -> ApiResult<Response> {
     caller.require(&[VIEW_ITEMS])?;
     let st = state.clone();
-    let (item, sources) = blocking(move || {
+    let (item, sources, references) = blocking(move || {
         Ok((
             item(&st.store, &uuid)?.ok_or(ApiError::NotFound)?,
             crate::domains::stock::store::sources(&st.store)?,
+            crate::domains::stock::store::references(&st.store)?,
         ))
     })
     .await?;
     let res = ItemRes {
         item: &item,
         sources: &sources,
+        references: &references,
         can_edit: caller.grants.has(MUTATE_ITEMS),
     };
     answer(&state, &caller, &res, &rep_of(&query)?, StatusCode::OK)
@@ -652,7 +664,7 @@ pub async fn create_item(
     only_known(&body, ITEM_FIELDS)?;
     let user = caller.user_uuid();
     let st = state.clone();
-    let (item, sources) = blocking(move || {
+    let (item, sources, references) = blocking(move || {
         let catalog = st.catalog.load();
         let drug = opt_ref(&body, "drugUuid")?;
         let concept = opt_ref(&body, "conceptUuid")?;
@@ -744,12 +756,17 @@ pub async fn create_item(
         };
         apply_item(&st, &mut item, &body, &sources)?;
         put_item(&st, &item)?;
-        Ok((item, sources))
+        Ok((
+            item,
+            sources,
+            crate::domains::stock::store::references(&st.store)?,
+        ))
     })
     .await?;
     let res = ItemRes {
         item: &item,
         sources: &sources,
+        references: &references,
         can_edit: true,
     };
     answer(&state, &caller, &res, &rep_of(&query)?, StatusCode::CREATED)
@@ -772,7 +789,7 @@ pub async fn update_item(
     }
     let user = caller.user_uuid();
     let st = state.clone();
-    let (item, sources) = blocking(move || {
+    let (item, sources, references) = blocking(move || {
         let _one_writer = st.store.write_lock();
         let mut item = item(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let sources = crate::domains::stock::store::sources(&st.store)?;
@@ -782,12 +799,17 @@ pub async fn update_item(
             item.audit.changed(&user, Utc::now());
             put_item(&st, &item)?;
         }
-        Ok((item, sources))
+        Ok((
+            item,
+            sources,
+            crate::domains::stock::store::references(&st.store)?,
+        ))
     })
     .await?;
     let res = ItemRes {
         item: &item,
         sources: &sources,
+        references: &references,
         can_edit: true,
     };
     answer(&state, &caller, &res, &rep_of(&query)?, StatusCode::OK)

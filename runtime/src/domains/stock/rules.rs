@@ -409,7 +409,7 @@ pub async fn delete_rule(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-fn reference_json(ctx: &Ctx, r: &ReferenceRecord, sources: &[SourceRecord]) -> Value {
+pub(crate) fn reference_json(ctx: &Ctx, r: &ReferenceRecord, sources: &[SourceRecord]) -> Value {
     json!({
         "uuid": r.uuid,
         "stockItemUuid": r.stock_item,
