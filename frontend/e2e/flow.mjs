@@ -5,8 +5,8 @@
 // fails on the first broken step (the steps after it are not run: exit code 1), on any error
 // the browser's console shows, and on any back-end answer of 400 or more.
 //
-// E2E_JOURNEY=<name> runs one journey alone: reception, clinical, billing, orders, ward,
-// clinical-review, appointments, stock, reports or administration. What the journeys before it would have
+// E2E_JOURNEY=<name> runs one journey alone: reception, clinical, billing, stock, orders, ward,
+// clinical-review, appointments, reports or administration. What the journeys before it would have
 // left (the administrator logged in at reception, the patient registered, her visit, the
 // bill of her check-in, as that journey needs) is first made through the REST API, in a step
 // of its own, "state-of-the-earlier-journeys". clinical-review needs what the clinical
@@ -28,11 +28,12 @@ const journeys = {
   reception,
   clinical,
   billing,
+  // Before orders, whose dispense draws from the pharmacy's stock.
+  stock,
   orders,
   ward,
   "clinical-review": clinicalReview,
   appointments,
-  stock,
   // Before administration, which ends the day in English and logs out.
   reports,
   administration,

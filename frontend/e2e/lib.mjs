@@ -286,9 +286,15 @@ export async function logIn() {
   const login = await context.request.get(`${base}/openmrs/ws/rest/v1/session`, { headers: { Authorization: basic, Accept: "application/json" } });
   const session = await login.json();
   if (!login.ok() || session.authenticated !== true) throw new Error(`the administrator did not log in: ${login.status()} ${JSON.stringify(session)}`);
-  const located = await context.request.post(`${base}/openmrs/ws/rest/v1/session`, { data: { sessionLocation: RECEPTION }, headers: { Accept: "application/json" } });
+  await workAt(RECEPTION);
+}
+
+/** The browser's session moved to another of the facility's locations, as the location
+ * picker does; screens loaded after it work there. */
+export async function workAt(location) {
+  const located = await context.request.post(`${base}/openmrs/ws/rest/v1/session`, { data: { sessionLocation: location }, headers: { Accept: "application/json" } });
   const at = await located.json();
-  if (!located.ok() || at.sessionLocation?.uuid !== RECEPTION) throw new Error(`the session is not at reception: ${located.status()} ${JSON.stringify(at)}`);
+  if (!located.ok() || at.sessionLocation?.uuid !== location) throw new Error(`the session did not move to ${location}: ${located.status()} ${JSON.stringify(at)}`);
 }
 
 /** The patient the reception journey registers, as its registration form leaves her: Grâce

@@ -1,16 +1,25 @@
 // Orders and the care record: a prescription from the order basket, changed (a revision of
-// the first order), dispensed in the pharmacy app, stopped, renewed from the past treatments,
+// the first order), dispensed in the pharmacy app from the pharmacy's stock (the batch the
+// stock journey brought there, its tablets drawn), stopped, renewed from the past treatments,
 // then paused and closed by the pharmacy with reasons from the content; a laboratory test
 // ordered, picked up, resulted and completed in the laboratory app; the result in the chart,
 // flagged.
-// Needs: the browser logged in at reception on her chart, her visit open.
-import { api, base, basic, logIn, openTheChart, page, patientUuid, registerThePatient, startTheVisit, step, visible } from "../lib.mjs";
+// Needs: the browser logged in at reception on her chart, her visit open; the pharmacy
+// stocked with paracetamol (the stock journey).
+import { api, base, basic, logIn, openTheChart, page, patientUuid, RECEPTION, registerThePatient, startTheVisit, step, visible, workAt } from "../lib.mjs";
+import { PARACETAMOL, PHARMACY, stockThePharmacy } from "./stock.mjs";
 
 export async function seed() {
   await registerThePatient();
   await startTheVisit();
   await logIn();
+  await stockThePharmacy();
   await openTheChart();
+}
+
+async function pharmacyTablets() {
+  const rows = (await api("GET", `stockmanagement/stockiteminventory?drugUuid=${PARACETAMOL}&locationUuid=${PHARMACY}&groupBy=LocationStockItem`)).results;
+  return rows.reduce((sum, r) => sum + r.quantity * r.quantityFactor, 0);
 }
 
 async function signTheBasket({ open }) {
@@ -72,6 +81,9 @@ export async function run() {
   });
 
   await step("the-pharmacy-dispenses-it", async () => {
+    // The pharmacist works at the pharmacy, whose stock the dispensing form offers.
+    const before = await pharmacyTablets();
+    await workAt(PHARMACY);
     await page.goto(`${base}/openmrs/spa/dispensing`);
     await page.getByRole("tab", { name: "Ordonnances actives" }).click();
     const row = page.getByRole("tabpanel").filter({ visible: true }).locator("tbody tr").filter({ hasText: "Grâce Kapinga" }).first();
@@ -80,8 +92,15 @@ export async function run() {
     await page.getByRole("button", { name: "Délivrer", exact: true }).first().click();
     // The form holds the prescription's quantity, dose, route and frequency.
     if ((await page.locator("input#quantity").inputValue()) !== "15") throw new Error("the dispense form does not hold the prescribed quantity");
+    // The batch to draw from: the pharmacy's, first to expire first.
+    await page.locator("#stockDispense").click();
+    await page.getByRole("option", { name: /^Lot : PCM-2026-01 - Quantité : \d+ \(Comprimé\)/ }).click();
     await page.getByRole("button", { name: "Délivrer une prescription" }).click();
     await visible(page.getByText("Prescription terminée"));
+    await visible(page.getByText("Stock distribué et niveau de lot mis à jour."));
+    const after = await pharmacyTablets();
+    if (after !== before - 15) throw new Error(`the dispense did not draw 15 tablets from the pharmacy: ${before} before, ${after} after`);
+    await workAt(RECEPTION);
     const [order] = (await api("GET", `order?patient=${patientUuid()}&status=active&v=full`)).results;
     const dispenses = await fetch(`${base}/openmrs/ws/fhir2/R4/MedicationDispense?patient=${patientUuid()}`, { headers: { Authorization: basic } }).then((r) => r.json());
     if (order?.fulfillerStatus !== "COMPLETED" || dispenses.total !== 1 || dispenses.entry[0].resource.quantity.value !== 15) {

@@ -1,12 +1,17 @@
 // Stock, in the stock management app (@openmrs/esm-stock-management-app, at
 // /openmrs/spa/stock-management): the stock manager, whose user role scope covers the
-// central store and the pharmacy, records a delivery of amoxicillin from the provincial
+// central store and the pharmacy, records a delivery of paracetamol from the provincial
 // depot at the central store (batch, expiry, five boxes of 100 at a purchase price) and
-// submits it for approval; then approves it, and the store holds 500 capsules of the batch.
+// submits it for approval; then approves it, and the store holds 500 tablets of the batch.
+// The pharmacy asks the store for two boxes (a requisition, approved); the store issues
+// them against it, choosing the batch, and the pharmacy receives them. At the pharmacy, ten
+// tablets lost are adjusted with a reason from the content, and a stock take counts 185 of
+// the 190 recorded: the difference is posted. The orders journey then dispenses from the
+// pharmacy's stock.
 // Needs: the browser logged in (as the administrator, in French). Made through the API
 // first, as the stock manager would have made them on the items, sources and scopes pages:
 // the administrator's user role scope, the depot as a stock source, and the stock item for
-// amoxicillin 500 mg with its units (capsule, box of 100).
+// paracetamol 500 mg with its units (tablet, box of 100).
 //
 // The pinned app (3.2.1) writes some of its labels in English whatever the language, with no
 // translation key the configuration could override: the "Start New" menu, the operations
@@ -18,9 +23,9 @@
 import { api, base, logIn, page, step, visible } from "../lib.mjs";
 
 const STORE = "984bac3b-db96-459e-b52b-76a59069e6c4";
-const PHARMACY = "f7cfa24b-e54f-42ef-83a3-1e256e74d5da";
-const AMOXICILLIN = "6b5ba414-cd71-43c3-9872-ddb2ae0e0f2e";
-const CAPSULE = "1608AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+export const PHARMACY = "f7cfa24b-e54f-42ef-83a3-1e256e74d5da";
+export const PARACETAMOL = "73577264-62d4-42cf-bd81-c18cb147b3f7";
+const TABLET = "1513AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 const BOX = "162396AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 // The module's nine operation types, under their published uuids (1111…, 2222…, … 9999…).
 const TYPES = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((d) => {
@@ -52,18 +57,41 @@ async function onHand(location) {
   return inventory.results.reduce((sum, r) => sum + r.quantity * r.quantityFactor, 0);
 }
 
+/** What the stock manager sets up on the items, sources and scopes pages: the
+ * administrator's user role scope over the store and the pharmacy, the depot as a stock
+ * source, and the stock item for paracetamol 500 mg with its units (tablet, box of 100). */
+async function setUpTheStock() {
+  const session = await api("GET", "session");
+  await api("POST", "stockmanagement/userrolescope", {
+    userUuid: session.user.uuid, role: "System Developer", permanent: true, enabled: true,
+    locations: [{ locationUuid: STORE }, { locationUuid: PHARMACY }],
+    operationTypes: TYPES.map((t) => ({ operationTypeUuid: t })),
+  });
+  await api("POST", "stockmanagement/stocksource", { name: "CDR Kinshasa", acronym: "CDR" });
+  item = (await api("POST", "stockmanagement/stockitem", { drugUuid: PARACETAMOL, hasExpiration: true, dispensingUnitUuid: TABLET })).uuid;
+  await api("POST", "stockmanagement/stockitempackaginguom", { stockItemUuid: item, packagingUomUuid: TABLET, factor: 1 });
+  await api("POST", "stockmanagement/stockitempackaginguom", { stockItemUuid: item, packagingUomUuid: BOX, factor: 100 });
+}
+
+/** The pharmacy as this journey leaves it, made through the API for a journey run alone
+ * after it: 185 tablets of paracetamol of batch PCM-2026-01 (as opening stock). */
+export async function stockThePharmacy() {
+  await setUpTheStock();
+  const units = await api("GET", `stockmanagement/stockitempackaginguom?stockItemUuid=${item}`);
+  const tablet = units.results.find((u) => u.packagingUomUuid === TABLET).uuid;
+  const expiration = new Date(Date.now() + 400 * 86400000).toISOString().slice(0, 10);
+  const opening = await api("POST", "stockmanagement/stockoperation", {
+    operationTypeUuid: TYPES[8], sourceUuid: PHARMACY, responsiblePersonOther: "Pharmacien",
+    stockOperationItems: [{ stockItemUuid: item, batchNo: "PCM-2026-01", expiration, quantity: 185, stockItemPackagingUOMUuid: tablet }],
+  });
+  await api("POST", "stockmanagement/stockoperationaction", { name: "SUBMIT", uuid: opening.uuid });
+  await api("POST", "stockmanagement/stockoperationaction", { name: "APPROVE", uuid: opening.uuid });
+  if ((await onHand(PHARMACY)) !== 185) throw new Error("the pharmacy was not stocked");
+}
+
 export async function run() {
   await step("the-stock-managers-setup", async () => {
-    const session = await api("GET", "session");
-    await api("POST", "stockmanagement/userrolescope", {
-      userUuid: session.user.uuid, role: "System Developer", permanent: true, enabled: true,
-      locations: [{ locationUuid: STORE }, { locationUuid: PHARMACY }],
-      operationTypes: TYPES.map((t) => ({ operationTypeUuid: t })),
-    });
-    await api("POST", "stockmanagement/stocksource", { name: "CDR Kinshasa", acronym: "CDR" });
-    item = (await api("POST", "stockmanagement/stockitem", { drugUuid: AMOXICILLIN, hasExpiration: true, dispensingUnitUuid: CAPSULE })).uuid;
-    await api("POST", "stockmanagement/stockitempackaginguom", { stockItemUuid: item, packagingUomUuid: CAPSULE, factor: 1 });
-    await api("POST", "stockmanagement/stockitempackaginguom", { stockItemUuid: item, packagingUomUuid: BOX, factor: 100 });
+    await setUpTheStock();
     await page.goto(`${base}/openmrs/spa/stock-management/operations`);
     await visible(page.getByText("Opérations sur les stocks pour suivre les mouvements des stocks."));
     await noEnglishHere();
@@ -82,20 +110,22 @@ export async function run() {
     await page.locator("#remarks").fill("Livraison mensuelle du CDR");
     await noEnglishHere();
     await page.getByRole("button", { name: "Suivant" }).click();
-    await page.locator("#search-stock-operation-item").fill("Amox");
-    await page.getByText("Amoxicilline 500 mg gélule").first().click();
-    await page.locator("#batchNumber").fill("AMX-2026-01");
+    await page.locator("#search-stock-operation-item").fill("Parac");
+    await page.getByText("Paracétamol 500 mg comprimé").first().click();
+    await page.locator("#batchNumber").fill("PCM-2026-01");
     const expiry = new Date(Date.now() + 400 * 86400000);
     const pad = (n) => String(n).padStart(2, "0");
     await page.locator("#expiration-input").fill(`${pad(expiry.getDate())}/${pad(expiry.getMonth() + 1)}/${expiry.getFullYear()}`);
     await page.keyboard.press("Tab");
+    // The date picker's calendar closed, so that nothing covers the form's buttons.
+    await page.locator(".flatpickr-calendar.open").waitFor({ state: "hidden" });
     await page.locator("#qty").fill("5");
     await page.locator("#stockItemPackagingUOMUuid").click();
     await page.getByRole("option", { name: "Boîte - 100" }).click();
     await page.locator("#purchaseprice").fill("12.5");
     await noEnglishHere();
     await page.getByRole("button", { name: "Enregistrer" }).last().click();
-    await visible(page.getByText("AMX-2026-01"));
+    await visible(page.getByText("PCM-2026-01"));
     await page.getByRole("button", { name: "Suivant" }).last().click();
     await page.getByText("Oui", { exact: true }).click();
     await noEnglishHere();
@@ -106,7 +136,7 @@ export async function run() {
     await visible(page.getByText(/L'opération a été enregistrée/));
     const operations = await api("GET", "stockmanagement/stockoperation?v=full");
     const receipt = operations.results.find((o) => o.operationType === "receipt");
-    if (receipt?.status !== "SUBMITTED" || receipt.stockOperationItems[0]?.batchNo !== "AMX-2026-01" || receipt.stockOperationItems[0]?.quantity !== 5 || receipt.sourceName !== "CDR Kinshasa") {
+    if (receipt?.status !== "SUBMITTED" || receipt.stockOperationItems[0]?.batchNo !== "PCM-2026-01" || receipt.stockOperationItems[0]?.quantity !== 5 || receipt.sourceName !== "CDR Kinshasa") {
       throw new Error(`the delivery was not kept as entered: ${JSON.stringify(receipt)}`);
     }
     if ((await onHand(STORE)) !== 0) throw new Error("a delivery awaiting approval is already in stock");
@@ -114,17 +144,145 @@ export async function run() {
   });
 
   await step("the-stock-manager-approves-the-delivery", async () => {
-    await page.goto(`${base}/openmrs/spa/stock-management/operations`);
-    // The operation's row, opened: the actions its state and the manager's scope allow.
-    const row = page.getByRole("row", { name: new RegExp(operationNumber) });
-    await row.getByRole("button").first().click();
-    await page.getByRole("button", { name: "Approuver" }).click();
-    await page.getByRole("dialog").getByRole("button", { name: "Soumettre" }).click();
-    await visible(page.getByText(/L'opération a été enregistrée/));
-    const receipt = (await api("GET", "stockmanagement/stockoperation?v=full")).results.find((o) => o.operationNumber === operationNumber);
+    await act(operationNumber, "Approuver");
+    const receipt = await operation(operationNumber);
     if (receipt?.status !== "COMPLETED") throw new Error(`the delivery is not completed: ${receipt?.status}`);
     const held = await onHand(STORE);
-    if (held !== 500) throw new Error(`the store holds ${held} capsules, not 500`);
+    if (held !== 500) throw new Error(`the store holds ${held} tablets, not 500`);
     await noEnglishHere();
   });
+
+  let requisition;
+  await step("the-pharmacy-asks-the-store-for-two-boxes", async () => {
+    await startNew("Réquisition");
+    await choose("sourceUuid", "Bondeko - Pharmacie");
+    await choose("destinationUuid", "Bondeko - Magasin central");
+    await page.locator("#responsiblePersonUuid").fill("Super");
+    await page.getByRole("option", { name: "Super User" }).click();
+    await page.getByRole("button", { name: "Suivant" }).click();
+    await page.locator("#search-stock-operation-item").fill("Parac");
+    await page.getByText("Paracétamol 500 mg comprimé").first().click();
+    await page.locator("#qty").fill("2");
+    await choose("stockItemPackagingUOMUuid", "Boîte - 100");
+    await noEnglishHere();
+    await page.getByRole("button", { name: "Enregistrer" }).last().click();
+    requisition = await submitted();
+    await act(requisition.operationNumber, "Approuver");
+    if ((await operation(requisition.operationNumber)).status !== "COMPLETED") throw new Error("the requisition was not approved");
+  });
+
+  await step("the-store-issues-them-and-the-pharmacy-receives-them", async () => {
+    // From the approved requisition: an issue from the store to the pharmacy, its lines
+    // copied; the store chooses the batch of each.
+    await expand(requisition.operationNumber);
+    await page.getByRole("button", { name: "Émettre du Stock" }).click();
+    await visible(page.getByText("Nouveau : Sortie de stock"));
+    await page.getByRole("button", { name: "Suivant" }).click();
+    // The line's first action: edit (the second takes it off).
+    await page.getByRole("row", { name: /Paracétamol 500 mg comprimé/ }).getByRole("button").first().click();
+    await page.locator("#stockBatchUuid").click();
+    await page.getByRole("option", { name: /PCM-2026-01/ }).click();
+    await noEnglishHere();
+    await page.getByRole("button", { name: "Enregistrer" }).last().click();
+    const issue = await submitted();
+    if (issue.requisitionStockOperationUuid !== requisition.uuid) throw new Error(`the issue does not answer the requisition: ${JSON.stringify(issue)}`);
+    // Approved, the issue is dispatched: the tablets have left the store but not yet
+    // reached the pharmacy, which completes it when they arrive.
+    await act(issue.operationNumber, "Expédier");
+    if ((await operation(issue.operationNumber)).status !== "DISPATCHED") throw new Error("the issue was not dispatched");
+    if ((await onHand(STORE)) !== 300 || (await onHand(PHARMACY)) !== 0) throw new Error("the issue's tablets are not in transit");
+    await act(issue.operationNumber, "Terminer l'expédition");
+    if ((await operation(issue.operationNumber)).status !== "COMPLETED") throw new Error("the issue was not completed");
+    const at = [await onHand(STORE), await onHand(PHARMACY)];
+    if (at[0] !== 300 || at[1] !== 200) throw new Error(`after the issue the store holds ${at[0]} and the pharmacy ${at[1]}, not 300 and 200`);
+  });
+
+  await step("ten-tablets-lost-at-the-pharmacy-are-adjusted", async () => {
+    await startNew("Ajustement");
+    await choose("sourceUuid", "Bondeko - Pharmacie");
+    await page.locator("#responsiblePersonUuid").fill("Super");
+    await page.getByRole("option", { name: "Super User" }).click();
+    await choose("reasonUuid", "Perte");
+    await page.getByRole("button", { name: "Suivant" }).click();
+    await addBatchLine("-10");
+    const adjustment = await submitted();
+    await act(adjustment.operationNumber, "Approuver");
+    const held = await onHand(PHARMACY);
+    if (held !== 190) throw new Error(`after the loss the pharmacy holds ${held}, not 190`);
+  });
+
+  await step("a-stock-take-at-the-pharmacy-posts-the-difference", async () => {
+    await startNew("Inventaire");
+    await choose("sourceUuid", "Bondeko - Pharmacie");
+    await page.locator("#responsiblePersonUuid").fill("Super");
+    await page.getByRole("option", { name: "Super User" }).click();
+    await choose("reasonUuid", "Correction d'inventaire");
+    await page.getByRole("button", { name: "Suivant" }).click();
+    await addBatchLine("185");
+    const count = await submitted();
+    await act(count.operationNumber, "Approuver");
+    const held = await onHand(PHARMACY);
+    if (held !== 185) throw new Error(`after the stock take the pharmacy holds ${held}, not the 185 counted`);
+    await noEnglishHere();
+  });
+}
+
+async function operation(number) {
+  return (await api("GET", "stockmanagement/stockoperation?v=full")).results.find((o) => o.operationNumber === number);
+}
+
+async function startNew(type) {
+  await page.goto(`${base}/openmrs/spa/stock-management/operations`);
+  await visible(page.getByText("Opérations sur les stocks pour suivre les mouvements des stocks."));
+  await page.getByText("Start New").click();
+  await page.getByRole("menuitem", { name: type, exact: true }).click();
+  await visible(page.getByText(`Nouveau : ${type}`));
+}
+
+async function choose(id, name) {
+  await page.locator(`#${id}`).click();
+  await page.getByRole("option", { name, exact: true }).click();
+}
+
+// A line for the pharmacy's paracetamol batch, in tablets, on the items step.
+async function addBatchLine(quantity) {
+  await page.locator("#search-stock-operation-item").fill("Parac");
+  await page.getByText("Paracétamol 500 mg comprimé").first().click();
+  await page.locator("#stockBatchUuid").click();
+  await page.getByRole("option", { name: /PCM-2026-01/ }).click();
+  await page.locator("#qty").fill(quantity);
+  await choose("stockItemPackagingUOMUuid", "Comprimé - 1");
+  await noEnglishHere();
+  await page.getByRole("button", { name: "Enregistrer" }).last().click();
+}
+
+// The items step done, the operation saved and submitted for approval; its record.
+async function submitted() {
+  await visible(page.getByText("PCM-2026-01").or(page.getByText("Paracétamol 500 mg comprimé")));
+  await page.getByRole("button", { name: "Suivant" }).last().click();
+  await page.getByText("Oui", { exact: true }).click();
+  await page.getByRole("button", { name: "Soumettre pour approbation" }).click();
+  await visible(page.getByText("Opération de stock ajoutée avec succès"));
+  await page.getByRole("dialog").getByRole("button", { name: "Soumettre" }).click();
+  await visible(page.getByText(/L'opération a été enregistrée/));
+  const all = (await api("GET", "stockmanagement/stockoperation?v=full")).results;
+  const newest = all.reduce((a, b) => (a && a.dateCreated > b.dateCreated ? a : b), undefined);
+  if (newest?.status !== "SUBMITTED") throw new Error(`the operation was not submitted: ${JSON.stringify(newest)}`);
+  return newest;
+}
+
+// The operation's row, opened on the operations page: the actions its state and the
+// manager's scope allow.
+async function expand(number) {
+  await page.goto(`${base}/openmrs/spa/stock-management/operations`);
+  const row = page.getByRole("row", { name: new RegExp(number) });
+  await row.getByRole("button").first().click();
+}
+
+// An action taken on the operation from its opened row, and confirmed.
+async function act(number, action) {
+  await expand(number);
+  await page.getByRole("button", { name: action }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Soumettre" }).click();
+  await visible(page.getByText(/L'opération a été enregistrée/));
 }
