@@ -90,6 +90,8 @@ const RECORD_TABLES: &[RecordTable] = &[
     stock::store::REFERENCE_RECORDS,
     stock::store::OPERATION_RECORDS,
     stock::store::TRANSACTION_RECORDS,
+    stock::store::JOB_RECORDS,
+    stock::store::JOB_FILE_RECORDS,
     crate::store::audit::RECORDS,
 ];
 

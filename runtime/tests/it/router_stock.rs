@@ -1016,3 +1016,331 @@ async fn an_items_rules_references_and_an_operations_lines_and_links() {
         r.body
     );
 }
+
+/// A report run as the reports app runs it: the Java properties text it sends.
+fn report_parameters(report: &str, params: &[(&str, &str)]) -> String {
+    let mut text = format!("param.report={report}\r\n");
+    for (name, value) in params {
+        text.push_str(&format!(
+            "param.{name}.value={value}\r\nparam.{name}.value.desc={value}\r\nparam.{name}.description={name}\r\n"
+        ));
+    }
+    text
+}
+
+async fn run_report(c: &mut Client, name: &str, report: &str, params: &[(&str, &str)]) -> Response {
+    c.post(
+        &format!("{SM}/batchjob"),
+        &json!({"batchJobType": "Report", "description": name,
+                "parameters": report_parameters(report, params)})
+        .to_string(),
+    )
+    .await
+}
+
+/// The job's file, as the app downloads it.
+async fn report_file(c: &mut Client, job: &Value) -> Vec<Vec<String>> {
+    let r = c
+        .get(&format!(
+            "{SM}/batchjobartifact?id={}&download=1",
+            job["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let disposition = r.headers["content-disposition"].to_str().unwrap();
+    assert!(disposition.starts_with("attachment;"), "{disposition}");
+    assert!(disposition.contains(".csv"), "{disposition}");
+    r.body
+        .as_str()
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_stock_reports_are_run_as_jobs_and_downloaded_as_csv() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+    // Three boxes of one batch and one box of another, expiring sooner; then twenty
+    // capsules damaged and disposed of: 380 capsules at the store.
+    receive(&mut c, &s, "AMX-100", 3).await;
+    let soon = operation(
+        &mut c,
+        json!({"operationTypeUuid": RECEIPT, "sourceUuid": s.supplier, "destinationUuid": s.store,
+               "stockOperationItems": [{"stockItemUuid": s.item, "batchNo": "AMX-101",
+                   "expiration": in_days(30), "quantity": 1, "stockItemPackagingUOMUuid": s.boxed}]}),
+    )
+    .await;
+    act(&mut c, &soon, "SUBMIT", None).await;
+    act(&mut c, &soon, "APPROVE", None).await;
+    let first_batch = batch_of(&mut c, &s, "AMX-100").await;
+    let loss = operation(
+        &mut c,
+        json!({"operationTypeUuid": DISPOSAL, "sourceUuid": s.store,
+               "reasonUuid": concept(&st, "Produit endommagé"),
+               "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": first_batch,
+                   "quantity": 20, "stockItemPackagingUOMUuid": s.capsule}]}),
+    )
+    .await;
+    act(&mut c, &loss, "SUBMIT", None).await;
+    act(&mut c, &loss, "APPROVE", None).await;
+    assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 380.0);
+
+    // The reports offered, under the module's uuids, named in the session's language.
+    let r = c.get(&format!("{SM}/report?v=default")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let reports = r.body["results"].as_array().unwrap();
+    let status_report = reports
+        .iter()
+        .find(|x| x["systemName"] == "STOCK_STATUS_REPORT")
+        .unwrap();
+    assert_eq!(
+        status_report["uuid"],
+        "8df8c605-6b37-11ed-93a2-806d973f13a9"
+    );
+    assert_eq!(status_report["name"], "État des stocks");
+    assert_eq!(
+        status_report["parameters"],
+        json!([
+            "Date",
+            "StockItemCategory",
+            "Location",
+            "ChildLocations",
+            "InventoryGroupBy"
+        ])
+    );
+
+    // Stock status today at the store, by batch: what each batch holds, in boxes.
+    let today = in_days(0);
+    let job = run_report(
+        &mut c,
+        "État des stocks",
+        "STOCK_STATUS_REPORT",
+        &[
+            ("StockItemCategory", ""),
+            ("InventoryGroupBy", "LocationStockItemBatchNo"),
+            ("Location", &s.store),
+            ("ChildLocations", "false"),
+            // The app sends the browser's local midnight in UTC: Kinshasa's is 23:00 the
+            // day before.
+            ("Date", &format!("{}T23:00:00.000Z", in_days(-1))),
+        ],
+    )
+    .await;
+    assert_eq!(job.status, StatusCode::CREATED, "{}", job.body);
+    assert_eq!(job.body["status"], "Completed");
+    assert_eq!(job.body["locationScope"], STORE);
+    assert_eq!(job.body["outputArtifactFileExt"], "csv");
+    let rows = report_file(&mut c, &job.body).await;
+    assert_eq!(rows[0][0], "Nom générique");
+    assert_eq!(
+        rows[0][5..9],
+        ["Emplacement", "N° de lot", "Péremption du lot", "Quantité"]
+    );
+    let by_batch: Vec<(&str, &str, &str)> = rows[1..]
+        .iter()
+        .map(|r| (r[6].as_str(), r[8].as_str(), r[9].as_str()))
+        .collect();
+    assert_eq!(by_batch.len(), 2, "{rows:?}");
+    assert!(by_batch.contains(&("AMX-100", "2.8", "Boîte")), "{rows:?}");
+    assert!(by_batch.contains(&("AMX-101", "1", "Boîte")), "{rows:?}");
+    assert!(
+        rows[1..]
+            .iter()
+            .all(|r| r[5] == STORE && r[0] == "Amoxicilline 500 mg gélule")
+    );
+
+    // A day before anything was received, the store held nothing.
+    let before = run_report(
+        &mut c,
+        "État des stocks",
+        "STOCK_STATUS_REPORT",
+        &[
+            ("InventoryGroupBy", "StockItemOnly"),
+            ("Location", &s.store),
+            ("Date", &in_days(-2)),
+        ],
+    )
+    .await;
+    assert_eq!(report_file(&mut c, &before.body).await.len(), 1);
+
+    // Consumption over the three days around today, by item: 400 capsules received, 20
+    // consumed (disposed of), in boxes, the opening stock choosing the unit.
+    let job = run_report(
+        &mut c,
+        "Consommation",
+        "STOCK_CONSUMPTION_REPORT",
+        &[
+            ("StartDate", &in_days(-1)),
+            ("EndDate", &in_days(1)),
+            ("InventoryGroupBy", "LocationStockItem"),
+            ("Location", &s.store),
+            ("ChildLocations", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(job.status, StatusCode::CREATED, "{}", job.body);
+    let rows = report_file(&mut c, &job.body).await;
+    assert_eq!(
+        rows[0][6..12],
+        [
+            "Quantité initiale",
+            "Quantité reçue",
+            "Quantité consommée",
+            "Quantité finale",
+            "Consommation mensuelle",
+            "Unité"
+        ]
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // 0.2 boxes in 3 days: 2.03 a month of 30.5 days.
+    assert_eq!(rows[1][6..12], ["0", "4", "0.2", "3.8", "2.03", "Boîte"]);
+
+    // Stock-outs: the item at or under half its reorder level of 5 boxes (250 capsules)
+    // is not; at or under all of it (500), it is.
+    let r = c
+        .post(
+            &format!("{SM}/stockitem/{}", s.item),
+            &json!({"reorderLevel": 5, "reorderLevelUoMUuid": s.boxed}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    for (ratio, rows_expected) in [("50", 1), ("100", 2)] {
+        let job = run_report(
+            &mut c,
+            "Ruptures",
+            "STOCK_OUT_REPORT",
+            &[
+                ("Date", &today),
+                ("InventoryGroupBy", "LocationStockItem"),
+                ("Location", &s.store),
+                ("MaxReorderLevelRatio", ratio),
+            ],
+        )
+        .await;
+        let rows = report_file(&mut c, &job.body).await;
+        assert_eq!(rows.len(), rows_expected, "ratio {ratio}: {rows:?}");
+    }
+
+    // Expiring in the next two months: the second batch only.
+    let job = run_report(
+        &mut c,
+        "Péremptions",
+        "STOCK_EXPIRY_REPORT",
+        &[
+            ("StartDate", &today),
+            ("EndDate", &in_days(60)),
+            ("Location", &s.store),
+        ],
+    )
+    .await;
+    let rows = report_file(&mut c, &job.body).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1][5..7], [STORE, "AMX-101"]);
+    assert_eq!(rows[1][9..11], ["1", "Boîte"]);
+
+    // The jobs, newest first, as the app lists them.
+    let r = c
+        .get(&format!(
+            "{SM}/batchjob?batchJobType=Report&v=default&limit=10&totalCount=true"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["totalCount"], 6);
+    assert_eq!(r.body["results"][0]["uuid"], job.body["uuid"]);
+
+    // Refused: an unknown report, a parameter the report does not take, a missing
+    // location, a date that is not one, another job type, a field not allowed.
+    for (body, field) in [
+        (
+            json!({"batchJobType": "Report", "description": "x", "parameters": "param.report=NO_SUCH_REPORT"}),
+            "parameters",
+        ),
+        (
+            json!({"batchJobType": "Report", "description": "x", "parameters": report_parameters("STOCK_EXPIRY_REPORT", &[("StartDate", &today), ("EndDate", &today), ("Location", &s.store), ("Patient", "")])}),
+            "parameters",
+        ),
+        (
+            json!({"batchJobType": "Report", "description": "x", "parameters": report_parameters("STOCK_EXPIRY_REPORT", &[("StartDate", &today), ("EndDate", &today)])}),
+            "parameters",
+        ),
+        (
+            json!({"batchJobType": "Report", "description": "x", "parameters": report_parameters("STOCK_STATUS_REPORT", &[("Date", "hier"), ("Location", &s.store)])}),
+            "parameters",
+        ),
+        (
+            json!({"batchJobType": "Other", "description": "x", "parameters": "param.report=STOCK_STATUS_REPORT"}),
+            "batchJobType",
+        ),
+        (
+            json!({"description": "x", "parameters": "param.report=STOCK_STATUS_REPORT"}),
+            "batchJobType",
+        ),
+    ] {
+        let r = c.post(&format!("{SM}/batchjob"), &body.to_string()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+        assert!(
+            r.body["error"]["fieldErrors"][field].is_array(),
+            "{body}: {}",
+            r.body
+        );
+    }
+    let r = c
+        .post(
+            &format!("{SM}/batchjob"),
+            &json!({"batchJobType": "Report", "description": "x", "parameters": "param.report=STOCK_STATUS_REPORT", "status": "Completed"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
+    // A data manager without a scope at the store neither runs nor sees its reports.
+    let body = json!({"username": "gestionnaire", "password": "Gestion-2026-stock",
+        "person": {"names": [{"givenName": "Marie", "familyName": "Kabila"}], "gender": "F"},
+        "roles": ["Stock Manager"]});
+    let r = c.post("/openmrs/ws/rest/v1/user", &body.to_string()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let manager = r.body["uuid"].as_str().unwrap().to_string();
+    let mut other = Client::new(st.clone());
+    other.login("gestionnaire", "Gestion-2026-stock").await;
+    let r = other.get(&format!("{SM}/batchjob?v=default")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["results"], json!([]));
+    let r = run_report(
+        &mut other,
+        "x",
+        "STOCK_STATUS_REPORT",
+        &[("Date", &today), ("Location", &s.store)],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = other
+        .get(&format!(
+            "{SM}/batchjobartifact?id={}",
+            job.body["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    // With a scope there, she does.
+    scope(&mut c, &manager, "Stock Manager", &[&s.store]).await;
+    let r = other.get(&format!("{SM}/batchjob?v=default")).await;
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 6);
+
+    // A job deleted is gone with its file.
+    let uuid = job.body["uuid"].as_str().unwrap();
+    let r = c
+        .send("DELETE", &format!("{SM}/batchjob/{uuid}"), &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    assert_eq!(
+        c.get(&format!("{SM}/batchjob/{uuid}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        c.get(&format!("{SM}/batchjobartifact?id={uuid}"))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}

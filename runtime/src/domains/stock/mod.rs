@@ -32,6 +32,7 @@
 
 pub mod dispense;
 pub mod operation;
+pub mod report;
 pub mod rest;
 pub mod rules;
 pub mod store;

@@ -1751,6 +1751,7 @@ pub async fn delete_scope(
 /// This domain's routes.
 pub fn routes(paths: &crate::http::Paths) -> axum::Router<Arc<AppState>> {
     use crate::domains::stock::operation as op;
+    use crate::domains::stock::report;
     use axum::routing::{get, post};
     let p = |s: &str| paths.rest(&format!("/stockmanagement/{s}"));
     axum::Router::new()
@@ -1791,6 +1792,17 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<Arc<AppState>> {
         .route(&p("stockiteminventory"), get(op::inventory))
         .route(&p("stockitemtransaction"), get(op::transactions))
         .route(&p("stockbatch"), get(op::list_batches))
+        .route(&p("report"), get(report::list_reports))
+        .route(&p("report/{uuid}"), get(report::read_report))
+        .route(
+            &p("batchjob"),
+            get(report::list_jobs).post(report::create_job),
+        )
+        .route(
+            &p("batchjob/{uuid}"),
+            get(report::read_job).delete(report::delete_job),
+        )
+        .route(&p("batchjobartifact"), get(report::artifact))
         .route(
             &p("stockrule"),
             get(crate::domains::stock::rules::list_rules)

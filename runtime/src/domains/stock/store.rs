@@ -46,6 +46,11 @@ pub(crate) const BALANCES: TableDefinition<&str, i64> = TableDefinition::new("st
 /// rewriting its patient, a check rebuilding the indexes) never counts it twice. Not an
 /// index of `TRANSACTION_RECORDS`: nothing removes an entry but the transaction's absence.
 const COUNTED: TableDefinition<&str, u8> = TableDefinition::new("stock_transactions_counted");
+/// Report runs (`batchjob`), read whole (a few a month, removed a week after), and their
+/// files by job uuid.
+pub(crate) const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_batch_jobs");
+pub(crate) const JOB_FILES: TableDefinition<&str, &[u8]> =
+    TableDefinition::new("stock_batch_job_files");
 /// Numbers operations (`RCPT-0001`), across types, as the module numbers them by row id.
 const OPERATION_NUMBERS: &str = "stock_operation.number";
 
@@ -75,6 +80,18 @@ small_table!(
     REFERENCES,
     "stock_item_references",
     ReferenceRecord
+);
+small_table!(
+    JOB_RECORDS,
+    JOBS,
+    "stock_batch_jobs",
+    crate::domains::stock::report::JobRecord
+);
+small_table!(
+    JOB_FILE_RECORDS,
+    JOB_FILES,
+    "stock_batch_job_files",
+    crate::domains::stock::report::JobFileRecord
 );
 
 pub const OPERATION_RECORDS: RecordTable = RecordTable {
@@ -171,6 +188,37 @@ pub fn put_in<T: Serialize>(
     txn.open_table(table)?
         .insert(uuid, crate::store::record::encode(r).as_slice())?;
     Ok(())
+}
+
+pub fn jobs(store: &Store) -> StoreResult<Vec<crate::domains::stock::report::JobRecord>> {
+    crate::store::record::all_records(store, JOBS, "stock_batch_jobs")
+}
+
+pub fn job(
+    store: &Store,
+    uuid: &str,
+) -> StoreResult<Option<crate::domains::stock::report::JobRecord>> {
+    get(store, JOBS, "stock_batch_jobs", uuid)
+}
+
+pub fn job_file(
+    store: &Store,
+    uuid: &str,
+) -> StoreResult<Option<crate::domains::stock::report::JobFileRecord>> {
+    get(store, JOB_FILES, "stock_batch_job_files", uuid)
+}
+
+/// A job and its file gone (expired, or deleted by a data manager).
+pub fn remove_job_in(txn: &WriteTransaction, uuid: &str) -> StoreResult<()> {
+    txn.open_table(JOBS)?.remove(uuid)?;
+    txn.open_table(JOB_FILES)?.remove(uuid)?;
+    Ok(())
+}
+
+/// Every movement, in no order: what a report over a period sums (a year of a busy
+/// dispensary is some 200,000; a report reads them once).
+pub fn all_transactions(store: &Store) -> StoreResult<Vec<TransactionRecord>> {
+    crate::store::record::all_records(store, TRANSACTIONS, "stock_transactions")
 }
 
 pub fn items(store: &Store) -> StoreResult<Vec<ItemRecord>> {
