@@ -76,10 +76,12 @@ pub async fn locations(
             .map(|(_, v)| v.as_str())
     };
     let catalog = state.catalog.load();
-    let tags: Vec<String> = query
+    // FHIR: each `_tag` parameter must match (AND); the values of one, comma-separated,
+    // are alternatives (OR): `_tag=main store,dispensary` is either.
+    let tags: Vec<Vec<String>> = query
         .iter()
         .filter(|(k, _)| k == "_tag")
-        .flat_map(|(_, v)| v.split(',').map(|t| t.trim().to_lowercase()))
+        .map(|(_, v)| v.split(',').map(|t| t.trim().to_lowercase()).collect())
         .collect();
     let contains = get("name:contains").map(crate::search::fold);
     let name = get("name").map(crate::search::fold);
@@ -114,11 +116,15 @@ pub async fn locations(
                 .is_none_or(|ids| ids.contains(&l.uuid.as_str()))
         })
         .filter(|l| {
-            tags.iter().all(|t| {
+            tags.iter().all(|alternatives| {
                 l.tags
                     .iter()
                     .filter_map(|u| catalog.location_tag(u))
-                    .any(|x| x.name.to_lowercase() == *t || x.uuid == *t)
+                    .any(|x| {
+                        alternatives
+                            .iter()
+                            .any(|t| x.name.to_lowercase() == *t || x.uuid == *t)
+                    })
             })
         })
         .filter(|l| {
