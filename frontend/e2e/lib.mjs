@@ -279,14 +279,17 @@ export const RECEPTION = "5a21f7b4-943d-4182-906c-ec6b27e4c6a8";
 // its services (the front end restricts visits to the locations tagged so).
 export const FACILITY = "d652f74b-06d1-4d02-9949-30bc2ca5aa44";
 
-/** The browser logged in as the administrator, working at reception: the two calls the login
+/** The browser logged in (as the administrator, working at reception, unless told): the two calls the login
  * page and its location picker make (the session asked with Basic credentials, which sets
  * its cookie in the browser's context, then the session's location). */
-export async function logIn() {
-  const login = await context.request.get(`${base}/openmrs/ws/rest/v1/session`, { headers: { Authorization: basic, Accept: "application/json" } });
+export async function logIn(username = "admin", userPassword = password, location = RECEPTION) {
+  // A new session: the previous one's cookie goes first, or it would be asked again.
+  await context.clearCookies();
+  const authorization = "Basic " + Buffer.from(`${username}:${userPassword}`).toString("base64");
+  const login = await context.request.get(`${base}/openmrs/ws/rest/v1/session`, { headers: { Authorization: authorization, Accept: "application/json" } });
   const session = await login.json();
-  if (!login.ok() || session.authenticated !== true) throw new Error(`the administrator did not log in: ${login.status()} ${JSON.stringify(session)}`);
-  await workAt(RECEPTION);
+  if (!login.ok() || session.authenticated !== true) throw new Error(`${username} did not log in: ${login.status()} ${JSON.stringify(session)}`);
+  await workAt(location);
 }
 
 /** The browser's session moved to another of the facility's locations, as the location

@@ -6,8 +6,9 @@
 // The pharmacy asks the store for two boxes (a requisition, approved); the store issues
 // them against it, choosing the batch, and the pharmacy receives them. At the pharmacy, ten
 // tablets lost are adjusted with a reason from the content, and a stock take counts 185 of
-// the 190 recorded: the difference is posted. The orders journey then dispenses from the
-// pharmacy's stock.
+// the 190 recorded: the difference is posted. The pharmacy's stock status is run as a
+// report and its CSV downloaded. The orders journey then dispenses from the pharmacy's
+// stock.
 // Needs: the browser logged in (as the administrator, in French). Made through the API
 // first, as the stock manager would have made them on the items, sources and scopes pages:
 // the administrator's user role scope, the depot as a stock source, and the stock item for
@@ -18,7 +19,8 @@
 // table's "Operation" filter and "Number" column, the operation statuses as the server names
 // them, the form's step titles ("Details", "Submit/Complete"), "Responsible Person Required",
 // "Out of Stock", and the action named in the confirmation and its notice ("Submit",
-// "Approve"). The French check here
+// "Approve"), and the reports' names, which the app compares with the module's English
+// ones to choose each report's parameters. The French check here
 // covers the labels it does translate, which config.json's overrides complete.
 import { api, base, logIn, page, step, visible } from "../lib.mjs";
 
@@ -26,6 +28,7 @@ const STORE = "984bac3b-db96-459e-b52b-76a59069e6c4";
 export const PHARMACY = "f7cfa24b-e54f-42ef-83a3-1e256e74d5da";
 export const PARACETAMOL = "73577264-62d4-42cf-bd81-c18cb147b3f7";
 const TABLET = "1513AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+const MANAGER_PASSWORD = "Stock-2026-rapports";
 const BOX = "162396AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 // The module's nine operation types, under their published uuids (1111…, 2222…, … 9999…).
 const TYPES = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((d) => {
@@ -116,9 +119,7 @@ export async function run() {
     const expiry = new Date(Date.now() + 400 * 86400000);
     const pad = (n) => String(n).padStart(2, "0");
     await page.locator("#expiration-input").fill(`${pad(expiry.getDate())}/${pad(expiry.getMonth() + 1)}/${expiry.getFullYear()}`);
-    await page.keyboard.press("Tab");
-    // The date picker's calendar closed, so that nothing covers the form's buttons.
-    await page.locator(".flatpickr-calendar.open").waitFor({ state: "hidden" });
+    await closeTheCalendar();
     await page.locator("#qty").fill("5");
     await page.locator("#stockItemPackagingUOMUuid").click();
     await page.getByRole("option", { name: "Boîte - 100" }).click();
@@ -225,6 +226,59 @@ export async function run() {
     if (held !== 185) throw new Error(`after the stock take the pharmacy holds ${held}, not the 185 counted`);
     await noEnglishHere();
   });
+
+  await step("the-pharmacys-stock-status-is-downloaded", async () => {
+    // By the head pharmacist, also the Stock Manager, whose scope covers the pharmacy: the
+    // app shows its reports to the users whose privileges name them (an administrator's
+    // are implicit, and it does not).
+    const manager = await api("POST", "user", {
+      username: "pharmacienne", password: MANAGER_PASSWORD, roles: ["Organizational: Pharmacist", "Stock Manager"],
+      person: { names: [{ givenName: "Esther", familyName: "Mukendi" }], gender: "F" },
+    });
+    await api("POST", "stockmanagement/userrolescope", {
+      userUuid: manager.uuid, role: "Stock Manager", permanent: true, enabled: true,
+      locations: [{ locationUuid: PHARMACY }], operationTypes: TYPES.map((t) => ({ operationTypeUuid: t })),
+    });
+    await logIn("pharmacienne", MANAGER_PASSWORD, PHARMACY);
+    await page.goto(`${base}/openmrs/spa/stock-management/reports`);
+    await page.getByRole("button", { name: "Nouveau Rapport" }).click();
+    await page.locator("#report").click();
+    await page.getByRole("option", { name: "Stock Status Report" }).click();
+    await page.locator("#inventoryGroupBy").selectOption("LocationStockItemBatchNo");
+    await page.locator("#location").selectOption({ label: "Bondeko - Pharmacie" });
+    const now = new Date();
+    const pad = (n) => String(n).padStart(2, "0");
+    await page.locator("#date").fill(`${pad(now.getDate())}/${pad(now.getMonth() + 1)}/${now.getFullYear()}`);
+    await closeTheCalendar();
+    await noEnglishHere();
+    await page.getByRole("button", { name: "Enregistrer" }).click();
+    await visible(page.getByText("Tâche par lot créée avec succès"));
+    // Listed, completed, and downloaded from its row as the browser downloads it.
+    const row = page.getByRole("row", { name: /Stock Status Report/ }).first();
+    // The app opens the file in a new tab; the browser downloads it at once (Playwright
+    // reports the download on the page that opened the tab).
+    const downloaded = page.waitForEvent("download", { timeout: 30000 });
+    await row.getByRole("button").last().click();
+    const download = await downloaded;
+    const csv = (await import("node:fs")).readFileSync(await download.path(), "utf8");
+    for (const other of page.context().pages()) if (other !== page) await other.close();
+    const lines = csv.trim().split("\n").map((l) => l.split(","));
+    const batch = lines.find((l) => l.includes("PCM-2026-01"));
+    if (lines[0][0] !== "Nom générique" || !batch || !batch.includes("Bondeko - Pharmacie") || !batch.includes("1.85") || !batch.includes("Boîte")) {
+      throw new Error(`the stock status does not show the pharmacy's 185 tablets: ${csv}`);
+    }
+    if (!/^Stock Status Report-\d{14}\.csv$/.test(download.suggestedFilename())) throw new Error(`the report's file is named ${download.suggestedFilename()}`);
+    await noEnglishHere();
+    await logIn();
+  });
+}
+
+// A date typed, the date picker's calendar closed (it stays open after Tab), so that
+// nothing covers the form's buttons.
+async function closeTheCalendar() {
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Escape");
+  await page.locator(".flatpickr-calendar.open").waitFor({ state: "hidden" });
 }
 
 async function operation(number) {

@@ -1088,7 +1088,7 @@ async fn the_stock_reports_are_run_as_jobs_and_downloaded_as_csv() {
     act(&mut c, &loss, "APPROVE", None).await;
     assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 380.0);
 
-    // The reports offered, under the module's uuids, named in the session's language.
+    // The reports offered, under the module's uuids and names.
     let r = c.get(&format!("{SM}/report?v=default")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let reports = r.body["results"].as_array().unwrap();
@@ -1100,7 +1100,7 @@ async fn the_stock_reports_are_run_as_jobs_and_downloaded_as_csv() {
         status_report["uuid"],
         "8df8c605-6b37-11ed-93a2-806d973f13a9"
     );
-    assert_eq!(status_report["name"], "État des stocks");
+    assert_eq!(status_report["name"], "Stock Status Report");
     assert_eq!(
         status_report["parameters"],
         json!([
@@ -1111,6 +1111,26 @@ async fn the_stock_reports_are_run_as_jobs_and_downloaded_as_csv() {
             "InventoryGroupBy"
         ])
     );
+
+    // The locations the report form offers: those tagged as any of the three (one
+    // `_tag` with alternatives is an OR; two `_tag` parameters must both hold).
+    let r = c
+        .get("/openmrs/ws/fhir2/R4/Location?_summary=data&_tag=main%20store,main%20pharmacy,dispensary")
+        .await;
+    let names: Vec<&str> = r.body["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["resource"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&STORE) && names.contains(&PHARMACY),
+        "{names:?}"
+    );
+    let r = c
+        .get("/openmrs/ws/fhir2/R4/Location?_tag=main%20store&_tag=dispensary")
+        .await;
+    assert_eq!(r.body["total"], 0, "{}", r.body);
 
     // Stock status today at the store, by batch: what each batch holds, in boxes.
     let today = in_days(0);

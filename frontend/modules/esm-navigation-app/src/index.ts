@@ -24,8 +24,7 @@ export const tagsLink = getSyncLifecycle(sideLink('bed-management', 'bed-tags', 
 // The stock app's pages. Each link carries the `meta` of the app's own link it replaces
 // (routes.json): the app finds its pages from the metas of this slot's extensions. Its
 // settings page only points to the legacy administration pages, which this distribution
-// does not have, and its reports need the module's batch jobs, not served yet: neither has
-// a link here.
+// does not have: it has no link here.
 export const stockOverviewLink = getSyncLifecycle(
   sideLink('stock-management', 'overview', 'stockOverview', 'Overview'),
   options,
@@ -41,5 +40,9 @@ export const stockSourcesLink = getSyncLifecycle(
 );
 export const stockScopesLink = getSyncLifecycle(
   sideLink('stock-management', 'user-scopes', 'stockScopes', 'User role scopes'),
+  options,
+);
+export const stockReportsLink = getSyncLifecycle(
+  sideLink('stock-management', 'reports', 'stockReports', 'Reports'),
   options,
 );

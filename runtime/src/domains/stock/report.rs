@@ -12,9 +12,10 @@
 //!
 //! Four reports are produced: stock status, stock-outs (items at or under a share of
 //! their reorder level), consumption over a period, and expiring batches. Their columns
-//! are the module's; their headers, and the reports' names, are the content's messages
-//! (`stockmanagement.report.<column>`, `stockmanagement.report.<SYSTEM_NAME>.name`) in the
-//! caller's language, else the module's English. The module's other reports (receipts,
+//! are the module's; their headers are the content's messages
+//! (`stockmanagement.report.<column>`) in the caller's language, else the module's English.
+//! The reports' names stay the module's English ones: the pinned app (3.2.1) decides which
+//! parameters a report's form requires by comparing the name with them. The module's other reports (receipts,
 //! issues, dispensing logs, forecasts…) are not offered: `report` does not list them and a
 //! job asking for one is refused.
 
@@ -123,20 +124,12 @@ const REPORTS: &[ReportDef] = &[
     },
 ];
 
-fn report_name(ctx: &Ctx, r: &ReportDef) -> String {
-    ctx.catalog
-        .message(
-            &format!("stockmanagement.report.{}.name", r.system_name),
-            &ctx.locale,
-        )
-        .unwrap_or(r.name)
-        .to_string()
-}
-
 fn report_json(ctx: &Ctx, r: &ReportDef) -> Value {
     json!({
         "order": 1,
-        "name": report_name(ctx, r),
+        // The module's name, in any language: the app decides which parameters a report's
+        // form requires by comparing it with the module's English names.
+        "name": r.name,
         "uuid": r.uuid,
         "parameters": r.parameters,
         "systemName": r.system_name,
