@@ -1065,7 +1065,7 @@ async fn the_stock_reports_are_run_as_jobs_and_downloaded_as_csv() {
     let s = setup(&mut c, &st).await;
     // Three boxes of one batch and one box of another, expiring sooner; then twenty
     // capsules damaged and disposed of: 380 capsules at the store.
-    receive(&mut c, &s, "AMX-100", 3).await;
+    let delivery = receive(&mut c, &s, "AMX-100", 3).await;
     let soon = operation(
         &mut c,
         json!({"operationTypeUuid": RECEIPT, "sourceUuid": s.supplier, "destinationUuid": s.store,
@@ -1243,6 +1243,41 @@ async fn the_stock_reports_are_run_as_jobs_and_downloaded_as_csv() {
         let rows = report_file(&mut c, &job.body).await;
         assert_eq!(rows.len(), rows_expected, "ratio {ratio}: {rows:?}");
     }
+
+    // What the lines cost: the delivery at its price (12.5 a box); the disposal at the
+    // item's purchase price, once it has one, in capsules (0.125 each).
+    let costs = async |c: &mut Client, op: &Value| {
+        let r = c
+            .get(&format!(
+                "{SM}/stockoperationitemcost?v=default&stockOperationUuid={}",
+                op["uuid"].as_str().unwrap()
+            ))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["results"][0].clone()
+    };
+    let line = costs(&mut c, &delivery).await;
+    assert_eq!(
+        (line["unitCost"].clone(), line["totalCost"].clone()),
+        (json!(12.5), json!(37.5))
+    );
+    assert_eq!(line["batchNo"], "AMX-100");
+    assert_eq!(costs(&mut c, &loss).await["unitCost"], Value::Null);
+    let r = c
+        .post(
+            &format!("{SM}/stockitem/{}", s.item),
+            &json!({"purchasePrice": 12.5, "purchasePriceUoMUuid": s.boxed}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let line = costs(&mut c, &loss).await;
+    assert_eq!(
+        (line["unitCost"].clone(), line["totalCost"].clone()),
+        (json!(0.125), json!(2.5))
+    );
+    assert_eq!(line["unitCostUOMName"], line["stockItemPackagingUOMName"]);
+    let r = c.get(&format!("{SM}/stockoperationitemcost")).await;
+    assert_eq!(r.body["results"], json!([]));
 
     // Expiring in the next two months: the second batch only.
     let job = run_report(

@@ -1959,3 +1959,96 @@ pub async fn links(
         total,
     )
 }
+
+/// `a × b`, rounded to the four places a quantity keeps (half away from zero).
+fn product(a: Qty, b: Qty) -> Qty {
+    let p = i128::from(a.0) * i128::from(b.0);
+    let rounded = (p + p.signum() * 5_000) / 10_000;
+    Qty(i64::try_from(rounded).unwrap_or(if p < 0 { i64::MIN } else { i64::MAX }))
+}
+
+/// What one line of an operation costs: the price the line was received at (a receipt's
+/// `purchasePrice`, per the line's unit), else the item's purchase price converted from its
+/// purchase unit to the line's; `null`s where neither is known.
+fn line_cost(ctx: &Ctx, item: Option<&ItemRecord>, line: &OperationItem) -> Value {
+    let unit = item
+        .zip(line.packaging_uom.as_deref())
+        .and_then(|(i, u)| i.unit(u));
+    let unit_name = unit.map_or(Value::Null, |u| concept_name(ctx, Some(&u.packaging_uom)));
+    let item_price = item.and_then(|i| {
+        let price = i.purchase_price?;
+        let per = i.unit(i.purchase_price_uom.as_deref()?)?;
+        // The price of one base unit, times the line's unit's base units.
+        Some(product(price, unit?.factor).per(per.factor))
+    });
+    let unit_cost = line.purchase_price.or(item_price);
+    let total = unit_cost.zip(line.quantity).map(|(c, q)| product(c, q));
+    json!({
+        "uuid": line.uuid,
+        "stockItemUuid": line.stock_item,
+        "stockItemPackagingUOMUuid": line.packaging_uom,
+        "stockItemPackagingUOMName": unit_name,
+        "stockBatchUuid": line.batch,
+        "batchNo": null,
+        "quantity": line.quantity.map(Qty::json),
+        "unitCost": unit_cost.map(Qty::json),
+        "unitCostUOMUuid": unit_cost.and(line.packaging_uom.as_ref()),
+        "unitCostUOMName": if unit_cost.is_some() { unit_name } else { Value::Null },
+        "totalCost": total.map(Qty::json),
+    })
+}
+
+/// `GET stockoperationitemcost?stockOperationUuid=<operation>`: each line's unit and total
+/// cost (the print of an operation); without an operation, nothing.
+pub async fn item_costs(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&[VIEW_OPERATIONS])?;
+    let paging = Paging::from_query(&query)?;
+    let wanted = param(&query, "stockOperationUuid")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let st = state.clone();
+    let (op, items, batches) = blocking(move || {
+        let op = match &wanted {
+            Some(u) => operation(&st.store, u)?,
+            None => None,
+        };
+        Ok((op, items(&st.store)?, batches(&st.store)?))
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let results: Vec<Value> = op
+        .iter()
+        .flat_map(|o| o.items.iter())
+        .map(|line| {
+            let item = items.iter().find(|i| i.uuid == line.stock_item);
+            let mut v = line_cost(&ctx, item, line);
+            v["batchNo"] = json!(
+                line.batch
+                    .as_ref()
+                    .and_then(|b| batches.iter().find(|x| &x.uuid == b))
+                    .map(|b| &b.batch_no)
+            );
+            v
+        })
+        .collect();
+    let total = results.len();
+    let page: Vec<Value> = results
+        .into_iter()
+        .skip(paging.start)
+        .take(paging.limit)
+        .collect();
+    values_answer(
+        &state,
+        &caller,
+        &query,
+        "/stockmanagement/stockoperationitemcost",
+        &paging,
+        &page,
+        total,
+    )
+}

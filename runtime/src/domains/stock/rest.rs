@@ -1789,6 +1789,7 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<Arc<AppState>> {
             axum::routing::delete(op::delete_line),
         )
         .route(&p("stockoperationlink"), get(op::links))
+        .route(&p("stockoperationitemcost"), get(op::item_costs))
         .route(&p("stockiteminventory"), get(op::inventory))
         .route(&p("stockitemtransaction"), get(op::transactions))
         .route(&p("stockbatch"), get(op::list_batches))
