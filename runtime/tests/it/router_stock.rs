@@ -1399,3 +1399,139 @@ async fn the_stock_reports_are_run_as_jobs_and_downloaded_as_csv() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// A CSV file as the items page's "Import" button uploads it.
+async fn import(c: &mut Client, csv: &str) -> Response {
+    const B: &str = "----stockimport";
+    let body = format!(
+        "--{B}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"Import_Stock_Items.csv\"\r\nContent-Type: text/csv\r\n\r\n{csv}\r\n--{B}\r\nContent-Disposition: form-data; name=\"hasHeader\"\r\n\r\ntrue\r\n--{B}--\r\n"
+    );
+    c.send_bytes(
+        "POST",
+        &format!("{SM}/stockitemimport"),
+        &[(
+            "content-type",
+            &format!("multipart/form-data; boundary={B}"),
+        )],
+        body.into_bytes(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn stock_items_are_imported_from_a_csv_file_row_by_row() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+    let paracetamol = "73577264-62d4-42cf-bd81-c18cb147b3f7";
+    let header = "Drug ID,Concept Id,Expires,Expiry Notice,Category Concept Id,Dispensing Unit,Dispensing PUoM,Pack Size for Dispensing PUoM,Common Name,Abbreviation,Preferred Vendor,Reorder level,Reorder Level PUoM,Purchase Price,Purchase Price PUoM,Vendor code";
+    let medicines = concept(&st, "Médicaments");
+    let file = format!(
+        "{header}\n\
+         {paracetamol},,yes,90,{medicines},CIEL:1513,{BOX},100,Paracétamol,PCM,cdr kinshasa,5,{BOX},12.5,{BOX},CDR-PCM-500\n\
+         {AMOXICILLIN},,no,30,,,,,,AMX,,,,,,\n\
+         {AMOXICILLIN},,peut-être,,,,,,,,,,,,,\n\
+         no-such-drug,,yes,,,,,,,,,,,,,\n\
+         12f9fa2d-646e-42ef-beb0-5ea374c23fdf,,yes,,,,,,,,,,,,,\n\
+         {paracetamol},,yes,,,,,,,,,3,,,,\n"
+    );
+    let r = import(&mut c, &file).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["createdCount"], 1, "{}", r.body);
+    assert_eq!(r.body["updatedCount"], 1, "{}", r.body);
+    assert_eq!(r.body["success"], false);
+    assert_eq!(
+        r.body["errors"],
+        json!([
+            "Row 3: Expires is invalid",
+            "Row 4: Drug no-such-drug not found",
+            "Row 5: Dispensing unit required, Dispensing packaging unit required, Pack size for dispensing packaging unit required",
+            "Row 6: Reorder level and its packaging unit are both required if any specified",
+        ]),
+        "{}",
+        r.body
+    );
+
+    // The new item, with its box of 100 as dispensing packaging unit, reorder level and
+    // price in boxes, the existing supplier (matched by name whatever its case) and the
+    // supplier's code.
+    let r = c
+        .get(&format!("{SM}/stockitem?drugUuid={paracetamol}&v=full"))
+        .await;
+    let item = &r.body["results"][0];
+    assert_eq!(item["commonName"], "Paracétamol", "{item}");
+    assert_eq!(item["acronym"], "PCM");
+    assert_eq!(item["hasExpiration"], true);
+    assert_eq!(item["expiryNotice"], 90);
+    assert_eq!(item["categoryUuid"], medicines);
+    assert_eq!(
+        item["dispensingUnitUuid"],
+        "1513AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    );
+    assert_eq!(item["reorderLevel"], 5);
+    assert_eq!(item["purchasePrice"], 12.5);
+    assert_eq!(item["preferredVendorUuid"], s.supplier.as_str());
+    let units = item["packagingUnits"].as_array().unwrap();
+    assert_eq!(units.len(), 1, "{item}");
+    assert_eq!(units[0]["factor"], 100);
+    assert_eq!(item["dispensingUnitPackagingUoMUuid"], units[0]["uuid"]);
+    assert_eq!(item["reorderLevelUoMUuid"], units[0]["uuid"]);
+    let refs = c
+        .get(&format!(
+            "{SM}/stockitemreference?stockItemUuid={}",
+            item["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(refs.body["results"][0]["referenceCode"], "CDR-PCM-500");
+    // The existing item, changed where the row says.
+    let r = c.get(&format!("{SM}/stockitem/{}?v=full", s.item)).await;
+    assert_eq!(
+        (
+            r.body["hasExpiration"].clone(),
+            r.body["expiryNotice"].clone(),
+            r.body["acronym"].clone()
+        ),
+        (json!(false), json!(30), json!("AMX"))
+    );
+
+    // The same file again changes nothing: each valid row is counted unchanged.
+    let r = import(&mut c, &file).await;
+    assert_eq!(
+        (
+            r.body["createdCount"].clone(),
+            r.body["updatedCount"].clone(),
+            r.body["notChangedCount"].clone()
+        ),
+        (json!(0), json!(0), json!(2)),
+        "{}",
+        r.body
+    );
+
+    // A vendor no source answers to is made one; a file that is not CSV text is refused.
+    let r = import(
+        &mut c,
+        &format!("{header}\n{paracetamol},,yes,,,,,,,,Pharmakina,,,,,PK-1\n"),
+    )
+    .await;
+    assert_eq!(r.body["updatedCount"], 1, "{}", r.body);
+    let sources = c.get(&format!("{SM}/stocksource")).await;
+    assert!(
+        sources.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["name"] == "Pharmakina"),
+        "{}",
+        sources.body
+    );
+    let r = c
+        .send_bytes(
+            "POST",
+            &format!("{SM}/stockitemimport"),
+            &[("content-type", "multipart/form-data; boundary=x")],
+            b"--x\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n\xff\xfe\r\n--x--\r\n"
+                .to_vec(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+}

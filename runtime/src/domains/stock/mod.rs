@@ -31,6 +31,7 @@
 //! content's locations and the stock sources, each under its own uuid.
 
 pub mod dispense;
+pub mod import;
 pub mod operation;
 pub mod report;
 pub mod rest;

@@ -562,7 +562,7 @@ fn unit_field(
     }
 }
 
-fn apply_item(
+pub(crate) fn apply_item(
     state: &AppState,
     item: &mut ItemRecord,
     body: &Map<String, Value>,
@@ -1790,6 +1790,11 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<Arc<AppState>> {
         )
         .route(&p("stockoperationlink"), get(op::links))
         .route(&p("stockoperationitemcost"), get(op::item_costs))
+        .route(
+            &p("stockitemimport"),
+            post(crate::domains::stock::import::import_items)
+                .layer(axum::extract::DefaultBodyLimit::max(3 << 20)),
+        )
         .route(&p("stockiteminventory"), get(op::inventory))
         .route(&p("stockitemtransaction"), get(op::transactions))
         .route(&p("stockbatch"), get(op::list_batches))
