@@ -3,6 +3,8 @@
 // central store and the pharmacy, records a delivery of paracetamol from the provincial
 // depot at the central store (batch, expiry, five boxes of 100 at a purchase price) and
 // submits it for approval; then approves it, and the store holds 500 tablets of the batch.
+// Before it, examination gloves and paracetamol's reorder level are imported from a CSV
+// file on the items page.
 // The pharmacy asks the store for two boxes (a requisition, approved); the store issues
 // them against it, choosing the batch, and the pharmacy receives them. At the pharmacy, ten
 // tablets lost are adjusted with a reason from the content, and a stock take counts 185 of
@@ -22,12 +24,14 @@
 // "Approve"), and the reports' names, which the app compares with the module's English
 // ones to choose each report's parameters. The French check here
 // covers the labels it does translate, which config.json's overrides complete.
-import { api, base, logIn, page, step, visible } from "../lib.mjs";
+import { api, base, logIn, openTheChart, page, state, step, visible } from "../lib.mjs";
 
 const STORE = "984bac3b-db96-459e-b52b-76a59069e6c4";
 export const PHARMACY = "f7cfa24b-e54f-42ef-83a3-1e256e74d5da";
 export const PARACETAMOL = "73577264-62d4-42cf-bd81-c18cb147b3f7";
 const TABLET = "1513AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+// Examination gloves, a non-drug item of the content (a concept).
+const GLOVES = "a3e9c1d2-7b4f-4c8a-b6e5-1d2f3a4b5c62";
 const MANAGER_PASSWORD = "Stock-2026-rapports";
 const BOX = "162396AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 // The module's nine operation types, under their published uuids (1111…, 2222…, … 9999…).
@@ -100,7 +104,31 @@ export async function run() {
     await noEnglishHere();
   });
 
+  await step("items-are-imported-from-a-file", async () => {
+    // Examination gloves, counted in pairs and delivered in boxes of 50, and paracetamol's
+    // reorder level (two boxes), from a CSV file in the module's columns.
+    const file = [
+      "Drug ID,Concept Id,Expires,Expiry Notice,Category Concept Id,Dispensing Unit,Dispensing PUoM,Pack Size for Dispensing PUoM,Common Name,Abbreviation,Preferred Vendor,Reorder level,Reorder Level PUoM,Purchase Price,Purchase Price PUoM,Vendor code",
+      `,${GLOVES},no,,DRC-EMR:9322,DRC-EMR:9331,CIEL:162396,50,Gants,GNT,CDR Kinshasa,,,4,CIEL:162396,CDR-GNT-50`,
+      `${PARACETAMOL},,,,,,,,,,,2,CIEL:162396,,,`,
+    ].join("\n");
+    await page.goto(`${base}/openmrs/spa/stock-management/items`);
+    await page.getByRole("button", { name: "Importer" }).click();
+    await page.locator('input[type="file"]').setInputFiles({ name: "articles.csv", mimeType: "text/csv", buffer: Buffer.from(file) });
+    await page.getByRole("button", { name: "Télécharger les Articles de Stock" }).click();
+    await visible(page.getByText("Articles en stock téléchargés avec succès"));
+    const [gloves] = (await api("GET", `stockmanagement/stockitem?conceptUuid=${GLOVES}&v=full`)).results;
+    const [paracetamol] = (await api("GET", `stockmanagement/stockitem?drugUuid=${PARACETAMOL}&v=full`)).results;
+    if (gloves?.commonName !== "Gants" || gloves.packagingUnits?.[0]?.factor !== 50 || gloves.hasExpiration !== false || paracetamol?.reorderLevel !== 2) {
+      throw new Error(`the file was not imported as written: ${JSON.stringify({ gloves, paracetamol })}`);
+    }
+    await page.reload();
+    await visible(page.getByText("Gants d'examen"));
+    await noEnglishHere();
+  });
+
   await step("a-delivery-is-received-at-the-central-store", async () => {
+    await page.goto(`${base}/openmrs/spa/stock-management/operations`);
     await page.getByText("Start New").click();
     await page.getByRole("menuitem", { name: "Réception" }).click();
     await visible(page.getByText("Nouveau : Réception"));
@@ -269,7 +297,9 @@ export async function run() {
     }
     if (!/^Stock Status Report-\d{14}\.csv$/.test(download.suggestedFilename())) throw new Error(`the report's file is named ${download.suggestedFilename()}`);
     await noEnglishHere();
+    // The administrator again, back on the patient's chart where the walk goes on.
     await logIn();
+    if (state.chartUrl) await openTheChart();
   });
 }
 

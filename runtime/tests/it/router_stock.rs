@@ -1507,6 +1507,30 @@ async fn stock_items_are_imported_from_a_csv_file_row_by_row() {
         r.body
     );
 
+    // As the stock app sends it: its form data under a JSON content type it sets itself.
+    let body = format!(
+        "------WebKitFormBoundaryA1b2\r\nContent-Disposition: form-data; name=\"file\"; filename=\"Import_Stock_Items.csv\"\r\nContent-Type: text/csv\r\n\r\n{header}\n{AMOXICILLIN},,yes,,,,,,,,,,,,,\r\n------WebKitFormBoundaryA1b2\r\nContent-Disposition: form-data; name=\"hasHeader\"\r\n\r\ntrue\r\n------WebKitFormBoundaryA1b2--\r\n"
+    );
+    let r = c
+        .send_bytes(
+            "POST",
+            &format!("{SM}/stockitemimport"),
+            &[("content-type", "application/json")],
+            body.into_bytes(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["updatedCount"], 1, "{}", r.body);
+    let r = c
+        .send_bytes(
+            "POST",
+            &format!("{SM}/stockitemimport"),
+            &[("content-type", "application/json")],
+            b"{\"file\": \"x\"}".to_vec(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
     // A vendor no source answers to is made one; a file that is not CSV text is refused.
     let r = import(
         &mut c,

@@ -188,15 +188,58 @@ fn unit_in<'a>(item: &'a ItemRecord, concept: &str) -> Option<&'a PackagingUnit>
         .find(|u| !u.voiding.voided && u.packaging_uom == concept)
 }
 
+/// The upload's parts. The pinned stock app (3.2.1) sends its form data under a
+/// `Content-Type: application/json` header it sets itself, which hides the boundary: a body
+/// that starts as multipart does is read as multipart, its boundary taken from its first
+/// line.
+async fn multipart_of(request: axum::extract::Request) -> ApiResult<Multipart> {
+    use axum::extract::FromRequest;
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let request = if declared.starts_with("multipart/form-data") {
+        request
+    } else {
+        let (mut parts, body) = request.into_parts();
+        let bytes = axum::body::to_bytes(body, MAX_BYTES + 64 * 1024)
+            .await
+            .map_err(|_| ApiError::BadRequest("Maximum file size 2 mb exceeded".into()))?;
+        let boundary = bytes
+            .split(|b| *b == b'\r' || *b == b'\n')
+            .next()
+            .and_then(|line| line.strip_prefix(b"--"))
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .filter(|b| !b.is_empty() && b.len() <= 70)
+            .ok_or_else(|| {
+                ApiError::BadRequest("A stock item import is a multipart upload".into())
+            })?
+            .to_string();
+        parts.headers.insert(
+            axum::http::header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}")
+                .parse()
+                .map_err(|_| ApiError::BadRequest("The upload's boundary is not valid".into()))?,
+        );
+        axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))
+    };
+    Multipart::from_request(request, &()).await.map_err(|e| {
+        ApiError::BadRequest(format!("The upload could not be read: {}", e.body_text()))
+    })
+}
+
 /// `POST stockitemimport` (multipart: `file`, a CSV; `hasHeader`): the module's
 /// `ImportResult` (`createdCount`, `updatedCount`, `notChangedCount`, `success`, `errors`).
 pub async fn import_items(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     QueryPairs(query): QueryPairs,
-    mut parts: Multipart,
+    request: axum::extract::Request,
 ) -> ApiResult<Response> {
     caller.require(&[MUTATE_ITEMS])?;
+    let mut parts = multipart_of(request).await?;
     let unreadable = |e: axum::extract::multipart::MultipartError| {
         ApiError::BadRequest(format!("The upload could not be read: {}", e.body_text()))
     };
