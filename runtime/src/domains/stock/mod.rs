@@ -29,6 +29,12 @@
 //!
 //! Parties (the module's `party` table, what an operation moves stock from and to) are the
 //! content's locations and the stock sources, each under its own uuid.
+//!
+//! Files: `store.rs` the tables; `rest.rs` types, items, units, sources, parties and
+//! scopes; `operation.rs` operations, their workflow, inventory, history, batches and line
+//! costs; `dispense.rs` the dispensing app's dispenses from stock; `rules.rs` an item's
+//! rules and supplier references; `import.rs` items from a CSV file; `report.rs` the
+//! stock reports run as batch jobs.
 
 pub mod dispense;
 pub mod import;
