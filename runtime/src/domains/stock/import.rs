@@ -348,29 +348,7 @@ pub async fn import_items(
                             .unwrap_or_default(),
                         None => row.concept.clone().unwrap_or_default(),
                     };
-                    ItemRecord {
-                        v: 1,
-                        uuid: new_uuid(),
-                        is_drug: row.drug.is_some(),
-                        drug: row.drug.clone(),
-                        concept,
-                        common_name: None,
-                        acronym: None,
-                        has_expiration: true,
-                        expiry_notice: None,
-                        preferred_vendor: None,
-                        purchase_price: None,
-                        purchase_price_uom: None,
-                        dispensing_unit: None,
-                        dispensing_unit_packaging_uom: None,
-                        default_stock_operations_uom: None,
-                        category: None,
-                        reorder_level: None,
-                        reorder_level_uom: None,
-                        packaging_units: Vec::new(),
-                        audit: Audit::new(&user, now),
-                        voiding: Voiding::default(),
-                    }
+                    ItemRecord::new(new_uuid(), row.drug.clone(), concept, &user, now)
                 }
             };
             let before = item.clone();

@@ -217,6 +217,40 @@ pub struct ItemRecord {
 }
 
 impl ItemRecord {
+    /// A new item of a drug (with its concept) or of a concept alone, with nothing else
+    /// set: expiring, no units yet.
+    pub fn new(
+        uuid: String,
+        drug: Option<String>,
+        concept: String,
+        user: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> ItemRecord {
+        ItemRecord {
+            v: 1,
+            uuid,
+            is_drug: drug.is_some(),
+            drug,
+            concept,
+            common_name: None,
+            acronym: None,
+            has_expiration: true,
+            expiry_notice: None,
+            preferred_vendor: None,
+            purchase_price: None,
+            purchase_price_uom: None,
+            dispensing_unit: None,
+            dispensing_unit_packaging_uom: None,
+            default_stock_operations_uom: None,
+            category: None,
+            reorder_level: None,
+            reorder_level_uom: None,
+            packaging_units: Vec::new(),
+            audit: Audit::new(user, now),
+            voiding: Voiding::default(),
+        }
+    }
+
     /// A packaging unit of the item in use.
     pub fn unit(&self, uuid: &str) -> Option<&PackagingUnit> {
         self.packaging_units

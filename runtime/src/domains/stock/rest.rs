@@ -731,29 +731,7 @@ pub async fn create_item(
             ));
         }
         let sources = crate::domains::stock::store::sources(&st.store)?;
-        let mut item = ItemRecord {
-            v: 1,
-            uuid,
-            is_drug: drug.is_some(),
-            drug,
-            concept,
-            common_name: None,
-            acronym: None,
-            has_expiration: true,
-            expiry_notice: None,
-            preferred_vendor: None,
-            purchase_price: None,
-            purchase_price_uom: None,
-            dispensing_unit: None,
-            dispensing_unit_packaging_uom: None,
-            default_stock_operations_uom: None,
-            category: None,
-            reorder_level: None,
-            reorder_level_uom: None,
-            packaging_units: Vec::new(),
-            audit: Audit::new(&user, Utc::now()),
-            voiding: Voiding::default(),
-        };
+        let mut item = ItemRecord::new(uuid, drug, concept, &user, Utc::now());
         apply_item(&st, &mut item, &body, &sources)?;
         put_item(&st, &item)?;
         Ok((
