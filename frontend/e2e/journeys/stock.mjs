@@ -14,7 +14,8 @@
 // Needs: the browser logged in (as the administrator, in French). Made through the API
 // first, as the stock manager would have made them on the items, sources and scopes pages:
 // the administrator's user role scope, the depot as a stock source, and the stock item for
-// paracetamol 500 mg with its units (tablet, box of 100).
+// paracetamol 500 mg with its units (tablet, box of 100). Leaves the administrator logged
+// in again, on the patient's chart when the walk has one.
 //
 // The pinned app (3.2.1) writes some of its labels in English whatever the language, with no
 // translation key the configuration could override: the "Start New" menu, the operations
