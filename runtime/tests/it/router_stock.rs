@@ -1377,10 +1377,27 @@ async fn the_stock_reports_are_run_as_jobs_and_downloaded_as_csv() {
         ))
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
-    // With a scope there, she does.
+    // A scope at the facility alone: its report with its child locations leaves out the
+    // store, which she may not see.
+    let facility = location_uuid(&st, "Centre de santé Bondeko");
+    scope(&mut c, &manager, "Stock Manager", &[&facility]).await;
+    let with_children = [
+        ("Date", today.as_str()),
+        ("InventoryGroupBy", "LocationStockItem"),
+        ("Location", facility.as_str()),
+        ("ChildLocations", "true"),
+    ];
+    let own = run_report(&mut other, "x", "STOCK_STATUS_REPORT", &with_children).await;
+    assert_eq!(own.status, StatusCode::CREATED, "{}", own.body);
+    assert_eq!(report_file(&mut other, &own.body).await.len(), 1);
+    // With a scope at the store too, she sees its jobs and its stock.
     scope(&mut c, &manager, "Stock Manager", &[&s.store]).await;
     let r = other.get(&format!("{SM}/batchjob?v=default")).await;
-    assert_eq!(r.body["results"].as_array().unwrap().len(), 6);
+    assert_eq!(r.body["results"].as_array().unwrap().len(), 6 + 1);
+    let own = run_report(&mut other, "x", "STOCK_STATUS_REPORT", &with_children).await;
+    let rows = report_file(&mut other, &own.body).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1][5], STORE);
 
     // A job deleted is gone with its file.
     let uuid = job.body["uuid"].as_str().unwrap();
@@ -1530,6 +1547,27 @@ async fn stock_items_are_imported_from_a_csv_file_row_by_row() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
+    // A refused row makes no vendor, and its number counts the empty rows above it.
+    let r = import(
+        &mut c,
+        &format!("{header}\n,,,,,,,,,,,,,,,\n{paracetamol},,yes,,,,,,,,Fournisseur Fantôme,2,{CAPSULE},,,\n"),
+    )
+    .await;
+    assert_eq!(
+        r.body["errors"],
+        json!([format!(
+            "Row 2: Packaging unit with concept {CAPSULE} not found"
+        )]),
+        "{}",
+        r.body
+    );
+    let sources = c.get(&format!("{SM}/stocksource")).await;
+    assert!(
+        !sources.body.to_string().contains("Fantôme"),
+        "{}",
+        sources.body
+    );
 
     // A vendor no source answers to is made one; a file that is not CSV text is refused.
     let r = import(

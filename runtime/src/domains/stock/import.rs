@@ -276,7 +276,9 @@ pub async fn import_items(
         .has_headers(has_header)
         .flexible(true)
         .from_reader(text.trim_start_matches('\u{feff}').as_bytes());
-    let mut rows: Vec<Result<Row, Vec<String>>> = Vec::new();
+    // Each row with its number in the file (the header not counted), blank lines included,
+    // so that an error names the row the user sees.
+    let mut rows: Vec<(u64, Result<Row, Vec<String>>)> = Vec::new();
     for record in reader.records() {
         let record =
             record.map_err(|e| ApiError::BadRequest(format!("The file is not CSV: {e}")))?;
@@ -284,7 +286,8 @@ pub async fn import_items(
         if cells.iter().all(|c| c.trim().is_empty()) {
             continue;
         }
-        rows.push(read_row(&state, &cells));
+        let line = record.position().map_or(0, |p| p.line());
+        rows.push((line - u64::from(has_header), read_row(&state, &cells)));
     }
     let user = caller.user_uuid();
     let st = state.clone();
@@ -299,8 +302,7 @@ pub async fn import_items(
         let mut changed_items: Vec<String> = Vec::new();
         let mut new_sources: Vec<String> = Vec::new();
         let mut changed_references: Vec<String> = Vec::new();
-        for (n, row) in rows.into_iter().enumerate() {
-            let number = n + 1;
+        for (number, row) in rows {
             let row = match row {
                 Ok(r) => r,
                 Err(e) => {
@@ -420,6 +422,8 @@ pub async fn import_items(
                 body.insert("purchasePrice".into(), json!(q.to_string()));
             }
             let mut vendor = None;
+            // A vendor made for this row, kept only if the row is.
+            let mut made_source = None;
             if let Some(v) = &row.vendor {
                 let key = normalized(v);
                 let found = sources.iter().find(|s| {
@@ -431,7 +435,7 @@ pub async fn import_items(
                     Some(s) => s.uuid.clone(),
                     None => {
                         let uuid = new_uuid();
-                        new_sources.push(uuid.clone());
+                        made_source = Some(uuid.clone());
                         sources.push(SourceRecord {
                             v: 1,
                             uuid: uuid.clone(),
@@ -447,14 +451,22 @@ pub async fn import_items(
                 body.insert("preferredVendorUuid".into(), json!(source));
                 vendor = Some(source);
             }
-            if !row_errors.is_empty() {
-                errors.push(format!("Row {number}: {}", row_errors.join(", ")));
+            let refused = if !row_errors.is_empty() {
+                Some(row_errors.join(", "))
+            } else {
+                apply_item(&st, &mut item, &body, &sources)
+                    .err()
+                    .map(|e| error_text(&e))
+            };
+            if let Some(refusal) = refused {
+                errors.push(format!("Row {number}: {refusal}"));
+                if let Some(u) = &made_source {
+                    sources.retain(|x| &x.uuid != u);
+                }
                 continue;
             }
-            if let Err(e) = apply_item(&st, &mut item, &body, &sources) {
-                errors.push(format!("Row {number}: {}", error_text(&e)));
-                continue;
-            }
+            new_sources.extend(made_source);
+            let references_before = changed_references.len();
             if let (Some(code), Some(source)) = (&row.vendor_code, &vendor) {
                 match references.iter_mut().find(|r| {
                     !r.voiding.voided && r.stock_item == item.uuid && &r.stock_source == source
@@ -486,7 +498,7 @@ pub async fn import_items(
                     changed_items.push(item.uuid.clone());
                     items.push(item);
                 }
-                Some(i) if item != before => {
+                Some(i) if item != before || changed_references.len() > references_before => {
                     item.audit.changed(&user, now);
                     updated += 1;
                     changed_items.push(item.uuid.clone());

@@ -1961,7 +1961,7 @@ pub async fn links(
 }
 
 /// `a × b`, rounded to the four places a quantity keeps (half away from zero).
-fn product(a: Qty, b: Qty) -> Qty {
+pub(crate) fn product(a: Qty, b: Qty) -> Qty {
     let p = i128::from(a.0) * i128::from(b.0);
     let rounded = (p + p.signum() * 5_000) / 10_000;
     Qty(i64::try_from(rounded).unwrap_or(if p < 0 { i64::MIN } else { i64::MAX }))

@@ -3,7 +3,8 @@
 //! its parameters and keeps the result as a CSV file, `batchjobartifact` downloads it.
 //!
 //! The module queues a job and a scheduler task writes its file within the minute; here
-//! the file is written by the request that asks for it, from one read transaction, and the
+//! the file is written by the request that asks for it, from the store as it is then (items,
+//! batches and movements read one after the other), and the
 //! job is kept already `Completed` (or `Failed`, with the reason) together with its file in
 //! one commit: the app lists it, polls it and offers its download as it does the module's.
 //! Jobs expire as the module's do (`stockmanagement.batchJobExpiryInMinutes`, seven days
@@ -19,7 +20,7 @@
 //! issues, dispensing logs, forecasts…) are not offered: `report` does not list them and a
 //! job asking for one is refused.
 
-use crate::domains::stock::operation::may_for;
+use crate::domains::stock::operation::{may_for, product};
 use crate::domains::stock::rest::{bad, concept_name, location_name};
 use crate::domains::stock::store::*;
 use crate::domains::stock::*;
@@ -552,9 +553,9 @@ impl Names<'_> {
     }
 }
 
-/// The report's locations: the one asked, with its descendants when asked; every
-/// location when none is.
-fn parties(state: &AppState, r: &Request) -> Option<Vec<String>> {
+/// The report's locations: the one asked, with those of its descendants the asker may see
+/// reports of (`allowed`) when asked; every location when none is.
+fn parties(state: &AppState, r: &Request, allowed: &dyn Fn(&str) -> bool) -> Option<Vec<String>> {
     let root = r.location.as_ref()?;
     let catalog = state.catalog.load();
     let mut all = vec![root.clone()];
@@ -570,6 +571,8 @@ fn parties(state: &AppState, r: &Request) -> Option<Vec<String>> {
             }
             i += 1;
         }
+        let root = root.clone();
+        all.retain(|l| *l == root || allowed(l));
     }
     Some(all)
 }
@@ -604,8 +607,13 @@ fn add(a: &mut Qty, b: Qty) {
     *a = a.checked_add(b).unwrap_or(*a);
 }
 
-/// The report's file, from one read of the store.
-fn produce(state: &AppState, ctx: &Ctx, r: &Request) -> ApiResult<String> {
+/// The report's file, from the store as it is now.
+fn produce(
+    state: &AppState,
+    ctx: &Ctx,
+    r: &Request,
+    allowed: &dyn Fn(&str) -> bool,
+) -> ApiResult<String> {
     let items: HashMap<String, ItemRecord> = items(&state.store)?
         .into_iter()
         .map(|i| (i.uuid.clone(), i))
@@ -614,7 +622,7 @@ fn produce(state: &AppState, ctx: &Ctx, r: &Request) -> ApiResult<String> {
         .into_iter()
         .map(|b| (b.uuid.clone(), b))
         .collect();
-    let parties = parties(state, r);
+    let parties = parties(state, r, allowed);
     let catalog = state.catalog.load();
     let in_scope = |party: &str, item: &str| {
         parties.as_ref().map_or_else(
@@ -699,15 +707,11 @@ fn produce(state: &AppState, ctx: &Ctx, r: &Request) -> ApiResult<String> {
                 let reorder_unit = item.reorder_level_uom.as_deref().and_then(|u| item.unit(u));
                 if r.def.kind == Kind::StockOut {
                     // Kept when the stock is at or under the share of the reorder level.
-                    let level = item
-                        .reorder_level
-                        .and_then(|l| l.times(reorder_unit.map_or(Qty(10_000), |u| u.factor)))
-                        .unwrap_or(Qty::ZERO);
+                    let level = item.reorder_level.map_or(Qty::ZERO, |l| {
+                        product(l, reorder_unit.map_or(Qty(10_000), |u| u.factor))
+                    });
                     let hundred = Qty(100 * 10_000);
-                    let threshold = level
-                        .times(r.max_reorder_ratio)
-                        .unwrap_or(level)
-                        .per(hundred);
+                    let threshold = product(level, r.max_reorder_ratio).per(hundred);
                     if sums.closing > threshold {
                         continue;
                     }
@@ -1040,8 +1044,10 @@ pub async fn create_job(
     let st = state.clone();
     let c = caller.clone();
     let j = blocking(move || {
+        let scopes = scopes(&st.store)?;
+        let allowed = |l: &str| may_for(&st, &c, &scopes, l, None, VIEW_REPORTS);
         if let Some(l) = &asked.location
-            && !may_for(&st, &c, &scopes(&st.store)?, l, None, VIEW_REPORTS)
+            && !allowed(l)
         {
             return Err(bad(
                 "You do not have a user role scope for the reports at this location",
@@ -1050,7 +1056,7 @@ pub async fn create_job(
         let started = Utc::now();
         let catalog = st.catalog.load();
         let ctx = c.ctx(&st, &catalog);
-        let (status, exit, csv) = match produce(&st, &ctx, &asked) {
+        let (status, exit, csv) = match produce(&st, &ctx, &asked, &allowed) {
             Ok(csv) => ("Completed", None, csv),
             Err(ApiError::Internal(e)) => return Err(ApiError::Internal(e)),
             Err(e) => ("Failed", Some(e.to_string()), String::new()),
