@@ -259,6 +259,43 @@ fn main() {
         assert_eq!(status, 200, "{name}: {body}");
         println!("  {name}: {} bytes an answer", body.len());
     }
+    // The month's reports at the pharmacy, each read from every movement once.
+    let (status, body) = request(
+        port,
+        "POST",
+        &format!("{sm}/userrolescope"),
+        &format!(
+            r#"{{"userUuid": "{admin}", "role": "System Developer", "permanent": true, "enabled": true, "locations": [{{"locationUuid": "{pharmacy}"}}], "operationTypes": [{{"operationTypeUuid": "44444444-4444-4444-4444-444444444444"}}]}}"#
+        ),
+    );
+    assert_eq!(status, 201, "{body}");
+    for (report, params) in [
+        (
+            "STOCK_STATUS_REPORT",
+            "param.Date.value=2030-01-01\\r\\nparam.InventoryGroupBy.value=LocationStockItemBatchNo",
+        ),
+        (
+            "STOCK_CONSUMPTION_REPORT",
+            "param.StartDate.value=2000-01-01\\r\\nparam.EndDate.value=2030-01-01\\r\\nparam.InventoryGroupBy.value=LocationStockItem",
+        ),
+    ] {
+        let t = Instant::now();
+        let (status, body) = request(
+            port,
+            "POST",
+            &format!("{sm}/batchjob"),
+            &format!(
+                r#"{{"batchJobType": "Report", "description": "{report}", "parameters": "param.report={report}\r\nparam.Location.value={pharmacy}\r\n{params}"}}"#
+            ),
+        );
+        assert_eq!(status, 201, "{report}: {body}");
+        assert!(body.contains("\"Completed\""), "{report}: {body}");
+        println!(
+            "  {report} over every movement: {} ms",
+            t.elapsed().as_millis()
+        );
+    }
+
     let base = format!("http://127.0.0.1:{port}");
     for pass in ["first pass", "second pass"] {
         println!("{pass}, wrk -t2 -c{} 10 s each:", wrk_connections());
