@@ -21,7 +21,7 @@
 //! job asking for one is refused.
 
 use crate::domains::stock::operation::{may_for, product};
-use crate::domains::stock::rest::{bad, concept_name, location_name};
+use crate::domains::stock::rest::{bad, concept_name, location_name, with_ids};
 use crate::domains::stock::store::*;
 use crate::domains::stock::*;
 use crate::http::AppState;
@@ -1123,14 +1123,7 @@ pub async fn delete_job(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[MUTATE_REPORTS])?;
-    let mut targets = vec![uuid];
-    if let Some(ids) = param(&query, "ids") {
-        targets.extend(
-            ids.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty()),
-        );
-    }
+    let targets = with_ids(uuid, &query);
     let st = state.clone();
     let c = caller.clone();
     blocking(move || {

@@ -20,6 +20,20 @@ use std::sync::Arc;
 
 pub(crate) const NAME_MAX: usize = 255;
 
+/// The records a `DELETE …/{uuid}[?ids=a,b]` names: the path's, then the listed ones
+/// (the module deletes several at once this way).
+pub(crate) fn with_ids(uuid: String, query: &[(String, String)]) -> Vec<String> {
+    let mut targets = vec![uuid];
+    if let Some(ids) = param(query, "ids") {
+        targets.extend(
+            ids.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
+        );
+    }
+    targets
+}
+
 pub(crate) fn bad(message: impl Into<String>) -> ApiError {
     ApiError::BadRequest(message.into())
 }

@@ -6,7 +6,7 @@
 
 use crate::domains::stock::operation::may_for;
 use crate::domains::stock::rest::{
-    bad, concept_name, location_name, opt_qty, party_name, text, user_names,
+    bad, concept_name, location_name, opt_qty, party_name, text, user_names, with_ids,
 };
 use crate::domains::stock::store::*;
 use crate::domains::stock::*;
@@ -363,14 +363,7 @@ pub async fn delete_rule(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&[MUTATE_ITEMS])?;
-    let mut targets = vec![uuid];
-    if let Some(ids) = param(&query, "ids") {
-        targets.extend(
-            ids.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty()),
-        );
-    }
+    let targets = with_ids(uuid, &query);
     let reason = param(&query, "reason")
         .unwrap_or("web service call")
         .to_string();
