@@ -15,6 +15,7 @@
 pub mod access;
 pub mod app;
 pub mod auth;
+pub mod background;
 pub mod catalog;
 pub mod clinic;
 pub mod content;

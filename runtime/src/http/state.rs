@@ -66,6 +66,9 @@ pub struct Dhis2 {
     pub password: String,
     /// The facility's organisation unit uid in that DHIS2.
     pub org_unit: String,
+    /// `EMR_DHIS2_CA_FILE`: the certificates (PEM) an HTTPS DHIS2's certificate must chain
+    /// to, instead of the public authorities' (a national health PKI); checked at start.
+    pub ca_pem: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Dhis2 {
@@ -137,11 +140,32 @@ impl Config {
             Some(url) => {
                 let need =
                     |k: &str| var(k).ok_or_else(|| format!("EMR_DHIS2_URL is set but {k} is not"));
+                if !(url.starts_with("https://") || url.starts_with("http://")) {
+                    return Err(format!(
+                        "EMR_DHIS2_URL must start with https:// (or http:// for a local proxy): {url}"
+                    ));
+                }
+                let ca_pem = var("EMR_DHIS2_CA_FILE")
+                    .map(|path| {
+                        let pem = std::fs::read(&path)
+                            .map_err(|e| format!("EMR_DHIS2_CA_FILE {path}: {e}"))?;
+                        let certificates = ureq::tls::parse_pem(&pem)
+                            .filter(|i| matches!(i, Ok(ureq::tls::PemItem::Certificate(_))))
+                            .count();
+                        if certificates == 0 {
+                            return Err(format!(
+                                "EMR_DHIS2_CA_FILE {path} holds no PEM certificate"
+                            ));
+                        }
+                        Ok(pem)
+                    })
+                    .transpose()?;
                 Some(Dhis2 {
                     url: url.trim_end_matches('/').to_string(),
                     username: need("EMR_DHIS2_USERNAME")?,
                     password: need("EMR_DHIS2_PASSWORD")?,
                     org_unit: need("EMR_DHIS2_ORG_UNIT")?,
+                    ca_pem,
                 })
             }
         };

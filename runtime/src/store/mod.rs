@@ -1088,6 +1088,30 @@ mod tests {
     }
 
     #[test]
+    fn the_dead_are_listed_from_projections_or_records() {
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
+        let mut dead = named("a", "Hélène");
+        dead.dead = true;
+        // A living patient whose name spells what a dead one's projection holds.
+        let living = named("b", r#""dead":true"#);
+        let mut voided = named("c", "Jean");
+        voided.dead = true;
+        voided.voided = true;
+        for p in [&dead, &living, &voided] {
+            s.insert_patient(p, &[]).unwrap();
+        }
+        let listed = |s: &Store| Store::dead_patient_uuids_in(&s.begin_read().unwrap()).unwrap();
+        assert_eq!(listed(&s), ["a"]);
+        // Projections incomplete (an older store before their rebuild): the records say.
+        s.write(|txn| {
+            txn.open_table(PATIENT_SEARCH)?.remove("a")?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(listed(&s), ["a"]);
+    }
+
+    #[test]
     fn unique_identifiers_are_refused_twice() {
         let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
         let keys = vec![("t||100".to_string(), "100".to_string())];

@@ -153,6 +153,52 @@ impl Store {
             .transpose()
     }
 
+    /// A patient read as `T`, any type naming some of the record's fields (a report's tests
+    /// need a few of them, for every patient seen in a month), in the caller's read
+    /// transaction.
+    pub fn patient_as_in<T: serde::de::DeserializeOwned>(
+        txn: &ReadTransaction,
+        uuid: &str,
+    ) -> StoreResult<Option<T>> {
+        txn.open_table(PATIENTS)?
+            .get(uuid)?
+            .map(|v| decode("patients", v.value()))
+            .transpose()
+    }
+
+    /// The uuids of the patients marked dead, voided ones left out, in the caller's read
+    /// transaction: read from the search projections (a few bytes a patient), or from the
+    /// records while the projections are being rebuilt.
+    pub fn dead_patient_uuids_in(txn: &ReadTransaction) -> StoreResult<Vec<String>> {
+        let search = txn.open_table(PATIENT_SEARCH)?;
+        let records = txn.open_table(PATIENTS)?;
+        let table = if search.len()? == records.len()? {
+            search
+        } else {
+            records
+        };
+        // Both spell a dead patient `"dead":true` (a projection leaves a living one's out);
+        // no name or identifier can, its quotes being escaped. Only those are parsed.
+        const DEAD: &[u8] = br#""dead":true"#;
+        let mut out = Vec::new();
+        for row in table.iter()? {
+            let (_, v) = row?;
+            let bytes = v.value();
+            if !bytes.windows(DEAD.len()).any(|w| w == DEAD) {
+                continue;
+            }
+            let p: projection::Searchable =
+                serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+                    table: "patient_search",
+                    detail: e.to_string(),
+                })?;
+            if p.dead && !p.voided {
+                out.push(p.uuid.into_owned());
+            }
+        }
+        Ok(out)
+    }
+
     /// Every stored patient's uuid (keys only), in the caller's read transaction.
     pub fn patient_uuids_in(txn: &ReadTransaction) -> StoreResult<Vec<String>> {
         let mut out = Vec::new();

@@ -618,6 +618,31 @@ pub fn records_between_in<T>(
     Ok(out)
 }
 
+/// Whether `index` holds a key `prefix|t|…` of a record not voided with `t` between `from`
+/// and `to` (inclusive, either open): keys only, stopping at the first (a report asking
+/// whether a patient was seen before a month).
+pub fn any_between_in(
+    txn: &crate::store::kv::ReadTransaction,
+    index: Index,
+    prefix: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> StoreResult<bool> {
+    let mut found = false;
+    walk_flags_between(
+        &txn.open_table(index)?,
+        prefix,
+        from,
+        to,
+        false,
+        |_, flags| {
+            found = flags & VOIDED == 0;
+            !found
+        },
+    )?;
+    Ok(found)
+}
+
 /// Every record of a small table keyed by uuid (the API's roles, privileges, providers).
 pub fn all_records<T: for<'a> Deserialize<'a>>(
     store: &crate::store::Store,

@@ -15,7 +15,7 @@ use std::path::Path;
 fn layer_of(room: &str) -> Option<u8> {
     Some(match room {
         "wire" | "catalog" | "identifiers" | "spa_pack" | "throttle" | "serve" | "embedded"
-        | "invalid" => 0,
+        | "background" | "invalid" => 0,
         "store" | "access" | "search" | "overlay" | "clinic" => 1,
         "http" | "auth" => 2,
         "content" => 3,

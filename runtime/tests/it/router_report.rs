@@ -26,6 +26,8 @@ const NO: &str = "1066AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 const OUTPATIENT: &str = "f19c6fdb-bd43-41e7-bb4c-cc892e489c25";
 const HIV_PROGRAMME: &str = "55b7349b-d2b5-40d5-a813-7bc1044ca6b0";
 const CPN: &str = "fa826f46-5383-45d4-b118-972476624277";
+const CONSULTATION: &str = "91edcf31-cf56-43c3-a7d8-b8097fbd0035";
+const ADMISSION: &str = "40700a43-b4ad-480a-a482-2435092bf5f2";
 
 fn stage(ciel: u32) -> String {
     format!("{ciel}AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
@@ -779,6 +781,63 @@ async fn the_activity_report_counts_new_and_returning_patients_at_its_location()
     // Born on 1 January 2000: 26 at the end of January 2026.
     assert_eq!(n("Nouveaux patients.25 à 49 ans"), 1);
     assert_eq!(n("Nouveaux patients.15 à 24 ans"), 0);
+    assert_eq!(n("Décès.Total"), 0);
+    assert_eq!(n("Patients vus en consultation.Total"), 0);
+
+    // Deaths of the month among those seen here in the twelve months before its end.
+    let died = person(&mut c, &st, "F", "1960-01-01", "830003").await;
+    visit(&mut c, &st, &died, "2025-02-01").await;
+    let seen_long_ago = person(&mut c, &st, "M", "1961-01-01", "830004").await;
+    visit(&mut c, &st, &seen_long_ago, "2025-01-31").await;
+    let died_before = person(&mut c, &st, "M", "1962-01-01", "830005").await;
+    visit(&mut c, &st, &died_before, "2025-10-01").await;
+    for (p, day) in [
+        (&died, "2026-01-20"),
+        (&seen_long_ago, "2026-01-18"),
+        (&died_before, "2025-12-31"),
+    ] {
+        let r = c
+            .post(
+                &format!("{REST}/person/{p}"),
+                &json!({"dead": true, "deathDate": format!("{day}T10:00:00.000+0000"),
+                    "causeOfDeathNonCoded": "Paludisme grave"})
+                .to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    }
+    // Consultations and admissions of the month here, each counted in its own row.
+    for (p, kind, day) in [
+        (&new, CONSULTATION, "2026-01-05"),
+        (&returning, ADMISSION, "2026-01-06"),
+        (&returning, CONSULTATION, "2025-12-20"),
+    ] {
+        let body = json!({"patient": p, "encounterType": kind,
+            "encounterDatetime": format!("{day}T09:30:00.000+0000"), "location": here});
+        let r = c
+            .post(&format!("{REST}/encounter"), &body.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+    let r = c
+        .get(&format!("{REST}/reportingrest/reportdata/{ACTIVITY}?startDate=2026-01-01&endDate=2026-01-31&location={here}"))
+        .await;
+    let row = &r.body["dataSets"][0]["rows"][0];
+    let n = |k: &str| {
+        row[k]["size"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {row}"))
+    };
+    // Seen on 1 February 2025, the first day of the twelve months; died on 20 January.
+    assert_eq!(n("Décès.Femmes"), 1);
+    assert_eq!(n("Décès.Total"), 1);
+    assert_eq!(n("Décès.Hommes"), 0);
+    assert_eq!(n("Patients vus en consultation.Femmes"), 1);
+    assert_eq!(n("Patients vus en consultation.Hommes"), 0);
+    assert_eq!(n("Patients hospitalisés.Hommes"), 1);
+    assert_eq!(n("Patients hospitalisés.Total"), 1);
+    // The dead are still patients of the month's other rows when they came.
+    assert_eq!(n("Nouveaux patients.Total"), 1);
     // Elsewhere, nobody.
     let other = location_uuid(&st, "Bondeko - Accueil");
     let r = c
@@ -799,6 +858,57 @@ struct FakeDhis2 {
     refuse: Arc<Mutex<bool>>,
 }
 
+/// The test authority and the stand-in's certificate for 127.0.0.1, signed by it
+/// (`tests/fixtures/tls`, valid until 2126; made with openssl for these tests only).
+const TEST_CA: &[u8] = include_bytes!("../fixtures/tls/ca.pem");
+const TEST_CERTIFICATE: &[u8] = include_bytes!("../fixtures/tls/server.pem");
+const TEST_KEY: &[u8] = include_bytes!("../fixtures/tls/server.key");
+
+/// Serves `app` over HTTPS with the test certificate; answers the base URL.
+async fn serve_tls(app: axum::Router) -> String {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(TEST_CERTIFICATE)
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_slice(TEST_KEY).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let (acceptor, app) = (acceptor.clone(), app.clone());
+            tokio::spawn(async move {
+                // A client that does not trust the certificate ends the handshake.
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(
+                        hyper_util::rt::TokioIo::new(tls),
+                        hyper_util::service::TowerToHyperService::new(app),
+                    )
+                    .await;
+            });
+        }
+    });
+    url
+}
+
+/// A stand-in for DHIS2's `dataValueSets` import, over HTTPS as the national instance is
+/// reached.
 async fn fake_dhis2() -> FakeDhis2 {
     use axum::extract::{RawQuery, State};
     use axum::http::HeaderMap;
@@ -837,9 +947,7 @@ async fn fake_dhis2() -> FakeDhis2 {
     let app = axum::Router::new()
         .route("/api/dataValueSets", axum::routing::post(import))
         .with_state((received.clone(), refuse.clone()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let url = serve_tls(app).await;
     FakeDhis2 {
         url,
         received,
@@ -862,6 +970,7 @@ async fn the_months_figures_reach_dhis2_as_data_value_sets() {
         username: "snis".into(),
         password: "Snis-secret-1".into(),
         org_unit: "DiszpKrYNg8".into(),
+        ca_pem: Some(TEST_CA.to_vec()),
     });
     let st = runtime::app::start::start(
         config,
@@ -982,12 +1091,31 @@ async fn an_unreachable_dhis2_marks_nothing_sent() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
+    nothing_is_sent_to(url, None, "could not be reached").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dhis2_whose_certificate_is_not_trusted_is_sent_nothing() {
+    // The stand-in's certificate chains to the test authority, which the public
+    // authorities the runtime trusts by default are not.
+    let dhis2 = fake_dhis2().await;
+    nothing_is_sent_to(dhis2.url.clone(), None, "certificate").await;
+    assert!(dhis2.received.lock().unwrap().is_empty());
+    // Another authority given instead is not enough either.
+    let other = include_bytes!("../fixtures/tls/server.pem").to_vec();
+    nothing_is_sent_to(dhis2.url.clone(), Some(other), "certificate").await;
+    assert!(dhis2.received.lock().unwrap().is_empty());
+}
+
+/// A month's run sent to `url` answers 502 with `why` in its message, and is marked FAILED.
+async fn nothing_is_sent_to(url: String, ca_pem: Option<Vec<u8>>, why: &str) {
     let mut config = runtime::http::Config::for_tests(PASSWORD);
     config.dhis2 = Some(runtime::http::state::Dhis2 {
         url,
         username: "snis".into(),
         password: "Snis-secret-1".into(),
         org_unit: "DiszpKrYNg8".into(),
+        ca_pem,
     });
     let st = runtime::app::start::start(
         config,
@@ -1006,12 +1134,9 @@ async fn an_unreachable_dhis2_marks_nothing_sent() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_GATEWAY);
-    assert!(
-        r.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("could not be reached")
-    );
+    let message = r.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("could not be reached"), "{message}");
+    assert!(message.contains(why), "{message}");
     let r = c
         .get(&format!("{REST}/reportingrest/reportRequest/{uuid}"))
         .await;

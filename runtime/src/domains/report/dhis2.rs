@@ -127,9 +127,20 @@ pub fn send(cfg: &crate::http::state::Dhis2, payload: &Value) -> Result<String, 
     use base64::Engine;
     let basic = base64::engine::general_purpose::STANDARD
         .encode(format!("{}:{}", cfg.username, cfg.password));
+    let mut tls = ureq::tls::TlsConfig::builder();
+    if let Some(pem) = &cfg.ca_pem {
+        let roots: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(pem)
+            .filter_map(|item| match item {
+                Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        tls = tls.root_certs(ureq::tls::RootCerts::Specific(std::sync::Arc::new(roots)));
+    }
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(std::time::Duration::from_secs(60)))
+        .tls_config(tls.build())
         .build()
         .into();
     let url = format!(

@@ -23,6 +23,7 @@ use chrono::{Datelike, Months, NaiveDate, NaiveTime, TimeZone, Utc};
 use model::reports::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
 
 /// A run's parameters: the period (whole days, UTC) and the location where one is taken.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,12 +112,58 @@ struct Evaluator<'t> {
     catalog: &'t Catalog,
     period: &'t Period,
     locale: &'t str,
-    patients: HashMap<String, Option<PatientRecord>>,
+    /// What the tests read of each patient met (`None`: voided or gone).
+    facts: HashMap<String, Option<Facts>>,
+    /// Whole records, for the line lists' columns.
+    records: HashMap<String, Option<PatientRecord>>,
     visits: HashMap<String, Vec<visit::VisitRecord>>,
     enrolments: HashMap<String, Vec<programme::EnrolmentRecord>>,
     appointments: HashMap<String, Vec<appointment::AppointmentRecord>>,
-    everyone: Option<BTreeSet<String>>,
+    everyone: Option<Rc<BTreeSet<String>>>,
     windows: HashMap<When, Bounds>,
+    /// The visits and the encounters of a window, read once a run: a report's rows ask
+    /// about the same month again and again.
+    visits_in: HashMap<When, Rc<Vec<Brief>>>,
+    encounters_in: HashMap<When, Rc<Vec<Brief>>>,
+    /// Each criterion's patients, by the criterion's text: rows share criteria.
+    cohorts: HashMap<String, Rc<BTreeSet<String>>>,
+}
+
+/// What the tests need of a patient, read from the record without the rest of it.
+#[derive(Deserialize)]
+struct StoredFacts {
+    #[serde(default)]
+    gender: String,
+    #[serde(default)]
+    birthdate: Option<String>,
+    #[serde(default)]
+    dead: bool,
+    #[serde(default)]
+    death_date: Option<String>,
+    #[serde(default)]
+    voided: bool,
+}
+
+struct Facts {
+    /// `U` when unknown.
+    gender: String,
+    birth: Option<NaiveDate>,
+    dead: bool,
+    death: Option<NaiveDate>,
+}
+
+impl Facts {
+    /// Whether the patient had died by the end of `end` (a death without a date counts).
+    fn died_by(&self, end: NaiveDate) -> bool {
+        self.dead && self.death.is_none_or(|d| d <= end)
+    }
+}
+
+/// A visit or an encounter as a lister reads it: whose, of which type, where.
+struct Brief {
+    patient: String,
+    kind: String,
+    location: Option<String>,
 }
 
 fn day_start(d: NaiveDate) -> String {
@@ -147,6 +194,34 @@ fn day_of(s: &str) -> Option<NaiveDate> {
         .and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
 }
 
+/// How cheaply a criterion lists its own patients (lower first), or `None` when it can
+/// only test them: a month's visits before the dead (a scan of every patient's few bytes),
+/// before a year's visits or an enrolment's whole history.
+fn listing_rank(c: &Criterion) -> Option<u8> {
+    match c {
+        Criterion::Visit { when, .. }
+        | Criterion::Encounter { when, .. }
+        | Criterion::Appointment { when, .. } => Some(match when {
+            When::Period => 0,
+            When::MonthsBeforeEnd(_) => 2,
+            _ => 3,
+        }),
+        Criterion::Died { .. } => Some(1),
+        Criterion::Enrolled { .. } => Some(2),
+        Criterion::All(items) => items
+            .iter()
+            .filter_map(listing_rank)
+            .min()
+            .map(|r| r.max(3)),
+        Criterion::Any(items) => items
+            .iter()
+            .map(listing_rank)
+            .collect::<Option<Vec<u8>>>()
+            .map(|r| r.into_iter().max().unwrap_or(3).max(3)),
+        _ => None,
+    }
+}
+
 impl<'t> Evaluator<'t> {
     fn new(
         txn: &'t ReadTransaction,
@@ -159,12 +234,16 @@ impl<'t> Evaluator<'t> {
             catalog,
             period,
             locale,
-            patients: HashMap::new(),
+            facts: HashMap::new(),
+            records: HashMap::new(),
             visits: HashMap::new(),
             enrolments: HashMap::new(),
             appointments: HashMap::new(),
             everyone: None,
             windows: HashMap::new(),
+            visits_in: HashMap::new(),
+            encounters_in: HashMap::new(),
+            cohorts: HashMap::new(),
         }
     }
 
@@ -200,12 +279,33 @@ impl<'t> Evaluator<'t> {
         from.as_deref().is_none_or(|f| t >= f) && to.as_deref().is_none_or(|e| t <= e)
     }
 
-    fn patient(&mut self, uuid: &str) -> StoreResult<Option<&PatientRecord>> {
-        if !self.patients.contains_key(uuid) {
-            let p = Store::patient_in(self.txn, uuid)?.filter(|p| !p.voided);
-            self.patients.insert(uuid.to_string(), p);
+    /// What the tests need of a patient; `None` for a voided (or purged) one.
+    fn facts(&mut self, uuid: &str) -> StoreResult<Option<&Facts>> {
+        if !self.facts.contains_key(uuid) {
+            let f = Store::patient_as_in::<StoredFacts>(self.txn, uuid)?
+                .filter(|f| !f.voided)
+                .map(|f| Facts {
+                    gender: if f.gender.is_empty() {
+                        "U".into()
+                    } else {
+                        f.gender
+                    },
+                    birth: f.birthdate.as_deref().and_then(day_of),
+                    dead: f.dead,
+                    death: f.death_date.as_deref().and_then(day_of),
+                });
+            self.facts.insert(uuid.to_string(), f);
         }
-        Ok(self.patients[uuid].as_ref())
+        Ok(self.facts[uuid].as_ref())
+    }
+
+    /// A patient's whole record (line lists); `None` for a voided one.
+    fn record(&mut self, uuid: &str) -> StoreResult<Option<&PatientRecord>> {
+        if !self.records.contains_key(uuid) {
+            let p = Store::patient_in(self.txn, uuid)?.filter(|p| !p.voided);
+            self.records.insert(uuid.to_string(), p);
+        }
+        Ok(self.records[uuid].as_ref())
     }
 
     fn visits_of(&mut self, patient: &str) -> StoreResult<&[visit::VisitRecord]> {
@@ -232,97 +332,181 @@ impl<'t> Evaluator<'t> {
         Ok(&self.appointments[patient])
     }
 
-    /// The patients of a criterion (living or dead, never voided).
-    fn cohort(&mut self, c: &Criterion) -> StoreResult<BTreeSet<String>> {
-        let candidates = match self.candidates(c)? {
-            Some(set) => set,
-            None => self.everyone()?,
+    /// The visits started in a window.
+    fn visits_in(&mut self, when: When) -> StoreResult<Rc<Vec<Brief>>> {
+        if let Some(list) = self.visits_in.get(&when) {
+            return Ok(list.clone());
+        }
+        let (from, to) = self.bounds(when);
+        let list: Rc<Vec<Brief>> = Rc::new(
+            visit::store::started_between_in(self.txn, from.as_deref(), to.as_deref())?
+                .into_iter()
+                .map(|v| Brief {
+                    patient: v.patient,
+                    kind: v.visit_type,
+                    location: v.location,
+                })
+                .collect(),
+        );
+        self.visits_in.insert(when, list.clone());
+        Ok(list)
+    }
+
+    /// The encounters of a window.
+    fn encounters_in(&mut self, when: When) -> StoreResult<Rc<Vec<Brief>>> {
+        if let Some(list) = self.encounters_in.get(&when) {
+            return Ok(list.clone());
+        }
+        let (from, to) = self.bounds(when);
+        let list: Rc<Vec<Brief>> = Rc::new(
+            encounter::store::between_in(self.txn, from.as_deref(), to.as_deref())?
+                .into_iter()
+                .map(|e| Brief {
+                    patient: e.patient,
+                    kind: e.encounter_type,
+                    location: e.location,
+                })
+                .collect(),
+        );
+        self.encounters_in.insert(when, list.clone());
+        Ok(list)
+    }
+
+    /// The patients of a criterion (living or dead, never voided), computed once a run.
+    fn cohort(&mut self, c: &Criterion) -> StoreResult<Rc<BTreeSet<String>>> {
+        let key = format!("{c:?}");
+        if let Some(set) = self.cohorts.get(&key) {
+            return Ok(set.clone());
+        }
+        let set = Rc::new(self.cohort_read(c)?);
+        self.cohorts.insert(key, set.clone());
+        Ok(set)
+    }
+
+    /// A cohort from the cheapest criterion that lists its own patients, the others tested
+    /// on each of them alone; from every patient when nothing lists.
+    fn cohort_read(&mut self, c: &Criterion) -> StoreResult<BTreeSet<String>> {
+        let (candidates, rest): (Rc<BTreeSet<String>>, Vec<&Criterion>) = match c {
+            Criterion::All(items) => {
+                let lister = items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| listing_rank(c).map(|r| (r, i)))
+                    .min();
+                match lister {
+                    Some((_, i)) => (
+                        self.cohort(&items[i])?,
+                        items
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, _)| *j != i)
+                            .map(|(_, c)| c)
+                            .collect(),
+                    ),
+                    None => (self.everyone()?, items.iter().collect()),
+                }
+            }
+            Criterion::Any(items) if listing_rank(c).is_some() => {
+                let mut all = BTreeSet::new();
+                for c in items {
+                    all.extend(self.cohort(c)?.iter().cloned());
+                }
+                return Ok(all);
+            }
+            c if listing_rank(c).is_some() => return self.listed(c),
+            c => (self.everyone()?, vec![c]),
         };
         let mut out = BTreeSet::new();
-        for p in candidates {
-            if self.patient(&p)?.is_some() && self.test(c, &p)? {
-                out.insert(p);
+        'candidates: for p in candidates.iter() {
+            if self.facts(p)?.is_none() {
+                continue;
             }
+            for c in &rest {
+                if !self.test(c, p)? {
+                    continue 'candidates;
+                }
+            }
+            out.insert(p.clone());
         }
         Ok(out)
     }
 
-    fn everyone(&mut self) -> StoreResult<BTreeSet<String>> {
+    fn everyone(&mut self) -> StoreResult<Rc<BTreeSet<String>>> {
         if self.everyone.is_none() {
-            self.everyone = Some(Store::patient_uuids_in(self.txn)?.into_iter().collect());
+            self.everyone = Some(Rc::new(
+                Store::patient_uuids_in(self.txn)?.into_iter().collect(),
+            ));
         }
         Ok(self.everyone.clone().unwrap_or_default())
     }
 
-    /// A superset of the criterion's patients read from an index, or `None` when the
-    /// criterion cannot list its patients (only test them).
-    fn candidates(&mut self, c: &Criterion) -> StoreResult<Option<BTreeSet<String>>> {
-        Ok(match c {
-            Criterion::Visit { when, .. } => {
-                let (from, to) = self.bounds(*when);
-                let visits =
-                    visit::store::started_between_in(self.txn, from.as_deref(), to.as_deref())?;
-                Some(visits.into_iter().map(|v| v.patient).collect())
-            }
-            Criterion::Encounter { when, .. } => {
-                let (from, to) = self.bounds(*when);
-                let list = encounter::store::between_in(self.txn, from.as_deref(), to.as_deref())?;
-                Some(list.into_iter().map(|e| e.patient).collect())
-            }
-            Criterion::Appointment { when, .. } => {
-                let (from, to) = self.bounds(*when);
-                let list = appointment::store::starting_between_in(
+    /// The patients (not voided) of a criterion that lists them (`listing_rank`), read
+    /// from the indexes of its records.
+    fn listed(&mut self, c: &Criterion) -> StoreResult<BTreeSet<String>> {
+        let period = self.period;
+        let candidates: Vec<String> = match c {
+            Criterion::Visit {
+                visit_types,
+                when,
+                at_location,
+            } => self
+                .visits_in(*when)?
+                .iter()
+                .filter(|v| {
+                    (visit_types.is_empty() || visit_types.contains(&v.kind))
+                        && period.admits(*at_location, v.location.as_deref())
+                })
+                .map(|v| v.patient.clone())
+                .collect(),
+            Criterion::Encounter {
+                encounter_types,
+                when,
+                at_location,
+            } => self
+                .encounters_in(*when)?
+                .iter()
+                .filter(|e| {
+                    (encounter_types.is_empty() || encounter_types.contains(&e.kind))
+                        && period.admits(*at_location, e.location.as_deref())
+                })
+                .map(|e| e.patient.clone())
+                .collect(),
+            Criterion::Appointment {
+                services,
+                statuses,
+                when,
+            } => {
+                let bounds = self.bounds(*when);
+                appointment::store::starting_between_in(
                     self.txn,
-                    from.as_deref(),
-                    to.as_deref(),
-                )?;
-                Some(list.into_iter().map(|a| a.patient).collect())
+                    bounds.0.as_deref(),
+                    bounds.1.as_deref(),
+                )?
+                .into_iter()
+                .filter(|a| appointment_matches(a, services, statuses, &bounds))
+                .map(|a| a.patient)
+                .collect()
             }
+            // Listed by a superset, each tested.
             Criterion::Enrolled { programme, .. } => {
-                Some(programme::store::patients_enrolled_in(self.txn, programme)?)
+                programme::store::patients_enrolled_in(self.txn, programme)?
+                    .into_iter()
+                    .collect()
             }
-            Criterion::All(items) => {
-                // The most selective lister first: a bounded period before a whole history.
-                let rank = |c: &Criterion| match c {
-                    Criterion::Visit { when, .. }
-                    | Criterion::Encounter { when, .. }
-                    | Criterion::Appointment { when, .. }
-                        if matches!(when, When::Period | When::MonthsBeforeEnd(_)) =>
-                    {
-                        Some(0)
-                    }
-                    Criterion::Enrolled { .. } => Some(1),
-                    Criterion::Visit { .. }
-                    | Criterion::Encounter { .. }
-                    | Criterion::Appointment { .. }
-                    | Criterion::All(_)
-                    | Criterion::Any(_) => Some(2),
-                    _ => None,
-                };
-                let mut ranked: Vec<(u8, &Criterion)> = items
-                    .iter()
-                    .filter_map(|c| rank(c).map(|r| (r, c)))
-                    .collect();
-                ranked.sort_by_key(|(r, _)| *r);
-                for (_, c) in ranked {
-                    if let Some(set) = self.candidates(c)? {
-                        return Ok(Some(set));
-                    }
-                }
-                None
+            Criterion::Died { .. } => Store::dead_patient_uuids_in(self.txn)?,
+            _ => return Ok(BTreeSet::new()),
+        };
+        let exact = !matches!(c, Criterion::Enrolled { .. } | Criterion::Died { .. });
+        let mut out = BTreeSet::new();
+        for p in candidates {
+            if out.contains(&p) || self.facts(&p)?.is_none() {
+                continue;
             }
-            Criterion::Any(items) => {
-                let mut all = BTreeSet::new();
-                for c in items {
-                    match self.candidates(c)? {
-                        Some(set) => all.extend(set),
-                        None => return Ok(None),
-                    }
-                }
-                Some(all)
+            if exact || self.test(c, &p)? {
+                out.insert(p);
             }
-            _ => None,
-        })
+        }
+        Ok(out)
     }
 
     /// Whether one patient (known, not voided) meets the criterion.
@@ -352,6 +536,15 @@ impl<'t> Evaluator<'t> {
             } => {
                 let bounds = self.bounds(*when);
                 let period = self.period;
+                if visit_types.is_empty() && !(*at_location && period.location.is_some()) {
+                    // Only whether there was one: the index's keys say.
+                    return visit::store::patient_has_visit_between_in(
+                        self.txn,
+                        p,
+                        bounds.0.as_deref(),
+                        bounds.1.as_deref(),
+                    );
+                }
                 let visits = self.visits_of(p)?;
                 visits.iter().any(|v| {
                     Self::within(&v.start, &bounds)
@@ -427,21 +620,10 @@ impl<'t> Evaluator<'t> {
                         })
                 })
             }
-            Criterion::Gender(list) => {
-                let g = self
-                    .patient(p)?
-                    .map(|r| r.gender.clone())
-                    .unwrap_or_default();
-                let g = if g.is_empty() { "U".to_string() } else { g };
-                list.contains(&g)
-            }
+            Criterion::Gender(list) => self.facts(p)?.is_some_and(|f| list.contains(&f.gender)),
             Criterion::Age { min, max } => {
                 let end = self.period.end;
-                let Some(birth) = self
-                    .patient(p)?
-                    .and_then(|r| r.birthdate.as_deref())
-                    .and_then(day_of)
-                else {
+                let Some(birth) = self.facts(p)?.and_then(|f| f.birth) else {
                     return Ok(false);
                 };
                 // The reporting module's age cohort: at least `min` old on the date, and not
@@ -451,15 +633,13 @@ impl<'t> Evaluator<'t> {
             }
             Criterion::Alive => {
                 let end = self.period.end;
-                self.patient(p)?.is_some_and(|r| !died_by(r, end))
+                self.facts(p)?.is_some_and(|f| !f.died_by(end))
             }
             Criterion::Died { when } => {
                 let bounds = self.bounds(*when);
-                self.patient(p)?.is_some_and(|r| {
-                    r.dead
-                        && r.death_date
-                            .as_deref()
-                            .and_then(day_of)
+                self.facts(p)?.is_some_and(|f| {
+                    f.dead
+                        && f.death
                             .is_some_and(|d| Self::within(&day_start(d), &bounds))
                 })
             }
@@ -485,7 +665,7 @@ impl<'t> Evaluator<'t> {
                     let members = self.cohort(&r.criterion)?;
                     for c in columns {
                         let mut in_cell = Vec::new();
-                        for p in &members {
+                        for p in members.iter() {
                             if self.test(&c.criterion, p)? {
                                 in_cell.push(p.clone());
                             }
@@ -511,7 +691,7 @@ impl<'t> Evaluator<'t> {
                 let members = self.cohort(population)?;
                 let appointment_rule = first_appointment_criterion(population);
                 let mut rows = Vec::with_capacity(members.len());
-                for p in &members {
+                for p in members.iter() {
                     let mut row = Vec::with_capacity(columns.len());
                     for c in columns {
                         row.push(self.line_value(p, &c.value, appointment_rule)?);
@@ -550,7 +730,7 @@ impl<'t> Evaluator<'t> {
         let text = |s: Option<String>| s.filter(|s| !s.is_empty()).map_or(Cell::Empty, Cell::Text);
         Ok(match value {
             LineValue::Identifier(kind) => {
-                let r = self.patient(p)?;
+                let r = self.record(p)?;
                 text(
                     r.and_then(|r| match kind {
                         Some(t) => r.identifiers.iter().find(|i| &i.identifier_type == t),
@@ -559,21 +739,21 @@ impl<'t> Evaluator<'t> {
                     .map(|i| i.identifier.clone()),
                 )
             }
-            LineValue::Name => text(self.patient(p)?.map(patient::repr::person_display)),
-            LineValue::Gender => text(self.patient(p)?.map(|r| r.gender.clone())),
+            LineValue::Name => text(self.record(p)?.map(patient::repr::person_display)),
+            LineValue::Gender => text(self.record(p)?.map(|r| r.gender.clone())),
             LineValue::Birthdate => text(
-                self.patient(p)?
+                self.record(p)?
                     .and_then(|r| r.birthdate.as_deref())
                     .and_then(day_of)
                     .map(|d| d.to_string()),
             ),
             LineValue::Age => self
-                .patient(p)?
+                .record(p)?
                 .and_then(|r| r.birthdate.as_deref())
                 .and_then(|b| crate::wire::age_on(b, end))
                 .map_or(Cell::Empty, |a| Cell::Int(i64::from(a))),
             LineValue::Attribute(t) => text(
-                self.patient(p)?
+                self.record(p)?
                     .and_then(|r| r.attributes.iter().find(|a| &a.attribute_type == t))
                     .map(|a| a.value.clone()),
             ),
@@ -672,15 +852,6 @@ impl<'t> Evaluator<'t> {
             ObsValue::Group => String::new(),
         }
     }
-}
-
-/// Whether the patient had died by the end of `end` (a death without a date counts).
-fn died_by(r: &PatientRecord, end: NaiveDate) -> bool {
-    r.dead
-        && r.death_date
-            .as_deref()
-            .and_then(day_of)
-            .is_none_or(|d| d <= end)
 }
 
 fn passes(test: &ValueTest, value: &encounter::ObsValue) -> bool {

@@ -606,15 +606,26 @@ pub async fn create_request(
     ))
 }
 
-/// Runs a request on a blocking thread, one report at a time.
+/// Runs a request on the background thread (`crate::background`: one report at a time, at
+/// a lower priority than the clinic's requests).
 pub fn spawn_run(state: Arc<AppState>, uuid: String) {
-    tokio::task::spawn_blocking(move || {
-        let catalog = state.catalog.load_full();
-        let r = crate::store::audit::acting_sync(None, || {
-            report::run(&state.store, &catalog, &uuid, chrono::Utc::now)
-        });
-        if let Err(e) = r {
-            tracing::error!(request = %uuid, %e, "a report run could not be recorded");
+    tokio::spawn(async move {
+        let id = uuid.clone();
+        let done = crate::background::run_async(move || {
+            let catalog = state.catalog.load_full();
+            crate::store::audit::acting_sync(None, || {
+                report::run(&state.store, &catalog, &uuid, chrono::Utc::now)
+            })
+        })
+        .await;
+        match done {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::error!(request = %id, %e, "a report run could not be recorded")
+            }
+            Err(crate::background::Lost) => {
+                tracing::error!(request = %id, "a report run stopped on an error of its own")
+            }
         }
     });
 }
@@ -715,12 +726,12 @@ pub async fn report_data(
     let st = state.clone();
     let cat = catalog.clone();
     let rep = report.clone();
-    let data = blocking(move || {
-        Ok(report::eval::evaluate(
-            &st.store, &cat, &rep, &period, &locale,
-        )?)
+    // On the background thread: a month's report must not take the cores from the chart.
+    let data = crate::background::run_async(move || {
+        report::eval::evaluate(&st.store, &cat, &rep, &period, &locale)
     })
-    .await?;
+    .await
+    .map_err(|_| ApiError::internal("the report's evaluation stopped on an error"))??;
     let ctx = caller.ctx(&state, &catalog);
     Ok(crate::http::ok(report_data_json(
         &report,

@@ -241,6 +241,17 @@ pub fn started_between_in(
     crate::store::record::records_between_in(txn, TABLE, BY_START, "all", from, to, decode_visit)
 }
 
+/// Whether a patient has a visit (not voided) started between `from` and `to` (key form,
+/// inclusive, either open), from the index's keys alone, in the caller's transaction.
+pub fn patient_has_visit_between_in(
+    txn: &ReadTransaction,
+    patient: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> StoreResult<bool> {
+    crate::store::record::any_between_in(txn, BY_PATIENT, patient, from, to)
+}
+
 /// A patient's visits, oldest first, voided ones left out, in the caller's transaction.
 pub fn of_patient_in(txn: &ReadTransaction, patient: &str) -> StoreResult<Vec<VisitRecord>> {
     crate::store::record::records_between_in(
