@@ -3,7 +3,9 @@
 //! `cargo bench -p runtime --bench reports` (needs `wrk`; about 13 GB free on the disk of
 //! the temporary directory, or `BENCH_DIR` pointing elsewhere; `BENCH_SCALE=10` divides
 //! the clinical counts by ten for a quicker look; `BENCH_GENERATE=<dir>` only generates the
-//! data directory there, to profile a runtime started on it).
+//! data directory there, to profile a runtime started on it; `BENCH_DATA=<dir>` measures on
+//! such a directory instead of generating one, and `BENCH_RUNTIME=<runtime binary>` measures
+//! another build of the runtime, an earlier commit's, for figures side by side).
 //!
 //! Generates the clinical benchmark's store (`clinical.rs`: 100,000 patients, 500,000
 //! visits, 1,000,000 encounters, 10,000,000 numeric observations, May 2022 in the middle of
@@ -246,7 +248,11 @@ struct UnderLoad {
 }
 
 fn run() {
-    let runtime_exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime"));
+    // Another build of the runtime (an earlier commit's) measured on the same data, for
+    // figures side by side.
+    let runtime_exe = std::env::var_os("BENCH_RUNTIME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime")));
     let catalog =
         runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
     let content = &catalog.content;
@@ -314,60 +320,85 @@ fn run() {
         None => tempfile::tempdir().unwrap(),
     };
     let keep = std::env::var_os("BENCH_GENERATE").map(std::path::PathBuf::from);
-    let data = keep.clone().unwrap_or_else(|| dir.path().join("data"));
+    let reused = std::env::var_os("BENCH_DATA").map(std::path::PathBuf::from);
+    let data = reused
+        .clone()
+        .or(keep.clone())
+        .unwrap_or_else(|| dir.path().join("data"));
+    let (patients, visits, encounters, observations) = match &reused {
+        Some(_) => {
+            let patients: Vec<String> = std::fs::read_to_string(data.join("patients.txt"))
+                .expect("BENCH_DATA names a directory generated with BENCH_GENERATE")
+                .lines()
+                .map(str::to_string)
+                .collect();
+            println!(
+                "measuring on {} ({} patients with clinical data), generated earlier",
+                data.display(),
+                patients.len()
+            );
+            (patients, 0, 0, 0)
+        }
+        None => {
+            // A first start creates the administrator, whom the generated records name.
+            let (_, child, _) = cold_start(&runtime_exe, false, &data);
+            stop(child);
+            let store =
+                runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY)
+                    .unwrap();
+            let admin = store.user_by_username("admin").unwrap().unwrap().uuid;
+            drop(store);
 
-    // A first start creates the administrator, whom the generated records name.
-    let (_, child, _) = cold_start(&runtime_exe, false, &data);
-    stop(child);
-    let store =
-        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
-    let admin = store.user_by_username("admin").unwrap().unwrap().uuid;
-    drop(store);
+            let t = Instant::now();
+            let mut patients = seed(&data, &type_uuid);
+            patients.truncate(PATIENTS / scale());
+            println!(
+                "seeded {} patients in {:.1} s",
+                PATIENTS,
+                t.elapsed().as_secs_f64()
+            );
+            let refs = Refs {
+                admin,
+                encounter_type,
+                visit_type,
+                location: location.clone(),
+            };
+            let extra = Extra {
+                opening_type: Some(consultation),
+                admission: Some((admission, ADMITTED_EVERY)),
+                coded,
+                coded_every: CODED_EVERY,
+            };
+            let store =
+                runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY)
+                    .unwrap();
+            let t = Instant::now();
+            let (visits, encounters, observations) =
+                generate_with(&store, &patients, &refs, &extra);
+            let deaths = date_deaths(&store, &patients);
+            drop(store);
+            let bytes = std::fs::metadata(data.join("store.redb")).unwrap().len();
+            println!(
+                "generated {visits} visits, {encounters} encounters, {observations} observations, {deaths} dates of death in {:.0} s; store {:.2} GB",
+                t.elapsed().as_secs_f64(),
+                bytes as f64 / 1e9,
+            );
 
-    let t = Instant::now();
-    let mut patients = seed(&data, &type_uuid);
-    patients.truncate(PATIENTS / scale());
-    println!(
-        "seeded {} patients in {:.1} s",
-        PATIENTS,
-        t.elapsed().as_secs_f64()
-    );
-    let refs = Refs {
-        admin,
-        encounter_type,
-        visit_type,
-        location: location.clone(),
+            if keep.is_some() {
+                // The patients with clinical data, one per line, to drive a profiled runtime.
+                std::fs::write(data.join("patients.txt"), patients.join("\n")).unwrap();
+                println!(
+                    "generated into {} (patients with clinical data in patients.txt; the reports' paths: {} and {})",
+                    data.display(),
+                    report_path(HIV, None),
+                    report_path(ACTIVITY, Some(&location))
+                );
+                return;
+            }
+            (patients, visits, encounters, observations)
+        }
     };
-    let extra = Extra {
-        opening_type: Some(consultation),
-        admission: Some((admission, ADMITTED_EVERY)),
-        coded,
-        coded_every: CODED_EVERY,
-    };
-    let store =
-        runtime::store::Store::open(&data.join("store.redb"), &runtime::domains::REGISTRY).unwrap();
-    let t = Instant::now();
-    let (visits, encounters, observations) = generate_with(&store, &patients, &refs, &extra);
-    let deaths = date_deaths(&store, &patients);
-    drop(store);
     let store_bytes = std::fs::metadata(data.join("store.redb")).unwrap().len();
-    println!(
-        "generated {visits} visits, {encounters} encounters, {observations} observations, {deaths} dates of death in {:.0} s; store {:.2} GB",
-        t.elapsed().as_secs_f64(),
-        store_bytes as f64 / 1e9,
-    );
-
-    if keep.is_some() {
-        // The patients with clinical data, one per line, to drive a profiled runtime.
-        std::fs::write(data.join("patients.txt"), patients.join("\n")).unwrap();
-        println!(
-            "generated into {} (patients with clinical data in patients.txt; the reports' paths: {} and {})",
-            data.display(),
-            report_path(HIV, None),
-            report_path(ACTIVITY, Some(&location))
-        );
-        return;
-    }
 
     let (_, child, port) = cold_start(&runtime_exe, false, &data);
     let pid = child.id();
@@ -498,13 +529,24 @@ fn run() {
 
     // The summary.
     println!();
-    println!(
-        "SUMMARY: {} patients with data, {visits} visits, {encounters} encounters, {observations} observations; store {:.2} GB; month {} to {}",
-        patients.len(),
-        store_bytes as f64 / 1e9,
-        MONTH.0,
-        MONTH.1
-    );
+    if reused.is_some() {
+        println!(
+            "SUMMARY: {} patients with data (the data generated earlier); store {:.2} GB; month {} to {}; runtime {}",
+            patients.len(),
+            store_bytes as f64 / 1e9,
+            MONTH.0,
+            MONTH.1,
+            runtime_exe.display()
+        );
+    } else {
+        println!(
+            "SUMMARY: {} patients with data, {visits} visits, {encounters} encounters, {observations} observations; store {:.2} GB; month {} to {}",
+            patients.len(),
+            store_bytes as f64 / 1e9,
+            MONTH.0,
+            MONTH.1
+        );
+    }
     println!(
         "runtime resident memory: idle {} MB; before the load {} MB (peak so far {} MB); after it {} MB (peak {} MB)",
         idle.rss, before_load.rss, before_load.peak, end.rss, end.peak
