@@ -210,6 +210,8 @@ def run(base, auth):
     check.search("Location?_tag=Login%20Location", expect_some=False)
     check.search("Location?_count=100")
     check.search("Observation?_lastUpdated=gt2000-01-01&_count=100")
+    check.search(f"Observation/$lastn?patient={PATIENT}&max=2")
+    check.search("Encounter?date=gt2000-01-01&_count=100")
     # Her child, of whom she is the RelatedPerson.
     check.search("RelatedPerson?patient=5b0c8a4e-2f4e-4f4e-9d1a-6c1c6f0a0002")
     check.search("Practitioner?name=a", expect_some=False)

@@ -76,6 +76,11 @@ pub const SUPPORTED: &[Supported] = &[
                 "date",
                 "_lastUpdated",
                 "_total",
+                "value-quantity",
+                "value-concept",
+                "value-string",
+                "value-date",
+                "has-member",
             ],
         )
     },
@@ -92,6 +97,8 @@ pub const SUPPORTED: &[Supported] = &[
             "status",
             "patientSearchTerm",
             "location",
+            "participant",
+            "_lastUpdated",
         ],
     ),
     Supported {
@@ -204,6 +211,10 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
             let mut r = json!({"type": s.kind, "interaction": interactions});
             match s.kind {
                 "Patient" => r["operation"] = crate::app::export::patient_operations(),
+                "Observation" => {
+                    r["operation"] = json!([{"name": "lastn",
+                        "definition": "http://hl7.org/fhir/OperationDefinition/Observation-lastn"}])
+                }
                 "Group" => r["operation"] = crate::app::export::group_operations(),
                 _ => {}
             }

@@ -1302,3 +1302,242 @@ async fn visits_and_encounters_are_voided_through_an_update() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
+
+const FHIR: &str = "/openmrs/ws/fhir2/R4";
+
+fn fhir_ids(bundle: &Value) -> Vec<String> {
+    bundle["entry"]
+        .as_array()
+        .map(|e| {
+            e.iter()
+                .map(|x| x["resource"]["id"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn fhir_finds_observations_by_value_group_and_newest_and_encounters_by_date_place_and_provider()
+ {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "200099").await;
+    let visit = start_visit(&mut c, &st, &p, &ago(90)).await;
+    let visit_uuid = visit["uuid"].as_str().unwrap().to_string();
+    let temperature = concept_uuid(&st, "DRC-EMR:5001");
+    let malaria_rdt = concept_uuid(&st, "DRC-EMR:3040");
+    let positive = concept_uuid(&st, "DRC-EMR:1004");
+    let cbc = concept_uuid(&st, "DRC-EMR:3058");
+    let haemoglobin = concept_uuid(&st, "DRC-EMR:3001");
+    let here = location_uuid(&st, "Centre de santé Bondeko");
+    let provider = c.get(&format!("{REST}/session")).await.body["currentProvider"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let first = json!({
+        "patient": p, "encounterType": CONSULTATION_TYPE, "encounterDatetime": ago(30),
+        "visit": visit_uuid, "location": here,
+        "encounterProviders": [{"provider": provider, "encounterRole": CLINICIAN_ROLE}],
+        "obs": [
+            {"concept": temperature, "value": 38.6},
+            {"concept": malaria_rdt, "value": positive},
+            {"concept": CHIEF_COMPLAINT, "value": "Fièvre depuis trois jours"},
+            {"concept": HIV_DIAGNOSIS_DATE, "value": "2024-03-05"},
+            {"concept": cbc, "groupMembers": [{"concept": haemoglobin, "value": "9.5"}]}
+        ]
+    });
+    let r = c
+        .post(&format!("{REST}/encounter"), &first.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let first = r.body["uuid"].as_str().unwrap().to_string();
+    let second = json!({
+        "patient": p, "encounterType": VITALS_TYPE, "encounterDatetime": ago(20),
+        "visit": visit_uuid, "location": here,
+        "obs": [{"concept": temperature, "value": 37.2}]
+    });
+    let r = c
+        .post(&format!("{REST}/encounter"), &second.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let second = r.body["uuid"].as_str().unwrap().to_string();
+
+    let search = async |c: &mut Client, q: &str| {
+        let r = c.get(&format!("{FHIR}/{q}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}: {:?}", r.body);
+        r.body
+    };
+    let values = |b: &Value| -> Vec<Value> {
+        b["entry"]
+            .as_array()
+            .map(|e| {
+                e.iter()
+                    .map(|x| x["resource"]["valueQuantity"]["value"].clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // By a number, with a prefix, and in the concept's units (as written, or UCUM).
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=gt38"),
+    )
+    .await;
+    assert_eq!(values(&b), vec![json!(38.6)]);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=lt10"),
+    )
+    .await;
+    assert_eq!(values(&b), vec![json!(9.5)]);
+    let haemoglobin_obs = fhir_ids(&b)[0].clone();
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=38.6|http://unitsofmeasure.org|Cel"),
+    )
+    .await;
+    assert_eq!(values(&b), vec![json!(38.6)]);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=38.6|http://unitsofmeasure.org|kg"),
+    )
+    .await;
+    assert_eq!(b["total"], 0);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=ge37&value-quantity=le38"),
+    )
+    .await;
+    assert_eq!(values(&b), vec![json!(37.2)]);
+    let r = c
+        .get(&format!(
+            "{FHIR}/Observation?patient={p}&value-quantity=high"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.body["resourceType"], "OperationOutcome");
+    // By a coded answer, a text's start (accents and case aside), a date's month.
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-concept={positive}"),
+    )
+    .await;
+    assert_eq!(b["total"], 1);
+    assert_eq!(
+        b["entry"][0]["resource"]["code"]["coding"][0]["code"],
+        malaria_rdt
+    );
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-string=fievre"),
+    )
+    .await;
+    assert_eq!(
+        b["entry"][0]["resource"]["valueString"],
+        "Fièvre depuis trois jours"
+    );
+    assert_eq!(b["total"], 1);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-date=2024-03"),
+    )
+    .await;
+    assert_eq!(b["total"], 1);
+    let b = search(&mut c, &format!("Observation?patient={p}&value-date=2025")).await;
+    assert_eq!(b["total"], 0);
+    // The group a result belongs to.
+    let b = search(
+        &mut c,
+        &format!("Observation?has-member=Observation/{haemoglobin_obs}"),
+    )
+    .await;
+    assert_eq!(b["total"], 1);
+    assert_eq!(b["entry"][0]["resource"]["code"]["coding"][0]["code"], cbc);
+    assert_eq!(
+        b["entry"][0]["resource"]["hasMember"][0]["reference"],
+        format!("Observation/{haemoglobin_obs}")
+    );
+    // The newest of each concept: one temperature (the later), two with max=2, and one of
+    // each of her six concepts when none is named.
+    let b = search(
+        &mut c,
+        &format!("Observation/$lastn?patient={p}&code={temperature}"),
+    )
+    .await;
+    assert_eq!(values(&b), vec![json!(37.2)]);
+    let b = search(
+        &mut c,
+        &format!("Observation/$lastn?patient={p}&code={temperature}&max=2"),
+    )
+    .await;
+    assert_eq!(values(&b), vec![json!(37.2), json!(38.6)]);
+    let b = search(&mut c, &format!("Observation/$lastn?patient={p}")).await;
+    assert_eq!(b["total"], 6, "{b}");
+    let r = c
+        .get(&format!("{FHIR}/Observation/$lastn?patient={p}&max=0"))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c
+        .get(&format!("{FHIR}/Observation/$lastn?code={temperature}"))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+
+    // Encounters by date (with or without the patient), place, provider and last change.
+    let day = (chrono::Utc::now() - chrono::Duration::minutes(100))
+        .format("%Y-%m-%d")
+        .to_string();
+    let mut both = vec![first.clone(), second.clone()];
+    both.sort();
+    let sorted = |b: &Value| {
+        let mut ids = fhir_ids(b);
+        ids.sort();
+        ids
+    };
+    let b = search(&mut c, &format!("Encounter?patient={p}&date=ge{day}")).await;
+    assert_eq!(sorted(&b), both);
+    let b = search(&mut c, &format!("Encounter?date=ge{day}")).await;
+    assert_eq!(sorted(&b), both);
+    let b = search(&mut c, &format!("Encounter?patient={p}&date=lt2000")).await;
+    assert_eq!(b["total"], 0);
+    let b = search(
+        &mut c,
+        &format!("Encounter?patient={p}&participant=Practitioner/{provider}"),
+    )
+    .await;
+    assert_eq!(fhir_ids(&b), vec![first.clone()]);
+    assert_eq!(
+        b["entry"][0]["resource"]["participant"][0]["individual"]["reference"],
+        format!("Practitioner/{provider}")
+    );
+    let elsewhere = location_uuid(&st, "Bondeko - Accueil");
+    let b = search(
+        &mut c,
+        &format!("Encounter?patient={p}&location={elsewhere}"),
+    )
+    .await;
+    assert_eq!(b["total"], 0);
+    let b = search(
+        &mut c,
+        &format!("Encounter?patient={p}&location=Location/{here}"),
+    )
+    .await;
+    assert_eq!(sorted(&b), both);
+    let b = search(
+        &mut c,
+        &format!("Encounter?patient={p}&_lastUpdated=ge{day}"),
+    )
+    .await;
+    assert_eq!(sorted(&b), both);
+    let b = search(
+        &mut c,
+        &format!("Encounter?patient={p}&_lastUpdated=lt2000"),
+    )
+    .await;
+    assert_eq!(b["total"], 0);
+    let r = c
+        .get(&format!("{FHIR}/Encounter?patient={p}&status=active"))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c.get(&format!("{FHIR}/Encounter?location={here}")).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}

@@ -4,7 +4,7 @@
 //! interpretation computed from those ranges when the observation has none of its own.
 
 use crate::domains::encounter::store::{self, EncounterQuery, ObsQuery};
-use crate::domains::encounter::{EncounterRecord, ObsRecord, ObsValue};
+use crate::domains::encounter::{Comparison, EncounterRecord, ObsRecord, ObsValue, ValueFilter};
 use crate::http::AppState;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fhir::{
@@ -190,6 +190,89 @@ fn category_of(class: &str) -> &'static str {
 /// The concepts a `category` search parameter admits (`laboratory`, or
 /// `system|laboratory`, several separated by commas), narrowing `concepts` when codes
 /// were also given; `None` when the search names no category.
+/// The value tests a search asks for (`value-quantity`, `value-concept`, `value-string`,
+/// `value-date`; each occurrence one value, all of them to hold), and the concepts a
+/// quantity's units leave possible (`None`: no units named).
+fn value_filters(
+    catalog: &crate::catalog::Catalog,
+    query: &[(String, String)],
+) -> Result<(Vec<ValueFilter>, Option<Vec<String>>), String> {
+    let mut filters = Vec::new();
+    let mut with_units: Option<Vec<String>> = None;
+    for (k, raw) in query {
+        match k.as_str() {
+            "value-quantity" => {
+                let mut parts = raw.splitn(3, '|');
+                let number = parts.next().unwrap_or_default();
+                let (_system, code) = (parts.next(), parts.next().unwrap_or_default());
+                let (cmp, n) = number_param(number).ok_or_else(|| {
+                    format!(
+                        "value-quantity: '{raw}' is not a number with an optional prefix (eq, ne, gt, lt, ge, le) and units (|system|code)"
+                    )
+                })?;
+                filters.push(ValueFilter::Number(cmp, n));
+                if !code.is_empty() {
+                    // The concepts recorded in those units, named as the content writes them
+                    // or by their UCUM code.
+                    let units: Vec<String> = catalog
+                        .content
+                        .concepts
+                        .iter()
+                        .filter(|c| {
+                            c.numeric
+                                .as_ref()
+                                .and_then(|n| n.units.as_deref())
+                                .is_some_and(|u| {
+                                    u == code || crate::http::fhir::ucum(u) == Some(code)
+                                })
+                        })
+                        .map(|c| c.uuid.clone())
+                        .collect();
+                    with_units = Some(match with_units {
+                        Some(before) => before.into_iter().filter(|c| units.contains(c)).collect(),
+                        None => units,
+                    });
+                }
+            }
+            "value-concept" => {
+                let pair = [(k.clone(), raw.clone())];
+                filters.push(ValueFilter::Concept(crate::http::fhir::concepts_param(
+                    catalog,
+                    &pair,
+                    &["value-concept"],
+                )));
+            }
+            "value-string" => filters.push(ValueFilter::Text(raw.clone())),
+            "value-date" => {
+                let pair = [(k.clone(), raw.clone())];
+                if let Some((from, to)) = crate::http::fhir::instant_bounds(&pair, "value-date")? {
+                    filters.push(ValueFilter::Date(from, to));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((filters, with_units))
+}
+
+/// A FHIR number search value: a prefix (`eq` when none) and the number.
+fn number_param(v: &str) -> Option<(Comparison, f64)> {
+    let prefixes = [
+        ("eq", Comparison::Eq),
+        ("ne", Comparison::Ne),
+        ("gt", Comparison::Gt),
+        ("lt", Comparison::Lt),
+        ("ge", Comparison::Ge),
+        ("le", Comparison::Le),
+    ];
+    let (cmp, rest) = prefixes
+        .iter()
+        .find_map(|(p, c)| v.strip_prefix(p).map(|r| (*c, r)))
+        .unwrap_or((Comparison::Eq, v));
+    let n: f64 = rest.trim().parse().ok()?;
+    n.is_finite().then_some((cmp, n))
+}
+
 fn in_categories(
     catalog: &crate::catalog::Catalog,
     query: &[(String, String)],
@@ -423,6 +506,16 @@ pub fn encounter_json(e: &EncounterRecord, catalog: &crate::catalog::Catalog) ->
     if let Some(v) = &e.visit {
         r["partOf"] = json!({"reference": format!("Encounter/{v}"), "type": "Encounter"});
     }
+    if !e.providers.is_empty() {
+        r["participant"] = e
+            .providers
+            .iter()
+            .map(|p| {
+                json!({"individual": {"reference": format!("Practitioner/{}", p.provider),
+                    "type": "Practitioner"}})
+            })
+            .collect();
+    }
     r
 }
 
@@ -436,7 +529,11 @@ pub async fn observations(
     let bounds =
         |name: &str| crate::http::fhir::instant_bounds(&query, name).map_err(ApiError::BadRequest);
     let (date, updated) = (bounds("date")?, bounds("_lastUpdated")?);
+    let (values, with_units) = value_filters(&catalog, &query).map_err(ApiError::BadRequest)?;
     let patient = patient_param(&query);
+    if let Some(member) = param(&query, "has-member") {
+        return obs_group_of(&state, &caller, &query, member, patient.as_deref());
+    }
     // Without a patient, the changes of a period (a warehouse's incremental extraction):
     // the one way in that an index serves, never a scan of every observation.
     if patient.is_none() && updated.is_none() {
@@ -470,6 +567,28 @@ pub async fn observations(
         Some(admitted) => admitted,
         None => concepts,
     };
+    // A quantity's units narrow to the concepts recorded in them; units no concept has
+    // match nothing.
+    let units_named = with_units.is_some();
+    let concepts = match with_units {
+        None => concepts,
+        Some(units) if concepts.is_empty() => units,
+        Some(units) => concepts.into_iter().filter(|c| units.contains(c)).collect(),
+    };
+    if units_named && concepts.is_empty() {
+        return Ok(fhir_of(
+            StatusCode::OK,
+            &search_bundle_of::<Observation>(
+                &base(&state, &caller),
+                "Observation",
+                &query,
+                0,
+                w.start,
+                w.limit,
+                Vec::new(),
+            ),
+        ));
+    }
     // `encounter.type` narrows to one encounter type (the form engine's latest value).
     let q = ObsQuery {
         patient,
@@ -480,6 +599,7 @@ pub async fn observations(
         include_voided: false,
         date,
         updated,
+        values,
     };
     let (list, page) = store::list_obs(&state.store, &q, w)?;
     let locale = caller.locale(&catalog);
@@ -525,6 +645,138 @@ pub async fn observations(
     ))
 }
 
+/// `GET Observation/$lastn?patient=…[&code=…][&category=…][&max=n]` (fhir2's
+/// operation): the `max` (1 by default) newest observations of each concept named by
+/// `code` or falling in `category`, or of each concept the patient has observations of when
+/// neither is given — privilege: Get Observations.
+pub async fn lastn(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    caller.require(&["Get Observations"])?;
+    let Some(patient) = patient_param(&query) else {
+        return Err(ApiError::BadRequest(
+            "$lastn needs a patient (patient, subject)".into(),
+        ));
+    };
+    let max = match param(&query, "max") {
+        None => 1,
+        Some(m) => match m.parse::<usize>() {
+            Ok(n) if (1..=100).contains(&n) => n,
+            _ => {
+                return Err(ApiError::BadRequest(format!(
+                    "max: a whole number from 1 to 100, not {m}"
+                )));
+            }
+        },
+    };
+    let catalog = state.catalog.load();
+    let named = crate::http::fhir::concepts_param(&catalog, &query, &["code"]);
+    let concepts = match in_categories(&catalog, &query, &named) {
+        Some(admitted) => admitted,
+        None if named.is_empty() => store::concepts_of_patient(&state.store, &patient)?,
+        None => named,
+    };
+    let mut list = Vec::new();
+    for concept in concepts {
+        let q = ObsQuery {
+            patient: Some(patient.clone()),
+            concepts: vec![concept],
+            ..ObsQuery::default()
+        };
+        let w = crate::store::record::Window {
+            start: 0,
+            limit: max,
+            count_all: false,
+        };
+        list.extend(store::list_obs(&state.store, &q, w)?.0);
+    }
+    let locale = caller.locale(&catalog);
+    let mut parts = PartsByConcept::new(&catalog, &locale);
+    let mut members = Vec::with_capacity(list.len());
+    for o in &list {
+        parts.prepare(o);
+        members.push(match o.value {
+            ObsValue::Group => store::group_members(&state.store, &o.uuid)?
+                .into_iter()
+                .map(|m| m.uuid)
+                .collect(),
+            _ => Vec::new(),
+        });
+    }
+    let resources: Vec<_> = list
+        .iter()
+        .zip(&members)
+        .map(|(o, m)| (o.uuid.clone(), observation_resource(o, &catalog, &parts, m)))
+        .collect();
+    let total = resources.len();
+    Ok(fhir_of(
+        StatusCode::OK,
+        &crate::http::fhir::search_bundle_paged(
+            &base(&state, &caller),
+            "Observation/$lastn",
+            &query,
+            Some(total),
+            false,
+            0,
+            total.max(1),
+            resources,
+        ),
+    ))
+}
+
+/// `Observation?has-member=Observation/{id}`: the group holding that observation (none
+/// when it is in no group, voided, or another patient's than the one named).
+fn obs_group_of(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    query: &[(String, String)],
+    member: &str,
+    patient: Option<&str>,
+) -> ApiResult<Response> {
+    let catalog = state.catalog.load();
+    let id = member.strip_prefix("Observation/").unwrap_or(member);
+    let group = match store::obs(&state.store, id)?.and_then(|m| m.obs_group) {
+        Some(g) => store::obs(&state.store, &g)?,
+        None => None,
+    }
+    .filter(|g| !g.voiding.voided && patient.is_none_or(|p| p == g.person));
+    let w = window(query);
+    let members: Vec<String> = match &group {
+        Some(g) => store::group_members(&state.store, &g.uuid)?
+            .into_iter()
+            .map(|m| m.uuid)
+            .collect(),
+        None => Vec::new(),
+    };
+    let locale = caller.locale(&catalog);
+    let mut parts = PartsByConcept::new(&catalog, &locale);
+    let mut resources = Vec::new();
+    if let Some(g) = &group {
+        parts.prepare(g);
+        resources.push((
+            g.uuid.clone(),
+            observation_resource(g, &catalog, &parts, &members),
+        ));
+    }
+    let total = resources.len();
+    let page: Vec<_> = resources.into_iter().skip(w.start).take(w.limit).collect();
+    Ok(fhir_of(
+        StatusCode::OK,
+        &crate::http::fhir::search_bundle_paged(
+            &base(state, caller),
+            "Observation",
+            query,
+            Some(total),
+            false,
+            w.start,
+            w.limit,
+            page,
+        ),
+    ))
+}
+
 pub async fn observation(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -554,19 +806,40 @@ pub async fn encounters(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Encounters"])?;
-    let Some(patient) = patient_param(&query) else {
+    // The pharmacy's named query's own parameters mean nothing to a plain search.
+    for only_named in ["status", "patientSearchTerm"] {
+        if param(&query, only_named).is_some() {
+            return Err(ApiError::BadRequest(format!(
+                "Encounter's {only_named} is searched only with _query=encountersWithMedicationRequests"
+            )));
+        }
+    }
+    let bounds =
+        |name: &str| crate::http::fhir::instant_bounds(&query, name).map_err(ApiError::BadRequest);
+    let (date, updated) = (bounds("date")?, bounds("_lastUpdated")?);
+    let patient = patient_param(&query);
+    // Without a patient, a period of the facility's encounters (the index by time).
+    if patient.is_none() && date.is_none() {
         return Err(ApiError::BadRequest(
-            "Encounter searches need a patient (subject)".into(),
+            "Encounter searches need a patient (subject) or a date".into(),
         ));
-    };
+    }
     let w = window(&query);
     let catalog = state.catalog.load();
+    let (from, to) = date.unwrap_or_default();
+    let reference = |prefix: &str, v: &str| v.trim().trim_start_matches(prefix).to_string();
     // `type` narrows to one encounter type (the form engine asks for the patient's previous
     // encounter of the form's type).
     let q = EncounterQuery {
-        patient: Some(patient),
+        patient,
         encounter_type: param(&query, "type")
             .map(|t| crate::domains::encounter::encounter_type_uuid(&catalog, t)),
+        from,
+        to,
+        locations: param(&query, "location")
+            .map(|l| l.split(',').map(|x| reference("Location/", x)).collect()),
+        provider: param(&query, "participant").map(|p| reference("Practitioner/", p)),
+        updated,
         ..EncounterQuery::default()
     };
     let (list, page) = store::list(&state.store, &q, w)?;

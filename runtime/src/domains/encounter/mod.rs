@@ -72,6 +72,62 @@ pub enum ObsValue {
     Group,
 }
 
+/// A test of an observation's value: FHIR's `value-quantity`, `value-concept`,
+/// `value-string` and `value-date` search parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueFilter {
+    /// A numeric value compared with a number.
+    Number(Comparison, f64),
+    /// A coded value, one of these concepts.
+    Concept(Vec<String>),
+    /// A text value that starts with this, accents and case aside (FHIR's string search).
+    Text(String),
+    /// A date or date-time value within these key-form bounds (inclusive, either open).
+    Date(Option<String>, Option<String>),
+}
+
+/// A number search's prefix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Gt,
+    Lt,
+    Ge,
+    Le,
+}
+
+impl ValueFilter {
+    /// Whether a value passes; a value of another kind never does.
+    pub fn admits(&self, v: &ObsValue) -> bool {
+        match (self, v) {
+            (ValueFilter::Number(c, n), ObsValue::Numeric(x)) => match c {
+                Comparison::Eq => x == n,
+                Comparison::Ne => x != n,
+                Comparison::Gt => x > n,
+                Comparison::Lt => x < n,
+                Comparison::Ge => x >= n,
+                Comparison::Le => x <= n,
+            },
+            (ValueFilter::Concept(list), ObsValue::Coded(c)) => list.contains(c),
+            (ValueFilter::Text(start), ObsValue::Text(t)) => {
+                crate::search::fold(t).starts_with(&crate::search::fold(start))
+            }
+            (ValueFilter::Date(from, to), ObsValue::Date(d) | ObsValue::Datetime(d)) => {
+                // A date is its day's first instant, in the key form the bounds have.
+                let at = if d.len() == 10 {
+                    format!("{d}T00:00:00.000Z")
+                } else {
+                    d.clone()
+                };
+                from.as_deref().is_none_or(|f| at.as_str() >= f)
+                    && to.as_deref().is_none_or(|t| at.as_str() <= t)
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Stored in binary (`store::encode_obs`), not JSON like the other records: a facility
 /// has millions, and the chart reads a hundred at a time. The binary form is positional:
 /// a change of fields needs a new format tag there, with the old one still decoded.

@@ -81,6 +81,7 @@ fn leaf(c: &Concept, patient: &str, ctx: &Ctx) -> ApiResult<Value> {
     let (mut records, _) = list_obs(
         ctx.store,
         &ObsQuery {
+            values: Vec::new(),
             patient: Some(patient.to_string()),
             concepts: vec![c.uuid.clone()],
             ..ObsQuery::default()

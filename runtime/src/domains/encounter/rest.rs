@@ -604,6 +604,7 @@ pub async fn search(
             }
         }),
         include_voided: flag(&query, "includeAll").unwrap_or(false),
+        ..EncounterQuery::default()
     };
     if q.patient.is_none() && q.visit.is_none() {
         return Err(ApiError::BadRequest(
@@ -891,6 +892,7 @@ pub async fn obs_search(
     let concepts =
         crate::http::fhir::concepts_param(&state.catalog.load(), &query, &["concept", "concepts"]);
     let q = ObsQuery {
+        values: Vec::new(),
         patient: param(&query, "patient")
             .or(param(&query, "person"))
             .map(str::to_string),
@@ -1008,6 +1010,10 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
             &paths.fhir("/Observation"),
             get(crate::domains::encounter::fhir::observations)
                 .post(crate::domains::encounter::fhir::create_observation),
+        )
+        .route(
+            &paths.fhir("/Observation/$lastn"),
+            get(crate::domains::encounter::fhir::lastn),
         )
         .route(
             &paths.fhir("/Observation/{id}"),

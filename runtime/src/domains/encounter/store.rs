@@ -316,6 +316,12 @@ pub struct EncounterQuery {
     pub from: Option<String>,
     pub to: Option<String>,
     pub include_voided: bool,
+    /// Any of these locations.
+    pub locations: Option<Vec<String>>,
+    /// A provider among the encounter's (FHIR's `participant`).
+    pub provider: Option<String>,
+    /// Key-form bounds (inclusive) of when the encounter last changed (`_lastUpdated`).
+    pub updated: Option<(Option<String>, Option<String>)>,
 }
 
 /// One page of a patient's or a visit's encounters, newest first.
@@ -327,7 +333,11 @@ pub fn list(
     let txn = store.begin_read()?;
     let records = txn.open_table(ENCOUNTERS)?;
     let exclude = if q.include_voided { 0 } else { VOIDED };
-    let needs_record = q.encounter_type.is_some() || q.form.is_some();
+    let needs_record = q.encounter_type.is_some()
+        || q.form.is_some()
+        || q.locations.is_some()
+        || q.provider.is_some()
+        || q.updated.is_some();
     let keep = |k: &str| -> bool {
         let mut parts = k.split('|');
         let (_, at, uuid) = (
@@ -348,10 +358,25 @@ pub fn list(
         else {
             return false;
         };
+        let changed = e
+            .audit
+            .date_changed
+            .as_deref()
+            .unwrap_or(&e.audit.date_created);
         q.encounter_type
             .as_ref()
             .is_none_or(|t| &e.encounter_type == t)
             && q.form.as_ref().is_none_or(|f| e.form.as_ref() == Some(f))
+            && q.locations
+                .as_ref()
+                .is_none_or(|l| e.location.as_ref().is_some_and(|x| l.contains(x)))
+            && q.provider
+                .as_ref()
+                .is_none_or(|p| e.providers.iter().any(|x| &x.provider == p))
+            && q.updated.as_ref().is_none_or(|(from, to)| {
+                from.as_deref().is_none_or(|f| changed >= f)
+                    && to.as_deref().is_none_or(|t| changed <= t)
+            })
     };
     let page = match (&q.visit, &q.patient) {
         (Some(v), _) => crate::store::record::scan(
@@ -370,6 +395,18 @@ pub fn list(
             window,
             keep,
         )?,
+        // Every patient's encounters of a period: the facility's index by time, bounded.
+        (None, None) if q.from.is_some() || q.to.is_some() => {
+            crate::store::record::scan_where_between(
+                &txn.open_table(ENC_BY_TIME)?,
+                "all",
+                q.from.as_deref(),
+                q.to.as_deref(),
+                true,
+                window,
+                |k, flags| flags & exclude == 0 && keep(k),
+            )?
+        }
         (None, None) => Page::default(),
     };
     let out = read_all(&records, &page.uuids, decode_encounter)?;
@@ -457,6 +494,8 @@ pub struct ObsQuery {
     /// Key-form bounds (inclusive) of when it last changed (`_lastUpdated`): without a
     /// patient, the only way in (the `obs_by_updated` index, oldest change first).
     pub updated: Option<(Option<String>, Option<String>)>,
+    /// Tests of the value, all of which must hold (FHIR's `value-*`).
+    pub values: Vec<super::ValueFilter>,
 }
 
 /// One page of observations, newest first. With several concepts, each concept's index
@@ -480,6 +519,7 @@ pub fn list_obs(
     let by_updated = q.encounter.is_none() && q.patient.is_none();
     let needs_record = q.encounter_type.is_some()
         || q.date.is_some()
+        || !q.values.is_empty()
         || (q.updated.is_some() && !by_updated)
         || (by_updated && !q.concepts.is_empty());
     // What the keys cannot tell is read from the observation (and its encounter's type).
@@ -496,6 +536,7 @@ pub fn list_obs(
             return false;
         };
         if !within(&o.datetime, &q.date)
+            || !q.values.iter().all(|f| f.admits(&o.value))
             || (!by_updated && !within(last_updated(&o), &q.updated))
             || (by_updated && !q.concepts.is_empty() && !q.concepts.contains(&o.concept))
         {
@@ -578,6 +619,20 @@ pub fn list_obs(
     Ok((out, page))
 }
 
+/// The concepts a patient has observations of (voided ones left out), from the index's
+/// keys alone (`patient|concept|datetime|uuid`), in the index's order.
+pub fn concepts_of_patient(store: &Store, patient: &str) -> StoreResult<Vec<String>> {
+    let txn = store.begin_read()?;
+    let keys =
+        crate::store::record::keys_under_all(&txn.open_table(OBS_BY_CONCEPT)?, &[patient], VOIDED)?;
+    let mut concepts: Vec<String> = keys
+        .iter()
+        .filter_map(|k| k.split('|').nth(1).map(str::to_string))
+        .collect();
+    concepts.dedup();
+    Ok(concepts)
+}
+
 /// Where a merge finds a patient's records of this table (voided ones included).
 pub const MERGE_ENCOUNTERS: crate::store::record::MergeMove = crate::store::record::MergeMove {
     table: &ENCOUNTER_RECORDS,
@@ -594,22 +649,26 @@ pub const MERGE_OBS: crate::store::record::MergeMove = crate::store::record::Mer
     counted_as: Some("observations"),
 };
 
+/// Whose an encounter is, of which type, where: what a report's listing reads of each
+/// encounter of a month, decoded without the rest of the record.
+#[derive(serde::Deserialize)]
+pub struct EncounterBrief {
+    pub patient: String,
+    pub encounter_type: String,
+    #[serde(default)]
+    pub location: Option<String>,
+}
+
 /// The encounters between `from` and `to` (key form, inclusive, either open), oldest
 /// first, voided ones left out, in the caller's read transaction (reports).
-pub fn between_in(
+pub fn briefs_between_in(
     txn: &ReadTransaction,
     from: Option<&str>,
     to: Option<&str>,
-) -> StoreResult<Vec<EncounterRecord>> {
-    crate::store::record::records_between_in(
-        txn,
-        ENCOUNTERS,
-        ENC_BY_TIME,
-        "all",
-        from,
-        to,
-        decode_encounter,
-    )
+) -> StoreResult<Vec<EncounterBrief>> {
+    crate::store::record::records_between_in(txn, ENCOUNTERS, ENC_BY_TIME, "all", from, to, |b| {
+        crate::store::record::decode("encounters", b)
+    })
 }
 
 /// A patient's encounters between `from` and `to`, oldest first, voided ones left out.
@@ -691,17 +750,22 @@ mod tests {
             .unwrap();
             s.set_meta("schema_version", "2").unwrap();
             let txn = s.begin_read().unwrap();
-            assert!(between_in(&txn, None, None).unwrap().is_empty());
+            assert!(briefs_between_in(&txn, None, None).unwrap().is_empty());
         }
         let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
         let txn = s.begin_read().unwrap();
-        let found = between_in(
+        let found = briefs_between_in(
             &txn,
             Some("2026-01-01T00:00:00.000Z"),
             Some("2026-01-31T23:59:59.999Z"),
         )
         .unwrap();
-        assert_eq!(found, vec![e]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].patient.as_str(), found[0].encounter_type.as_str()),
+            (e.patient.as_str(), e.encounter_type.as_str())
+        );
+        assert_eq!(found[0].location, e.location);
     }
     /// A store of version 3 had no observations by change; opening it builds the index, so
     /// `_lastUpdated` finds what was recorded before.

@@ -376,6 +376,7 @@ pub async fn search(
     };
     let w = window(&query);
     let q = ObsQuery {
+        values: Vec::new(),
         patient: Some(patient),
         concepts: vec![concepts.group.clone()],
         ..ObsQuery::default()

@@ -204,6 +204,7 @@ fn request_of(
     let mut concepts = vec![concept.to_string()];
     concepts.extend(adt.admission_decision.clone());
     let query = encounters::ObsQuery {
+        values: Vec::new(),
         patient: Some(visit.patient.clone()),
         concepts,
         ..Default::default()

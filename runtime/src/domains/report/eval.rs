@@ -339,7 +339,7 @@ impl<'t> Evaluator<'t> {
         }
         let (from, to) = self.bounds(when);
         let list: Rc<Vec<Brief>> = Rc::new(
-            visit::store::started_between_in(self.txn, from.as_deref(), to.as_deref())?
+            visit::store::briefs_started_between_in(self.txn, from.as_deref(), to.as_deref())?
                 .into_iter()
                 .map(|v| Brief {
                     patient: v.patient,
@@ -359,7 +359,7 @@ impl<'t> Evaluator<'t> {
         }
         let (from, to) = self.bounds(when);
         let list: Rc<Vec<Brief>> = Rc::new(
-            encounter::store::between_in(self.txn, from.as_deref(), to.as_deref())?
+            encounter::store::briefs_between_in(self.txn, from.as_deref(), to.as_deref())?
                 .into_iter()
                 .map(|e| Brief {
                     patient: e.patient,

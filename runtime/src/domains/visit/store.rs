@@ -231,14 +231,26 @@ fn decode_visit(bytes: &[u8]) -> StoreResult<VisitRecord> {
     crate::store::record::decode("visits", bytes)
 }
 
+/// Whose a visit is, of which type, where: what a report's listing reads of each visit of
+/// a month, decoded without the rest of the record.
+#[derive(serde::Deserialize)]
+pub struct VisitBrief {
+    pub patient: String,
+    pub visit_type: String,
+    #[serde(default)]
+    pub location: Option<String>,
+}
+
 /// The visits started between `from` and `to` (key form, inclusive, either open), oldest
 /// first, voided ones left out, in the caller's read transaction (reports).
-pub fn started_between_in(
+pub fn briefs_started_between_in(
     txn: &ReadTransaction,
     from: Option<&str>,
     to: Option<&str>,
-) -> StoreResult<Vec<VisitRecord>> {
-    crate::store::record::records_between_in(txn, TABLE, BY_START, "all", from, to, decode_visit)
+) -> StoreResult<Vec<VisitBrief>> {
+    crate::store::record::records_between_in(txn, TABLE, BY_START, "all", from, to, |b| {
+        crate::store::record::decode("visits", b)
+    })
 }
 
 /// Whether a patient has a visit (not voided) started between `from` and `to` (key form,
