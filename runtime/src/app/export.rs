@@ -31,6 +31,7 @@ pub const PATIENT_TYPES: &[&str] = &[
     "Patient",
     "Encounter",
     "Observation",
+    "DiagnosticReport",
     "Condition",
     "AllergyIntolerance",
     "Immunization",

@@ -163,6 +163,10 @@ pub const SUPPORTED: &[Supported] = &[
         )
     },
     read_search("Medication", &["code"]),
+    read_search(
+        "DiagnosticReport",
+        crate::domains::encounter::diagnostic_report::SEARCH_PARAMS,
+    ),
     read_search("RelatedPerson", &["_id", SUBJECT[0], SUBJECT[1]]),
     read_search(
         "ServiceRequest",

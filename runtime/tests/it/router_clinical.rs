@@ -1457,6 +1457,55 @@ async fn fhir_finds_observations_by_value_group_and_newest_and_encounters_by_dat
         b["entry"][0]["resource"]["hasMember"][0]["reference"],
         format!("Observation/{haemoglobin_obs}")
     );
+    // The panel as a laboratory report: its members its results; a single result or a
+    // vital sign is none.
+    let b = search(&mut c, &format!("DiagnosticReport?patient={p}")).await;
+    assert_eq!(b["total"], 1, "{b}");
+    let report = &b["entry"][0]["resource"];
+    assert_eq!(report["code"]["coding"][0]["code"], cbc);
+    assert_eq!(report["category"][0]["coding"][0]["code"], "LAB");
+    assert_eq!(report["status"], "final");
+    assert_eq!(
+        report["encounter"]["reference"],
+        format!("Encounter/{first}")
+    );
+    assert_eq!(
+        report["result"],
+        json!([{"reference": format!("Observation/{haemoglobin_obs}"), "type": "Observation"}])
+    );
+    assert!(report.get("basedOn").is_none(), "no order: {report}");
+    let panel = report["id"].as_str().unwrap().to_string();
+    let r = c.get(&format!("{FHIR}/DiagnosticReport/{panel}")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(&r.body, report);
+    let r = c
+        .get(&format!("{FHIR}/DiagnosticReport/{haemoglobin_obs}"))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.body["resourceType"], "OperationOutcome");
+    let b = search(
+        &mut c,
+        &format!("DiagnosticReport?patient={p}&code={temperature}"),
+    )
+    .await;
+    assert_eq!(b["total"], 0);
+    let b = search(
+        &mut c,
+        &format!("DiagnosticReport?patient={p}&code={cbc}&date=lt2000"),
+    )
+    .await;
+    assert_eq!(b["total"], 0);
+    let b = search(
+        &mut c,
+        &format!("DiagnosticReport?encounter=Encounter/{first}"),
+    )
+    .await;
+    assert_eq!(fhir_ids(&b), vec![panel.clone()]);
+    let b = search(&mut c, &format!("DiagnosticReport?encounter={second}")).await;
+    assert_eq!(b["total"], 0);
+    let r = c.get(&format!("{FHIR}/DiagnosticReport?code={cbc}")).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+
     // The newest of each concept: one temperature (the later), two with max=2, and one of
     // each of her six concepts when none is named.
     let b = search(

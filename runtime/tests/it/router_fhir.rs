@@ -147,7 +147,7 @@ async fn what_is_not_served_is_said_so_never_an_empty_bundle() {
     for path in [
         "NoSuchType",
         "Task?status=requested",
-        "DiagnosticReport?patient=x",
+        "Specimen?patient=x",
         "NoSuchType/123",
         "ValueSet?url=x",
     ] {
@@ -255,7 +255,7 @@ async fn the_capability_statement_lists_what_is_served() {
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{kind}");
         assert!(is_outcome(&r.body), "{kind}");
     }
-    assert!(!resources.iter().any(|x| x["type"] == "DiagnosticReport"));
+    assert!(!resources.iter().any(|x| x["type"] == "Specimen"));
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@
 //! it (`previousVersion`), as OpenMRS does, so the history of a value is kept.
 
 pub mod body;
+pub mod diagnostic_report;
 pub mod fhir;
 pub mod obstree;
 pub mod repr;
@@ -84,6 +85,8 @@ pub enum ValueFilter {
     Text(String),
     /// A date or date-time value within these key-form bounds (inclusive, either open).
     Date(Option<String>, Option<String>),
+    /// An obs group (its members hold the values).
+    Group,
 }
 
 /// A number search's prefix.
@@ -123,6 +126,7 @@ impl ValueFilter {
                 from.as_deref().is_none_or(|f| at.as_str() >= f)
                     && to.as_deref().is_none_or(|t| at.as_str() <= t)
             }
+            (ValueFilter::Group, ObsValue::Group) => true,
             _ => false,
         }
     }

@@ -1012,6 +1012,14 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
                 .post(crate::domains::encounter::fhir::create_observation),
         )
         .route(
+            &paths.fhir("/DiagnosticReport"),
+            get(crate::domains::encounter::diagnostic_report::search),
+        )
+        .route(
+            &paths.fhir("/DiagnosticReport/{id}"),
+            get(crate::domains::encounter::diagnostic_report::read),
+        )
+        .route(
             &paths.fhir("/Observation/$lastn"),
             get(crate::domains::encounter::fhir::lastn),
         )
