@@ -74,6 +74,16 @@ pub fn reference_id(v: Option<&Value>, kind: &str) -> Option<String> {
 /// dateTime, whose precision (year, month, day, second) is the range `eq` means.
 pub type Bounds = (Option<String>, Option<String>);
 
+/// The bounds of a search's `date` and `_lastUpdated` (each `None` when not named); a
+/// malformed value is a 400 naming it.
+pub fn date_and_updated(
+    query: &[(String, String)],
+) -> Result<(Option<Bounds>, Option<Bounds>), crate::http::error::ApiError> {
+    let bounds =
+        |name: &str| instant_bounds(query, name).map_err(crate::http::error::ApiError::BadRequest);
+    Ok((bounds("date")?, bounds("_lastUpdated")?))
+}
+
 pub fn instant_bounds(query: &[(String, String)], name: &str) -> Result<Option<Bounds>, String> {
     use chrono::{DateTime, Duration, NaiveDate, Utc};
     let mut from: Option<DateTime<Utc>> = None;

@@ -136,9 +136,7 @@ pub async fn search(
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
     let catalog = state.catalog.load();
-    let bounds =
-        |name: &str| crate::http::fhir::instant_bounds(&query, name).map_err(ApiError::BadRequest);
-    let (date, updated) = (bounds("date")?, bounds("_lastUpdated")?);
+    let (date, updated) = crate::http::fhir::date_and_updated(&query)?;
     let patient = patient_param(&query);
     let encounter =
         param(&query, "encounter").map(|e| e.trim_start_matches("Encounter/").to_string());

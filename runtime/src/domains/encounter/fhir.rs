@@ -526,9 +526,7 @@ pub async fn observations(
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
     let catalog = state.catalog.load();
-    let bounds =
-        |name: &str| crate::http::fhir::instant_bounds(&query, name).map_err(ApiError::BadRequest);
-    let (date, updated) = (bounds("date")?, bounds("_lastUpdated")?);
+    let (date, updated) = crate::http::fhir::date_and_updated(&query)?;
     let (values, with_units) = value_filters(&catalog, &query).map_err(ApiError::BadRequest)?;
     let patient = patient_param(&query);
     if let Some(member) = param(&query, "has-member") {
@@ -603,18 +601,7 @@ pub async fn observations(
     };
     let (list, page) = store::list_obs(&state.store, &q, w)?;
     let locale = caller.locale(&catalog);
-    let mut members = Vec::with_capacity(list.len());
-    let mut parts = PartsByConcept::new(&catalog, &locale);
-    for o in &list {
-        parts.prepare(o);
-        members.push(match o.value {
-            ObsValue::Group => store::group_members(&state.store, &o.uuid)?
-                .into_iter()
-                .map(|m| m.uuid)
-                .collect(),
-            _ => Vec::new(),
-        });
-    }
+    let (parts, members) = parts_and_members(&state, &catalog, &locale, &list)?;
     let resources: Vec<_> = list
         .iter()
         .zip(&members)
@@ -643,6 +630,29 @@ pub async fn observations(
             resources,
         ),
     ))
+}
+
+/// What a page of observations is written with: each concept's parts, prepared once, and
+/// each observation's group members (empty for a value).
+fn parts_and_members<'c>(
+    state: &AppState,
+    catalog: &'c crate::catalog::Catalog,
+    locale: &'c str,
+    list: &[ObsRecord],
+) -> ApiResult<(PartsByConcept<'c>, Vec<Vec<String>>)> {
+    let mut parts = PartsByConcept::new(catalog, locale);
+    let mut members = Vec::with_capacity(list.len());
+    for o in list {
+        parts.prepare(o);
+        members.push(match o.value {
+            ObsValue::Group => store::group_members(&state.store, &o.uuid)?
+                .into_iter()
+                .map(|m| m.uuid)
+                .collect(),
+            _ => Vec::new(),
+        });
+    }
+    Ok((parts, members))
 }
 
 /// `GET Observation/$lastn?patient=…[&code=…][&category=…][&max=n]` (fhir2's
@@ -693,18 +703,7 @@ pub async fn lastn(
         list.extend(store::list_obs(&state.store, &q, w)?.0);
     }
     let locale = caller.locale(&catalog);
-    let mut parts = PartsByConcept::new(&catalog, &locale);
-    let mut members = Vec::with_capacity(list.len());
-    for o in &list {
-        parts.prepare(o);
-        members.push(match o.value {
-            ObsValue::Group => store::group_members(&state.store, &o.uuid)?
-                .into_iter()
-                .map(|m| m.uuid)
-                .collect(),
-            _ => Vec::new(),
-        });
-    }
+    let (parts, members) = parts_and_members(&state, &catalog, &locale, &list)?;
     let resources: Vec<_> = list
         .iter()
         .zip(&members)
@@ -814,9 +813,7 @@ pub async fn encounters(
             )));
         }
     }
-    let bounds =
-        |name: &str| crate::http::fhir::instant_bounds(&query, name).map_err(ApiError::BadRequest);
-    let (date, updated) = (bounds("date")?, bounds("_lastUpdated")?);
+    let (date, updated) = crate::http::fhir::date_and_updated(&query)?;
     let patient = patient_param(&query);
     // Without a patient, a period of the facility's encounters (the index by time).
     if patient.is_none() && date.is_none() {

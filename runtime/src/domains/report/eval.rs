@@ -123,8 +123,7 @@ struct Evaluator<'t> {
     windows: HashMap<When, Bounds>,
     /// The visits and the encounters of a window, read once a run: a report's rows ask
     /// about the same month again and again.
-    visits_in: HashMap<When, Rc<Vec<Brief>>>,
-    encounters_in: HashMap<When, Rc<Vec<Brief>>>,
+    briefs: HashMap<(Kind, When), Rc<Vec<Brief>>>,
     /// Each criterion's patients, by the criterion's text: rows share criteria.
     cohorts: HashMap<String, Rc<BTreeSet<String>>>,
 }
@@ -157,6 +156,13 @@ impl Facts {
     fn died_by(&self, end: NaiveDate) -> bool {
         self.dead && self.death.is_none_or(|d| d <= end)
     }
+}
+
+/// Which records a window's briefs are of.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Visits,
+    Encounters,
 }
 
 /// A visit or an encounter as a lister reads it: whose, of which type, where.
@@ -241,8 +247,7 @@ impl<'t> Evaluator<'t> {
             appointments: HashMap::new(),
             everyone: None,
             windows: HashMap::new(),
-            visits_in: HashMap::new(),
-            encounters_in: HashMap::new(),
+            briefs: HashMap::new(),
             cohorts: HashMap::new(),
         }
     }
@@ -332,14 +337,15 @@ impl<'t> Evaluator<'t> {
         Ok(&self.appointments[patient])
     }
 
-    /// The visits started in a window.
-    fn visits_in(&mut self, when: When) -> StoreResult<Rc<Vec<Brief>>> {
-        if let Some(list) = self.visits_in.get(&when) {
+    /// The visits started, or the encounters made, in a window: read once a run.
+    fn briefs(&mut self, kind: Kind, when: When) -> StoreResult<Rc<Vec<Brief>>> {
+        if let Some(list) = self.briefs.get(&(kind, when)) {
             return Ok(list.clone());
         }
         let (from, to) = self.bounds(when);
-        let list: Rc<Vec<Brief>> = Rc::new(
-            visit::store::briefs_started_between_in(self.txn, from.as_deref(), to.as_deref())?
+        let (from, to) = (from.as_deref(), to.as_deref());
+        let list: Vec<Brief> = match kind {
+            Kind::Visits => visit::store::briefs_started_between_in(self.txn, from, to)?
                 .into_iter()
                 .map(|v| Brief {
                     patient: v.patient,
@@ -347,19 +353,7 @@ impl<'t> Evaluator<'t> {
                     location: v.location,
                 })
                 .collect(),
-        );
-        self.visits_in.insert(when, list.clone());
-        Ok(list)
-    }
-
-    /// The encounters of a window.
-    fn encounters_in(&mut self, when: When) -> StoreResult<Rc<Vec<Brief>>> {
-        if let Some(list) = self.encounters_in.get(&when) {
-            return Ok(list.clone());
-        }
-        let (from, to) = self.bounds(when);
-        let list: Rc<Vec<Brief>> = Rc::new(
-            encounter::store::briefs_between_in(self.txn, from.as_deref(), to.as_deref())?
+            Kind::Encounters => encounter::store::briefs_between_in(self.txn, from, to)?
                 .into_iter()
                 .map(|e| Brief {
                     patient: e.patient,
@@ -367,8 +361,9 @@ impl<'t> Evaluator<'t> {
                     location: e.location,
                 })
                 .collect(),
-        );
-        self.encounters_in.insert(when, list.clone());
+        };
+        let list = Rc::new(list);
+        self.briefs.insert((kind, when), list.clone());
         Ok(list)
     }
 
@@ -450,7 +445,7 @@ impl<'t> Evaluator<'t> {
                 when,
                 at_location,
             } => self
-                .visits_in(*when)?
+                .briefs(Kind::Visits, *when)?
                 .iter()
                 .filter(|v| {
                     (visit_types.is_empty() || visit_types.contains(&v.kind))
@@ -463,7 +458,7 @@ impl<'t> Evaluator<'t> {
                 when,
                 at_location,
             } => self
-                .encounters_in(*when)?
+                .briefs(Kind::Encounters, *when)?
                 .iter()
                 .filter(|e| {
                     (encounter_types.is_empty() || encounter_types.contains(&e.kind))
