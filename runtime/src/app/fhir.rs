@@ -99,6 +99,7 @@ pub const SUPPORTED: &[Supported] = &[
             "location",
             "participant",
             "_lastUpdated",
+            "_total",
         ],
     ),
     Supported {

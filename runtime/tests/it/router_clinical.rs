@@ -1409,6 +1409,31 @@ async fn fhir_finds_observations_by_value_group_and_newest_and_encounters_by_dat
     )
     .await;
     assert_eq!(values(&b), vec![json!(37.2)]);
+    // Without a prefix, the number's own precision: 39 is 38.5 to 39.5; ap within a tenth.
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=39"),
+    )
+    .await;
+    assert_eq!(values(&b), vec![json!(38.6)]);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=39.0"),
+    )
+    .await;
+    assert_eq!(b["total"], 0);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=ap40"),
+    )
+    .await;
+    assert_eq!(values(&b), vec![json!(37.2), json!(38.6)]);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-quantity=ne38.6"),
+    )
+    .await;
+    assert_eq!(b["total"], 2);
     let r = c
         .get(&format!(
             "{FHIR}/Observation?patient={p}&value-quantity=high"
@@ -1437,6 +1462,18 @@ async fn fhir_finds_observations_by_value_group_and_newest_and_encounters_by_dat
         "Fièvre depuis trois jours"
     );
     assert_eq!(b["total"], 1);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-string=toux,FIÈV"),
+    )
+    .await;
+    assert_eq!(b["total"], 1);
+    let b = search(
+        &mut c,
+        &format!("Observation?patient={p}&value-string=toux"),
+    )
+    .await;
+    assert_eq!(b["total"], 0);
     let b = search(
         &mut c,
         &format!("Observation?patient={p}&value-date=2024-03"),
@@ -1506,6 +1543,23 @@ async fn fhir_finds_observations_by_value_group_and_newest_and_encounters_by_dat
     let r = c.get(&format!("{FHIR}/DiagnosticReport?code={cbc}")).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 
+    // has-member names one group: other filters would be ignored, so they are refused.
+    let r = c
+        .get(&format!(
+            "{FHIR}/Observation?has-member={haemoglobin_obs}&code={cbc}"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c
+        .get(&format!(
+            "{FHIR}/Observation/$lastn?patient={p}&date=ge2026"
+        ))
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::BAD_REQUEST,
+        "an operation's unread parameter"
+    );
     // The newest of each concept: one temperature (the later), two with max=2, and one of
     // each of her six concepts when none is named.
     let b = search(
@@ -1546,6 +1600,10 @@ async fn fhir_finds_observations_by_value_group_and_newest_and_encounters_by_dat
     assert_eq!(sorted(&b), both);
     let b = search(&mut c, &format!("Encounter?date=ge{day}")).await;
     assert_eq!(sorted(&b), both);
+    // The facility's encounters of a period are counted only when asked.
+    assert!(b.get("total").is_none(), "{b}");
+    let b = search(&mut c, &format!("Encounter?date=ge{day}&_total=accurate")).await;
+    assert_eq!(b["total"], 2);
     let b = search(&mut c, &format!("Encounter?patient={p}&date=lt2000")).await;
     assert_eq!(b["total"], 0);
     let b = search(

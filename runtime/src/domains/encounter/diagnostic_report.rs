@@ -50,6 +50,7 @@ fn report_json(
     locale: &str,
     group: &ObsRecord,
     members: &[ObsRecord],
+    orders_visible: bool,
 ) -> ApiResult<Value> {
     let status = match group.status.as_str() {
         "PRELIMINARY" => "preliminary",
@@ -85,12 +86,14 @@ fn report_json(
     if !results.is_empty() {
         r["result"] = json!(results);
     }
-    // The test order the results answer, when it is served as a ServiceRequest.
+    // The test order the results answer, when it is served as a ServiceRequest and the
+    // reader may read orders.
     let order = group
         .order
         .as_ref()
         .or_else(|| members.iter().find_map(|m| m.order.as_ref()));
-    if let Some(o) = order
+    if orders_visible
+        && let Some(o) = order
         && let Some(record) = crate::domains::order::store::get(&state.store, o)?
         && crate::domains::order::fhir::is_service_request(&record)
         && !record.voiding.voided
@@ -119,7 +122,14 @@ pub async fn read(
             let locale = caller.locale(&catalog);
             Ok(fhir(
                 StatusCode::OK,
-                report_json(&state, &catalog, &locale, &g, &members)?,
+                report_json(
+                    &state,
+                    &catalog,
+                    &locale,
+                    &g,
+                    &members,
+                    caller.require(&["Get Orders"]).is_ok(),
+                )?,
             ))
         }
         _ => Ok(not_found("DiagnosticReport", &id)),
@@ -152,10 +162,7 @@ pub async fn search(
             .content
             .concepts
             .iter()
-            .filter(|c| {
-                (c.is_set || !c.set_members.is_empty())
-                    && matches!(c.class.as_str(), "Test" | "LabSet")
-            })
+            .filter(|c| matches!(c.class.as_str(), "Test" | "LabSet"))
             .map(|c| c.uuid.clone())
             .collect()
     } else {
@@ -204,10 +211,18 @@ pub async fn search(
     }
     let total = groups.len();
     let locale = caller.locale(&catalog);
+    let orders_visible = caller.require(&["Get Orders"]).is_ok();
     let mut page = Vec::new();
     for g in groups.iter().skip(w.start).take(w.limit) {
         let members = store::group_members(&state.store, &g.uuid)?;
-        page.push(report_json(&state, &catalog, &locale, g, &members)?);
+        page.push(report_json(
+            &state,
+            &catalog,
+            &locale,
+            g,
+            &members,
+            orders_visible,
+        )?);
     }
     Ok(fhir(
         StatusCode::OK,

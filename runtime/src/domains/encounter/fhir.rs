@@ -9,7 +9,7 @@ use crate::http::AppState;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fhir::{
     Codeable, Coding, base, concept_codeable, fhir, fhir_of, iso, not_found, patient_param,
-    search_bundle, search_bundle_of, window,
+    search_bundle_of, window,
 };
 use crate::http::{Caller, QueryPairs, param};
 use axum::extract::{Path, State};
@@ -187,9 +187,6 @@ fn category_of(class: &str) -> &'static str {
     }
 }
 
-/// The concepts a `category` search parameter admits (`laboratory`, or
-/// `system|laboratory`, several separated by commas), narrowing `concepts` when codes
-/// were also given; `None` when the search names no category.
 /// The value tests a search asks for (`value-quantity`, `value-concept`, `value-string`,
 /// `value-date`; each occurrence one value, all of them to hold), and the concepts a
 /// quantity's units leave possible (`None`: no units named).
@@ -205,12 +202,12 @@ fn value_filters(
                 let mut parts = raw.splitn(3, '|');
                 let number = parts.next().unwrap_or_default();
                 let (_system, code) = (parts.next(), parts.next().unwrap_or_default());
-                let (cmp, n) = number_param(number).ok_or_else(|| {
+                let (cmp, n, half) = number_param(number).ok_or_else(|| {
                     format!(
-                        "value-quantity: '{raw}' is not a number with an optional prefix (eq, ne, gt, lt, ge, le) and units (|system|code)"
+                        "value-quantity: '{raw}' is not one number with an optional prefix (eq, ne, gt, lt, ge, le, sa, eb, ap) and units (|system|code)"
                     )
                 })?;
-                filters.push(ValueFilter::Number(cmp, n));
+                filters.push(ValueFilter::Number(cmp, n, half));
                 if !code.is_empty() {
                     // The concepts recorded in those units, named as the content writes them
                     // or by their UCUM code.
@@ -242,7 +239,7 @@ fn value_filters(
                     &["value-concept"],
                 )));
             }
-            "value-string" => filters.push(ValueFilter::Text(raw.clone())),
+            "value-string" => filters.push(ValueFilter::Text(alternatives(raw))),
             "value-date" => {
                 let pair = [(k.clone(), raw.clone())];
                 if let Some((from, to)) = crate::http::fhir::instant_bounds(&pair, "value-date")? {
@@ -255,8 +252,9 @@ fn value_filters(
     Ok((filters, with_units))
 }
 
-/// A FHIR number search value: a prefix (`eq` when none) and the number.
-fn number_param(v: &str) -> Option<(Comparison, f64)> {
+/// A FHIR number search value: a prefix (`eq` when none), the number, and half the unit of
+/// its last written digit (the precision `eq` implies).
+fn number_param(v: &str) -> Option<(Comparison, f64, f64)> {
     let prefixes = [
         ("eq", Comparison::Eq),
         ("ne", Comparison::Ne),
@@ -264,15 +262,50 @@ fn number_param(v: &str) -> Option<(Comparison, f64)> {
         ("lt", Comparison::Lt),
         ("ge", Comparison::Ge),
         ("le", Comparison::Le),
+        ("sa", Comparison::Gt),
+        ("eb", Comparison::Lt),
+        ("ap", Comparison::Ap),
     ];
     let (cmp, rest) = prefixes
         .iter()
         .find_map(|(p, c)| v.strip_prefix(p).map(|r| (*c, r)))
         .unwrap_or((Comparison::Eq, v));
-    let n: f64 = rest.trim().parse().ok()?;
-    n.is_finite().then_some((cmp, n))
+    let rest = rest.trim();
+    // Plain decimals only (no exponent, no comma-separated alternatives).
+    if rest.is_empty()
+        || !rest
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+'))
+    {
+        return None;
+    }
+    let n: f64 = rest.parse().ok()?;
+    let decimals = rest.split_once('.').map_or(0, |(_, d)| d.len());
+    let half = 0.5 * 10f64.powi(-(decimals as i32));
+    n.is_finite().then_some((cmp, n, half))
 }
 
+/// A string search value's alternatives: separated by commas, `\,` a comma of a value.
+fn alternatives(raw: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&',') => {
+                out.last_mut().expect("one value at least").push(',');
+                chars.next();
+            }
+            ',' => out.push(String::new()),
+            c => out.last_mut().expect("one value at least").push(c),
+        }
+    }
+    out.retain(|s| !s.trim().is_empty());
+    out
+}
+
+/// The concepts a `category` search parameter admits (`laboratory`, or
+/// `system|laboratory`, several separated by commas), narrowing `concepts` when codes
+/// were also given; `None` when the search names no category.
 fn in_categories(
     catalog: &crate::catalog::Catalog,
     query: &[(String, String)],
@@ -530,6 +563,24 @@ pub async fn observations(
     let (values, with_units) = value_filters(&catalog, &query).map_err(ApiError::BadRequest)?;
     let patient = patient_param(&query);
     if let Some(member) = param(&query, "has-member") {
+        // The group of one observation: other filters would not narrow it, so they are
+        // refused rather than ignored.
+        let alone = [
+            "has-member",
+            "patient",
+            "patient:Patient",
+            "subject",
+            "subject:Patient",
+            "_count",
+            "_getpagesoffset",
+            "_format",
+            "_pretty",
+        ];
+        if let Some((k, _)) = query.iter().find(|(k, _)| !alone.contains(&k.as_str())) {
+            return Err(ApiError::BadRequest(format!(
+                "has-member is searched alone (with a patient at most), not with {k}"
+            )));
+        }
         return obs_group_of(&state, &caller, &query, member, patient.as_deref());
     }
     // Without a patient, the changes of a period (a warehouse's incremental extraction):
@@ -665,6 +716,25 @@ pub async fn lastn(
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
     caller.require(&["Get Observations"])?;
+    // An operation's parameters are its own: one it does not read is refused rather than
+    // answered as if it had been (a `date` ignored would give the all-time newest).
+    const LASTN: &[&str] = &[
+        "patient",
+        "patient:Patient",
+        "subject",
+        "subject:Patient",
+        "code",
+        "category",
+        "max",
+        "_format",
+        "_pretty",
+    ];
+    if let Some((k, _)) = query.iter().find(|(k, _)| !LASTN.contains(&k.as_str())) {
+        return Err(ApiError::BadRequest(format!(
+            "$lastn does not support {k}: supported are {}",
+            LASTN.join(", ")
+        )));
+    }
     let Some(patient) = patient_param(&query) else {
         return Err(ApiError::BadRequest(
             "$lastn needs a patient (patient, subject)".into(),
@@ -683,7 +753,12 @@ pub async fn lastn(
     };
     let catalog = state.catalog.load();
     let named = crate::http::fhir::concepts_param(&catalog, &query, &["code"]);
+    // A category's concepts narrowed to hers: the content has hundreds she has none of.
     let concepts = match in_categories(&catalog, &query, &named) {
+        Some(admitted) if named.is_empty() => store::concepts_of_patient(&state.store, &patient)?
+            .into_iter()
+            .filter(|c| admitted.contains(c))
+            .collect(),
         Some(admitted) => admitted,
         None if named.is_empty() => store::concepts_of_patient(&state.store, &patient)?,
         None => named,
@@ -736,7 +811,10 @@ fn obs_group_of(
 ) -> ApiResult<Response> {
     let catalog = state.catalog.load();
     let id = member.strip_prefix("Observation/").unwrap_or(member);
-    let group = match store::obs(&state.store, id)?.and_then(|m| m.obs_group) {
+    let group = match store::obs(&state.store, id)?
+        .filter(|m| !m.voiding.voided)
+        .and_then(|m| m.obs_group)
+    {
         Some(g) => store::obs(&state.store, &g)?,
         None => None,
     }
@@ -821,7 +899,11 @@ pub async fn encounters(
             "Encounter searches need a patient (subject) or a date".into(),
         ));
     }
-    let w = window(&query);
+    let mut w = window(&query);
+    // The facility's encounters of a period can be many: counted only when asked
+    // (`_total=accurate`), as Observation's extraction; the next link says if more follow.
+    let counted = patient.is_some() || param(&query, "_total") == Some("accurate");
+    w.count_all = counted;
     let catalog = state.catalog.load();
     let (from, to) = date.unwrap_or_default();
     let reference = |prefix: &str, v: &str| v.trim().trim_start_matches(prefix).to_string();
@@ -840,15 +922,23 @@ pub async fn encounters(
         ..EncounterQuery::default()
     };
     let (list, page) = store::list(&state.store, &q, w)?;
-    let resources: Vec<Value> = list.iter().map(|e| encounter_json(e, &catalog)).collect();
-    let total = page.total.unwrap_or(resources.len());
-    Ok(fhir(
+    let resources: Vec<(String, Value)> = list
+        .iter()
+        .map(|e| (e.uuid.clone(), encounter_json(e, &catalog)))
+        .collect();
+    let total = counted.then(|| page.total.unwrap_or(resources.len()));
+    let more = match total {
+        Some(total) => w.start.saturating_add(w.limit) < total,
+        None => page.more,
+    };
+    Ok(fhir_of(
         StatusCode::OK,
-        search_bundle(
+        &crate::http::fhir::search_bundle_paged(
             &base(&state, &caller),
             "Encounter",
             &query,
             total,
+            more,
             w.start,
             w.limit,
             resources,

@@ -77,19 +77,22 @@ pub enum ObsValue {
 /// `value-string` and `value-date` search parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ValueFilter {
-    /// A numeric value compared with a number.
-    Number(Comparison, f64),
+    /// A numeric value compared with a number given to a precision: `eq` and `ne` mean
+    /// the range the number's own precision implies (`100` is 99.5 to 100.5, `2.0` is 1.95
+    /// to 2.05), `ap` within a tenth of it (or that range, when wider).
+    Number(Comparison, f64, Precision),
     /// A coded value, one of these concepts.
     Concept(Vec<String>),
-    /// A text value that starts with this, accents and case aside (FHIR's string search).
-    Text(String),
+    /// A text value that starts with one of these, accents and case aside (FHIR's string
+    /// search; values separated by commas are alternatives).
+    Text(Vec<String>),
     /// A date or date-time value within these key-form bounds (inclusive, either open).
     Date(Option<String>, Option<String>),
     /// An obs group (its members hold the values).
     Group,
 }
 
-/// A number search's prefix.
+/// A number search's prefix (`sa` and `eb`, for a number, are `gt` and `lt`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Comparison {
     Eq,
@@ -98,23 +101,34 @@ pub enum Comparison {
     Lt,
     Ge,
     Le,
+    Ap,
 }
+
+/// Half the unit of a number's last written digit (`100` → 0.5, `2.05` → 0.005).
+pub type Precision = f64;
 
 impl ValueFilter {
     /// Whether a value passes; a value of another kind never does.
     pub fn admits(&self, v: &ObsValue) -> bool {
         match (self, v) {
-            (ValueFilter::Number(c, n), ObsValue::Numeric(x)) => match c {
-                Comparison::Eq => x == n,
-                Comparison::Ne => x != n,
-                Comparison::Gt => x > n,
-                Comparison::Lt => x < n,
-                Comparison::Ge => x >= n,
-                Comparison::Le => x <= n,
-            },
+            (ValueFilter::Number(c, n, half), ObsValue::Numeric(x)) => {
+                let within = |h: f64| *x >= n - h && *x < n + h;
+                match c {
+                    Comparison::Eq => within(*half),
+                    Comparison::Ne => !within(*half),
+                    Comparison::Gt => x > n,
+                    Comparison::Lt => x < n,
+                    Comparison::Ge => x >= n,
+                    Comparison::Le => x <= n,
+                    Comparison::Ap => within(half.max(n.abs() / 10.0)),
+                }
+            }
             (ValueFilter::Concept(list), ObsValue::Coded(c)) => list.contains(c),
-            (ValueFilter::Text(start), ObsValue::Text(t)) => {
-                crate::search::fold(t).starts_with(&crate::search::fold(start))
+            (ValueFilter::Text(starts), ObsValue::Text(t)) => {
+                let t = crate::search::fold(t);
+                starts
+                    .iter()
+                    .any(|s| t.starts_with(&crate::search::fold(s)))
             }
             (ValueFilter::Date(from, to), ObsValue::Date(d) | ObsValue::Datetime(d)) => {
                 // A date is its day's first instant, in the key form the bounds have.

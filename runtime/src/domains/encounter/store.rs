@@ -370,9 +370,13 @@ pub fn list(
             && q.locations
                 .as_ref()
                 .is_none_or(|l| e.location.as_ref().is_some_and(|x| l.contains(x)))
-            && q.provider
-                .as_ref()
-                .is_none_or(|p| e.providers.iter().any(|x| &x.provider == p))
+            && q.provider.as_ref().is_none_or(|p| {
+                // A Practitioner is named by its provider's uuid, or its user's (as a
+                // recorder is written).
+                e.providers
+                    .iter()
+                    .any(|x| &x.provider == p || x.user.as_ref() == Some(p))
+            })
             && q.updated.as_ref().is_none_or(|(from, to)| {
                 from.as_deref().is_none_or(|f| changed >= f)
                     && to.as_deref().is_none_or(|t| changed <= t)

@@ -20,6 +20,7 @@ use crate::catalog::Catalog;
 use crate::store::record::Audit;
 use crate::store::{Store, StoreResult};
 use chrono::{DateTime, NaiveDate, Utc};
+use model::reports::ReportDefinition;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -150,6 +151,21 @@ pub fn run(
     uuid: &str,
     now: impl Fn() -> DateTime<Utc>,
 ) -> StoreResult<()> {
+    run_evaluating(store, catalog, uuid, now, |report, period, locale| {
+        eval::evaluate(store, catalog, report, period, locale).map_err(|e| e.to_string())
+    })
+}
+
+/// `run`, the evaluation itself done by `evaluate` (the runtime's low-priority thread),
+/// the request's writes on the caller's: a write must not wait for a thread that yields
+/// the cores to everyone else while it holds the store's writer.
+pub fn run_evaluating(
+    store: &Store,
+    catalog: &Catalog,
+    uuid: &str,
+    now: impl Fn() -> DateTime<Utc>,
+    evaluate: impl FnOnce(&ReportDefinition, &eval::Period, &str) -> Result<eval::ReportData, String>,
+) -> StoreResult<()> {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(mut r) = store::get(store, uuid)? else {
         return Ok(());
@@ -173,7 +189,7 @@ pub fn run(
         Ok(p) => p,
         Err(e) => return fail(store, r, e, now),
     };
-    match eval::evaluate(store, catalog, report, &period, &locale) {
+    match evaluate(report, &period, &locale) {
         Ok(data) => {
             // Deleted while it ran: nothing to keep.
             if store::get(store, uuid)?.is_none() {
@@ -183,7 +199,7 @@ pub fn run(
             r.evaluate_complete = Some(crate::wire::datetime_key(now()));
             store::put_with_result(store, &r, &data)
         }
-        Err(e) => fail(store, r, e.to_string(), now),
+        Err(e) => fail(store, r, e, now),
     }
 }
 

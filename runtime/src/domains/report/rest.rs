@@ -606,26 +606,27 @@ pub async fn create_request(
     ))
 }
 
-/// Runs a request on the background thread (`crate::background`: one report at a time, at
-/// a lower priority than the clinic's requests).
+/// Runs a request in the background: its evaluation on the runtime's low-priority thread
+/// (`crate::background`, one report at a time), its writes on a blocking thread.
 pub fn spawn_run(state: Arc<AppState>, uuid: String) {
-    tokio::spawn(async move {
-        let id = uuid.clone();
-        let done = crate::background::run_async(move || {
-            let catalog = state.catalog.load_full();
-            crate::store::audit::acting_sync(None, || {
-                report::run(&state.store, &catalog, &uuid, chrono::Utc::now)
+    tokio::task::spawn_blocking(move || {
+        let catalog = state.catalog.load_full();
+        let evaluate = |report: &model::reports::ReportDefinition,
+                        period: &report::eval::Period,
+                        locale: &str| {
+            let (st, cat) = (state.clone(), catalog.clone());
+            let (report, period, locale) = (report.clone(), period.clone(), locale.to_string());
+            crate::background::run(move || {
+                report::eval::evaluate(&st.store, &cat, &report, &period, &locale)
+                    .map_err(|e| e.to_string())
             })
-        })
-        .await;
-        match done {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::error!(request = %id, %e, "a report run could not be recorded")
-            }
-            Err(crate::background::Lost) => {
-                tracing::error!(request = %id, "a report run stopped on an error of its own")
-            }
+            .unwrap_or_else(|_| Err("the report's evaluation stopped on an error".into()))
+        };
+        let r = crate::store::audit::acting_sync(None, || {
+            report::run_evaluating(&state.store, &catalog, &uuid, chrono::Utc::now, evaluate)
+        });
+        if let Err(e) = r {
+            tracing::error!(request = %uuid, %e, "a report run could not be recorded");
         }
     });
 }
