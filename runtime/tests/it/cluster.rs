@@ -462,6 +462,21 @@ fn a_runtime_whose_notices_were_cut_listens_again_and_catches_up() {
             .await
             .unwrap();
         tokio::spawn(conn);
+        // A runtime answers requests before its listener has connected (it listens in the
+        // background): wait until both listen, then end both at once.
+        let listening = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN emr_changes_%' AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND query LIKE $1";
+        let channel = format!("LISTEN {}", channel_of(&cluster.schema));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while client
+            .query_one(listening, &[&channel])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+            < 2
+        {
+            assert!(std::time::Instant::now() < deadline, "both runtimes listen");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         client
             .query_one(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'LISTEN emr_changes_%' AND state = 'idle' AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND query LIKE $1",
