@@ -43,6 +43,15 @@ fn is_laboratory(catalog: &crate::catalog::Catalog, concept: &str) -> bool {
         .is_some_and(|c| matches!(c.class.as_str(), "Test" | "LabSet"))
 }
 
+/// When a report last changed: its group's change or its results' (a corrected result is a
+/// new member observation; the group itself is not rewritten).
+fn last_changed<'a>(group: &'a ObsRecord, members: &'a [ObsRecord]) -> &'a str {
+    members
+        .iter()
+        .map(store::last_updated)
+        .fold(store::last_updated(group), |latest, t| latest.max(t))
+}
+
 /// The report of a laboratory obs group with its members (voided ones left out).
 fn report_json(
     state: &AppState,
@@ -57,7 +66,7 @@ fn report_json(
         "AMENDED" => "amended",
         _ => "final",
     };
-    let changed = store::last_updated(group);
+    let changed = last_changed(group, members);
     let mut r = json!({
         "resourceType": "DiagnosticReport",
         "id": group.uuid,
@@ -189,7 +198,6 @@ pub async fn search(
             patient: patient.clone(),
             concepts: concepts.clone(),
             date: date.clone(),
-            updated: updated.clone(),
             values: vec![ValueFilter::Group],
             ..ObsQuery::default()
         };
@@ -200,27 +208,35 @@ pub async fn search(
         };
         store::list_obs(&state.store, &q, every)?.0
     };
+    let within = |t: &str, b: &Option<(Option<String>, Option<String>)>| {
+        b.as_ref().is_none_or(|(from, to)| {
+            from.as_deref().is_none_or(|f| t >= f) && to.as_deref().is_none_or(|u| t <= u)
+        })
+    };
     if encounter.is_some() {
-        let within = |t: &str, b: &Option<(Option<String>, Option<String>)>| {
-            b.as_ref().is_none_or(|(from, to)| {
-                from.as_deref().is_none_or(|f| t >= f) && to.as_deref().is_none_or(|u| t <= u)
-            })
-        };
-        groups.retain(|g| within(&g.datetime, &date) && within(store::last_updated(g), &updated));
+        groups.retain(|g| within(&g.datetime, &date));
         groups.sort_by(|a, b| b.datetime.cmp(&a.datetime));
     }
-    let total = groups.len();
+    // Each report with its results: when it last changed depends on them (a patient's
+    // panels are a few dozen).
+    let mut reports = Vec::with_capacity(groups.len());
+    for g in groups {
+        let members = store::group_members(&state.store, &g.uuid)?;
+        if within(last_changed(&g, &members), &updated) {
+            reports.push((g, members));
+        }
+    }
+    let total = reports.len();
     let locale = caller.locale(&catalog);
     let orders_visible = caller.require(&["Get Orders"]).is_ok();
     let mut page = Vec::new();
-    for g in groups.iter().skip(w.start).take(w.limit) {
-        let members = store::group_members(&state.store, &g.uuid)?;
+    for (g, members) in reports.iter().skip(w.start).take(w.limit) {
         page.push(report_json(
             &state,
             &catalog,
             &locale,
             g,
-            &members,
+            members,
             orders_visible,
         )?);
     }
@@ -236,4 +252,54 @@ pub async fn search(
             page,
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::record::{Audit, Voiding};
+
+    fn obs(uuid: &str, value: ObsValue, created: &str) -> ObsRecord {
+        ObsRecord {
+            v: 1,
+            uuid: uuid.into(),
+            person: "patient-1".into(),
+            concept: "concept-1".into(),
+            encounter: None,
+            obs_group: None,
+            datetime: "2026-11-01T10:00:00.000Z".into(),
+            location: None,
+            value,
+            comment: None,
+            form_field_namespace: None,
+            form_field_path: None,
+            status: "FINAL".into(),
+            interpretation: None,
+            order: None,
+            previous_version: None,
+            audit: Audit {
+                creator: "admin".into(),
+                date_created: created.into(),
+                changed_by: None,
+                date_changed: None,
+            },
+            voiding: Voiding::default(),
+        }
+    }
+
+    #[test]
+    fn a_report_changed_when_a_result_was_corrected() {
+        let group = obs("g", ObsValue::Group, "2026-11-01T10:00:00.000Z");
+        let first = obs("m1", ObsValue::Numeric(9.5), "2026-11-01T10:00:00.000Z");
+        assert_eq!(
+            last_changed(&group, std::slice::from_ref(&first)),
+            "2026-11-01T10:00:00.000Z"
+        );
+        // The correction, a day later, is a new member; the group is not rewritten.
+        let corrected = obs("m2", ObsValue::Numeric(10.5), "2026-11-02T08:00:00.000Z");
+        assert_eq!(
+            last_changed(&group, &[corrected]),
+            "2026-11-02T08:00:00.000Z"
+        );
+    }
 }
