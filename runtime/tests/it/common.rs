@@ -319,3 +319,15 @@ pub async fn register_patient(
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     r.body["uuid"].as_str().unwrap().to_string()
 }
+
+/// The ids of a FHIR search Bundle's resources, in its order.
+pub fn fhir_ids(bundle: &Value) -> Vec<String> {
+    bundle["entry"]
+        .as_array()
+        .map(|e| {
+            e.iter()
+                .map(|x| x["resource"]["id"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1305,17 +1305,6 @@ async fn visits_and_encounters_are_voided_through_an_update() {
 
 const FHIR: &str = "/openmrs/ws/fhir2/R4";
 
-fn fhir_ids(bundle: &Value) -> Vec<String> {
-    bundle["entry"]
-        .as_array()
-        .map(|e| {
-            e.iter()
-                .map(|x| x["resource"]["id"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn fhir_finds_observations_by_value_group_and_newest_and_encounters_by_date_place_and_provider()
  {

@@ -8,17 +8,6 @@ use serde_json::Value;
 
 const FHIR: &str = "/openmrs/ws/fhir2/R4";
 
-fn ids(bundle: &Value) -> Vec<String> {
-    bundle["entry"]
-        .as_array()
-        .map(|e| {
-            e.iter()
-                .map(|x| x["resource"]["id"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn is_outcome(v: &Value) -> bool {
     v["resourceType"] == "OperationOutcome" && v["issue"][0]["diagnostics"].is_string()
 }
@@ -76,7 +65,7 @@ async fn a_patient_is_found_by_every_search_parameter_and_only_by_hers() {
     ] {
         let r = c.get(&format!("{FHIR}/Patient?{query}")).await;
         assert_eq!(r.status, StatusCode::OK, "{query}: {:?}", r.body);
-        let mut found = ids(&r.body);
+        let mut found = fhir_ids(&r.body);
         found.sort();
         let mut want = expected.clone();
         want.sort();
@@ -91,7 +80,7 @@ async fn a_patient_is_found_by_every_search_parameter_and_only_by_hers() {
     let r = c
         .get(&format!("{FHIR}/Patient?name=amani&gender={gender}"))
         .await;
-    assert_eq!(ids(&r.body), vec![amani.clone()]);
+    assert_eq!(fhir_ids(&r.body), vec![amani.clone()]);
     let opposite = if gender == "male" { "female" } else { "male" };
     let r = c
         .get(&format!("{FHIR}/Patient?name=amani&gender={opposite}"))
@@ -100,7 +89,7 @@ async fn a_patient_is_found_by_every_search_parameter_and_only_by_hers() {
     // Paging: the pages' entries add up to the total, and a count alone has no entries.
     let first = c.get(&format!("{FHIR}/Patient?name=ama&_count=1")).await;
     assert_eq!(first.body["total"], 2);
-    assert_eq!(ids(&first.body).len(), 1);
+    assert_eq!(fhir_ids(&first.body).len(), 1);
     let next = first.body["link"]
         .as_array()
         .unwrap()
@@ -112,8 +101,8 @@ async fn a_patient_is_found_by_every_search_parameter_and_only_by_hers() {
         .to_string();
     let path = &next[next.find("/openmrs").unwrap()..];
     let second = c.get(path).await;
-    let mut both = ids(&first.body);
-    both.extend(ids(&second.body));
+    let mut both = fhir_ids(&first.body);
+    both.extend(fhir_ids(&second.body));
     both.sort();
     let mut want = vec![amani.clone(), other.clone()];
     want.sort();
@@ -186,7 +175,7 @@ async fn unsupported_search_parameters_are_ignored_openly_or_refused_when_strict
         .get(&format!("{FHIR}/Patient?name=amani&hair-colour=brown"))
         .await;
     assert_eq!(r.status, StatusCode::OK);
-    assert_eq!(ids(&r.body), vec![amani.clone()]);
+    assert_eq!(fhir_ids(&r.body), vec![amani.clone()]);
     let links = r.body["link"].to_string();
     assert!(
         links.contains("name=amani") && !links.contains("hair-colour"),
@@ -302,7 +291,7 @@ async fn the_practitioners_the_server_names_are_served() {
         &format!("_id={uuid}"),
     ] {
         let r = c.get(&format!("{FHIR}/Practitioner?{query}")).await;
-        assert_eq!(ids(&r.body), vec![uuid.clone()], "{query}");
+        assert_eq!(fhir_ids(&r.body), vec![uuid.clone()], "{query}");
     }
     let r = c.get(&format!("{FHIR}/Practitioner?name=nobody")).await;
     assert_eq!(r.body["total"], 0);
@@ -417,7 +406,7 @@ async fn codings_name_their_systems_by_url_and_find_what_they_coded() {
             ))
             .await;
         assert_eq!(
-            ids(&r.body),
+            fhir_ids(&r.body),
             vec![temperature["id"].as_str().unwrap().to_string()],
             "{token}"
         );
@@ -468,7 +457,7 @@ async fn locations_have_no_empty_address_parts() {
     let mut c = Client::admin(st.clone()).await;
     let r = c.get(&format!("{FHIR}/Location?_count=100")).await;
     assert_eq!(r.status, StatusCode::OK);
-    assert!(!ids(&r.body).is_empty());
+    assert!(!fhir_ids(&r.body).is_empty());
     let mut nulls = Vec::new();
     empties(&r.body, "Bundle", &mut nulls);
     assert!(nulls.is_empty(), "{nulls:?}");
@@ -544,7 +533,7 @@ async fn an_integration_records_an_observation_as_fhir2_takes_it() {
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", r.body);
     assert!(is_outcome(&r.body));
     let all = c.get(&format!("{FHIR}/Observation?subject={p}")).await;
-    assert_eq!(ids(&all.body), vec![id]);
+    assert_eq!(fhir_ids(&all.body), vec![id]);
 }
 
 #[tokio::test]
@@ -588,7 +577,7 @@ async fn a_warehouse_reads_the_observations_changed_since_its_last_visit() {
         ))
         .await;
     assert!(r.body.get("total").is_none(), "{:?}", r.body);
-    assert_eq!(ids(&r.body), made[..2].to_vec());
+    assert_eq!(fhir_ids(&r.body), made[..2].to_vec());
     assert!(r.body["entry"][0]["resource"]["meta"]["lastUpdated"].is_string());
     let next = r.body["link"]
         .as_array()
@@ -600,18 +589,18 @@ async fn a_warehouse_reads_the_observations_changed_since_its_last_visit() {
         .unwrap()
         .to_string();
     let next = &next[next.find("/openmrs/").unwrap()..];
-    assert_eq!(ids(&c.get(next).await.body), made[2..].to_vec());
+    assert_eq!(fhir_ids(&c.get(next).await.body), made[2..].to_vec());
     // Narrowed by code, by patient; a period after today holds nothing.
     let r = c.get(&format!("{FHIR}/Observation?_lastUpdated=ge{yesterday}&_lastUpdated=lt{tomorrow}&code=http://loinc.org%7C29463-7&subject={a}")).await;
     assert_eq!(
-        ids(&r.body),
+        fhir_ids(&r.body),
         vec![made[2].clone(), made[0].clone()],
         "a patient's: newest first"
     );
     let r = c
         .get(&format!("{FHIR}/Observation?_lastUpdated=gt{tomorrow}"))
         .await;
-    assert!(ids(&r.body).is_empty());
+    assert!(fhir_ids(&r.body).is_empty());
     let links = r.body["link"].as_array().unwrap();
     assert!(!links.iter().any(|l| l["relation"] == "next"));
     // When they were made, not changed: nothing before 1900.
@@ -653,7 +642,7 @@ async fn a_patient_is_also_a_person_linked_to_her_patient() {
     );
     assert!(r.body.get("identifier").is_none() && r.body.get("deceasedBoolean").is_none());
     let r = c.get(&format!("{FHIR}/Person?name=nyota")).await;
-    assert_eq!(ids(&r.body), vec![p.clone()]);
+    assert_eq!(fhir_ids(&r.body), vec![p.clone()]);
     assert_eq!(r.body["entry"][0]["resource"]["resourceType"], "Person");
     // Patient's own parameters that FHIR's Person has not are refused when strict.
     let r = c
@@ -985,7 +974,7 @@ async fn a_patient_list_is_a_group_exported_on_its_own() {
     empties(&r.body, "Group", &mut found);
     assert!(found.is_empty(), "{found:?}");
     let r = c.get(&format!("{FHIR}/Group?name=nutrition")).await;
-    assert_eq!(ids(&r.body), vec![list.clone()]);
+    assert_eq!(fhir_ids(&r.body), vec![list.clone()]);
     assert_eq!(
         c.get(&format!("{FHIR}/Group/nothing")).await.status,
         StatusCode::NOT_FOUND

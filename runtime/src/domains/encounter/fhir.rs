@@ -596,35 +596,21 @@ pub async fn observations(
     // thousands): counted only when asked (`_total=accurate`); the next link says if more.
     let counted = patient.is_some() || param(&query, "_total") == Some("accurate");
     w.count_all = counted;
-    // A category no concept of the content falls in matches nothing (an empty concept
-    // list would mean "any concept").
-    let concepts = match in_categories(&catalog, &query, &concepts) {
-        Some(admitted) if admitted.is_empty() => {
-            return Ok(fhir_of(
-                StatusCode::OK,
-                &search_bundle_of::<Observation>(
-                    &base(&state, &caller),
-                    "Observation",
-                    &query,
-                    0,
-                    w.start,
-                    w.limit,
-                    Vec::new(),
-                ),
-            ));
-        }
-        Some(admitted) => admitted,
-        None => concepts,
+    // A category no concept of the content falls in, or units no concept is recorded in,
+    // match nothing (an empty concept list would mean "any concept").
+    let (concepts, by_category) = match in_categories(&catalog, &query, &concepts) {
+        Some(admitted) => (admitted, true),
+        None => (concepts, false),
     };
-    // A quantity's units narrow to the concepts recorded in them; units no concept has
-    // match nothing.
-    let units_named = with_units.is_some();
-    let concepts = match with_units {
-        None => concepts,
-        Some(units) if concepts.is_empty() => units,
-        Some(units) => concepts.into_iter().filter(|c| units.contains(c)).collect(),
+    let (concepts, narrowed) = match with_units {
+        None => (concepts, by_category),
+        Some(units) if concepts.is_empty() && !by_category => (units, true),
+        Some(units) => (
+            concepts.into_iter().filter(|c| units.contains(c)).collect(),
+            true,
+        ),
     };
-    if units_named && concepts.is_empty() {
+    if narrowed && concepts.is_empty() {
         return Ok(fhir_of(
             StatusCode::OK,
             &search_bundle_of::<Observation>(

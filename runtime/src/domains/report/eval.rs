@@ -441,31 +441,28 @@ impl<'t> Evaluator<'t> {
         let period = self.period;
         let candidates: Vec<String> = match c {
             Criterion::Visit {
-                visit_types,
+                visit_types: types,
                 when,
                 at_location,
-            } => self
-                .briefs(Kind::Visits, *when)?
-                .iter()
-                .filter(|v| {
-                    (visit_types.is_empty() || visit_types.contains(&v.kind))
-                        && period.admits(*at_location, v.location.as_deref())
-                })
-                .map(|v| v.patient.clone())
-                .collect(),
-            Criterion::Encounter {
-                encounter_types,
+            }
+            | Criterion::Encounter {
+                encounter_types: types,
                 when,
                 at_location,
-            } => self
-                .briefs(Kind::Encounters, *when)?
-                .iter()
-                .filter(|e| {
-                    (encounter_types.is_empty() || encounter_types.contains(&e.kind))
-                        && period.admits(*at_location, e.location.as_deref())
-                })
-                .map(|e| e.patient.clone())
-                .collect(),
+            } => {
+                let kind = match c {
+                    Criterion::Visit { .. } => Kind::Visits,
+                    _ => Kind::Encounters,
+                };
+                self.briefs(kind, *when)?
+                    .iter()
+                    .filter(|b| {
+                        (types.is_empty() || types.contains(&b.kind))
+                            && period.admits(*at_location, b.location.as_deref())
+                    })
+                    .map(|b| b.patient.clone())
+                    .collect()
+            }
             Criterion::Appointment {
                 services,
                 statuses,
