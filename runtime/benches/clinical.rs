@@ -16,7 +16,16 @@
 //!   observations, observations of 5 concepts; and what an integration asks of FHIR: a
 //!   patient by identifier and by name, the observations changed since the day before;
 //! - durable encounter creations with 20 observations each, 32 concurrent clients;
-//! - the store's size per observation.
+//! - the store's size per observation;
+//! - the same chart calls and creations on a server whose store is larger than its memory:
+//!   the runtime started again in a memory cgroup of `BENCH_MEMORY_MB` (512 by default: its
+//!   own memory, its store cache of 256 MB by default, and what the kernel may keep of the
+//!   file's pages) after the file's cached pages were dropped; all the chart's calls mixed
+//!   for the first 10 seconds after start, then for the rest of the first minute, then
+//!   each call alone (needs root for the cgroup; skipped, and said so, without it).
+//!
+//! `BENCH_RUNTIME=<runtime binary>` measures another build of the runtime (with its own
+//! bench binary, for the store it generates: an earlier commit's, for figures side by side).
 //!
 //! Figures are recorded in docs/benchmarks.md.
 
@@ -47,7 +56,9 @@ fn drop_page_cache() -> bool {
 }
 
 fn run() {
-    let runtime_exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime"));
+    let runtime_exe = std::env::var_os("BENCH_RUNTIME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_runtime")));
     let catalog =
         runtime::catalog::Catalog::from_bytes(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
     for (concept, _, _) in VITALS {
@@ -219,6 +230,78 @@ fn run() {
     );
     println!(
         "resident memory at the end: {} MB",
+        rss_kb(child.id()) / 1024
+    );
+    stop(child);
+    larger_than_memory(&runtime_exe, &data, dir.path(), &calls, &patients, &refs);
+}
+
+/// The chart's calls and the creations again, on the same store, from a runtime in a memory
+/// cgroup started after the store's pages were dropped from the page cache.
+fn larger_than_memory(
+    runtime_exe: &std::path::Path,
+    data: &std::path::Path,
+    scratch: &std::path::Path,
+    calls: &[(&'static str, Vec<String>)],
+    patients: &[String],
+    refs: &Refs,
+) {
+    let limit_mb: u64 = std::env::var("BENCH_MEMORY_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512);
+    let Some(cage) = MemoryCage::new(limit_mb << 20) else {
+        println!("larger than memory: not measured (a memory cgroup needs root)");
+        return;
+    };
+    let store_file = data.join("store.redb");
+    let store_gb = std::fs::metadata(&store_file).unwrap().len() as f64 / 1e9;
+    if !drop_page_cache() {
+        evict_from_page_cache(&store_file);
+    }
+    let port = free_port();
+    let started = Instant::now();
+    let child = spawn(runtime_exe, false, data, port);
+    assert!(
+        cage.admit(child.id()),
+        "the runtime could not enter the cgroup"
+    );
+    while get_status(port, "/openmrs/health/started") != Some(200) {
+        assert!(started.elapsed() < Duration::from_secs(30), "no start");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    println!(
+        "larger than memory: store {store_gb:.2} GB, the runtime in {limit_mb} MB (its memory and the pages it keeps), the file's pages dropped before start; started in {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    // Every call of the chart, interleaved, as the chart opens for one patient after another.
+    let rounds = calls.iter().map(|(_, p)| p.len()).max().unwrap_or(0);
+    let mixed: Vec<String> = (0..rounds)
+        .flat_map(|i| calls.iter().filter_map(move |(_, p)| p.get(i).cloned()))
+        .collect();
+    let mixed = script(scratch, "mixed", &mixed);
+    let (rps, p50, p99) = wrk_with(&base, true, 10, Some(&mixed));
+    println!(
+        "  the chart's calls mixed, first 10 s after start: {rps:.0} req/s, p50 {p50}, p99 {p99}"
+    );
+    let (rps, p50, p99) = wrk_with(&base, true, 50, Some(&mixed));
+    println!(
+        "  the chart's calls mixed, the rest of the first minute: {rps:.0} req/s, p50 {p50}, p99 {p99}"
+    );
+    println!("  after the first minute, wrk -t2 -c32 10 s each:");
+    for (name, paths) in calls {
+        let file = script(scratch, "chart", paths);
+        let (rps, p50, p99) = wrk_with(&base, true, 10, Some(&file));
+        println!("    {name}: {rps:.0} req/s, p50 {p50}, p99 {p99}");
+    }
+    let created = creations(port, patients, refs);
+    println!(
+        "  durable encounter creations with 20 observations, 32 concurrent clients: {created:.0} per second"
+    );
+    println!(
+        "  memory charged to the cgroup at the end: {} MB (resident {} MB)",
+        cage.usage_bytes() >> 20,
         rss_kb(child.id()) / 1024
     );
     stop(child);

@@ -315,3 +315,78 @@ pub fn read_response(s: &mut TcpStream) -> u16 {
     s.read_exact(&mut body).unwrap();
     status
 }
+
+/// A memory cgroup holding one runtime, so that the pages of its store it reads are charged
+/// to it and the kernel keeps at most `limit` of them (with the process's own memory): a
+/// server whose data is larger than its memory, on a machine that has plenty. Needs root
+/// (cgroup v1's memory controller, or v2 with `memory` enabled for children); `None` where
+/// it cannot be made.
+pub struct MemoryCage {
+    dir: std::path::PathBuf,
+    limit_file: &'static str,
+}
+
+impl MemoryCage {
+    pub fn new(limit_bytes: u64) -> Option<MemoryCage> {
+        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let (dir, limit_file) = own.lines().find_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            let path = path.trim_start_matches('/');
+            if controllers.split(',').any(|c| c == "memory") {
+                Some((
+                    std::path::Path::new("/sys/fs/cgroup/memory").join(path),
+                    "memory.limit_in_bytes",
+                ))
+            } else if controllers.is_empty() {
+                Some((
+                    std::path::Path::new("/sys/fs/cgroup").join(path),
+                    "memory.max",
+                ))
+            } else {
+                None
+            }
+        })?;
+        let dir = dir.join(format!("emr-bench-{}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        let cage = MemoryCage { dir, limit_file };
+        std::fs::write(cage.dir.join(limit_file), limit_bytes.to_string()).ok()?;
+        Some(cage)
+    }
+
+    /// Moves a process (with all its threads) into the cage.
+    pub fn admit(&self, pid: u32) -> bool {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).is_ok()
+    }
+
+    /// The memory charged to the cage now (the process's and the pages it keeps cached).
+    pub fn usage_bytes(&self) -> u64 {
+        let file = if self.limit_file == "memory.max" {
+            "memory.current"
+        } else {
+            "memory.usage_in_bytes"
+        };
+        std::fs::read_to_string(self.dir.join(file))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for MemoryCage {
+    fn drop(&mut self) {
+        // Empty once its process has ended.
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Asks the kernel to drop the file's cached pages (clean ones go at once), so the next
+/// reads of it come from the disk; allowed without root.
+pub fn evict_from_page_cache(file: &std::path::Path) -> bool {
+    std::fs::File::open(file)
+        .and_then(|f| {
+            rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
+                .map_err(std::io::Error::from)
+        })
+        .is_ok()
+}
