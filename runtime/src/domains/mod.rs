@@ -124,6 +124,8 @@ pub static REGISTRY: Registry = Registry {
         (3, &encounter::store::ENCOUNTER_RECORDS),
         (4, &encounter::store::OBS_RECORDS),
     ],
+    recoded_since: &[(5, &encounter::store::OBS_RECORDS)],
+    dropped_since: &[(5, encounter::store::OBS_BY_CONCEPT_BEFORE_5)],
 };
 
 /// What voiding an encounter does to the records that hang on it.

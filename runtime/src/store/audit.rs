@@ -100,6 +100,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "audit_log",
     table: TABLE,
     indexes: &[BY_TIME, BY_PATIENT, BY_USER, BY_TABLE, BY_RECORD],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<AuditEntry>(),

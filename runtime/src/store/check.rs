@@ -11,7 +11,7 @@
 //! transaction that is never committed, then compares them with the stored ones key by key
 //! (both sorted), so memory stays flat however large the store is.
 
-use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
+use crate::store::kv::{AccessGuard, Key, ReadTransaction, ReadableTable, Value, WriteTransaction};
 use crate::store::medium::{catch_panic, open_file};
 use crate::store::record::Registry;
 use crate::store::record::decodes;
@@ -200,9 +200,15 @@ fn check_tables(
         for index in table.indexes {
             rebuild.delete_table(*index)?;
         }
+        for index in table.covering {
+            rebuild.delete_table(*index)?;
+        }
     }
     for table in registry.records {
         for index in table.indexes {
+            rebuild.open_table(*index)?;
+        }
+        for index in table.covering {
             rebuild.open_table(*index)?;
         }
         for row in txn.open_table(table.table)?.iter()? {
@@ -218,6 +224,11 @@ fn check_tables(
             let name = index.name();
             compare(name, &stored, &expected, report)?;
         }
+        for index in table.covering {
+            let stored = txn.open_table(*index)?;
+            let expected = rebuild.open_table(*index)?;
+            compare(index.name(), &stored, &expected, report)?;
+        }
     }
     if let WriteTransaction::Redb(rebuild) = rebuild {
         rebuild.abort()?;
@@ -226,51 +237,64 @@ fn check_tables(
 }
 
 /// Walks two sorted index tables side by side, reporting entries only one holds and
-/// entries whose flags differ.
-fn compare(
+/// entries whose values (flags, or a covering index's record) differ.
+fn compare<K: Key + 'static, V: Value + 'static>(
     name: &str,
-    stored: &impl ReadableTable<&'static str, u8>,
-    expected: &impl ReadableTable<&'static str, u8>,
+    stored: &impl ReadableTable<K, V>,
+    expected: &impl ReadableTable<K, V>,
     report: &mut CheckReport,
 ) -> Result<(), StoreError> {
+    let raw = |row: Option<crate::store::StoreResult<(AccessGuard<'_, K>, AccessGuard<'_, V>)>>| {
+        row.transpose().map(|row| {
+            row.map(|(k, v)| {
+                (
+                    K::as_bytes(&k.value()).as_ref().to_vec(),
+                    V::as_bytes(&v.value()).as_ref().to_vec(),
+                )
+            })
+        })
+    };
+    // Text keys as they are; binary ones (covering indexes) in hexadecimal.
+    let show = |k: &[u8]| match std::str::from_utf8(k) {
+        Ok(text) if !text.contains(char::is_control) => text.to_string(),
+        _ => k.iter().map(|b| format!("{b:02x}")).collect(),
+    };
     let mut a = stored.iter()?;
     let mut b = expected.iter()?;
-    let mut x = a.next().transpose()?;
-    let mut y = b.next().transpose()?;
+    let mut x = raw(a.next())?;
+    let mut y = raw(b.next())?;
     loop {
         match (&x, &y) {
             (None, None) => return Ok(()),
             (Some((k, _)), None) => {
-                report.problem(format!("{name} {}: an entry no record implies", k.value()));
-                x = a.next().transpose()?;
+                report.problem(format!("{name} {}: an entry no record implies", show(k)));
+                x = raw(a.next())?;
             }
             (None, Some((k, _))) => {
-                report.problem(format!("{name} {}: missing entry", k.value()));
-                y = b.next().transpose()?;
+                report.problem(format!("{name} {}: missing entry", show(k)));
+                y = raw(b.next())?;
             }
-            (Some((ks, fs)), Some((ke, fe))) => {
+            (Some((ks, vs)), Some((ke, ve))) => {
                 report.index_entries += 1;
-                match ks.value().cmp(ke.value()) {
+                match ks.cmp(ke) {
                     std::cmp::Ordering::Equal => {
-                        if fs.value() != fe.value() {
-                            report.problem(format!(
-                                "{name} {}: flags {} where the record implies {}",
-                                ks.value(),
-                                fs.value(),
-                                fe.value()
-                            ));
+                        if vs != ve {
+                            let what = match (vs.as_slice(), ve.as_slice()) {
+                                ([fs], [fe]) => format!("flags {fs} where the record implies {fe}"),
+                                _ => "differs from its record".to_string(),
+                            };
+                            report.problem(format!("{name} {}: {what}", show(ks)));
                         }
-                        x = a.next().transpose()?;
-                        y = b.next().transpose()?;
+                        x = raw(a.next())?;
+                        y = raw(b.next())?;
                     }
                     std::cmp::Ordering::Less => {
-                        report
-                            .problem(format!("{name} {}: an entry no record implies", ks.value()));
-                        x = a.next().transpose()?;
+                        report.problem(format!("{name} {}: an entry no record implies", show(ks)));
+                        x = raw(a.next())?;
                     }
                     std::cmp::Ordering::Greater => {
-                        report.problem(format!("{name} {}: missing entry", ke.value()));
-                        y = b.next().transpose()?;
+                        report.problem(format!("{name} {}: missing entry", show(ke)));
+                        y = raw(b.next())?;
                     }
                 }
             }

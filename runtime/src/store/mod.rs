@@ -21,7 +21,7 @@ mod snapshot;
 pub use medium::{CustomMedium, WriteFailure};
 pub use snapshot::{RestoreError, verify as verify_snapshot};
 
-use crate::store::record::Registry;
+use crate::store::record::{RecordTable, Registry};
 use kv::{ReadTransaction, TableDefinition, WriteTransaction};
 use medium::{Medium, WriteHealth};
 use redb::{Database, ReadableDatabase};
@@ -34,8 +34,14 @@ use std::sync::Arc;
 /// records this one in an older store it opens (which it may then write in the new way,
 /// so the older runtime must refuse it from then on). 2: observations in binary
 /// (`encounter::store::encode_obs`), the patients' search projection. 3: encounters by
-/// time. 4: observations by when they last changed (`obs_by_updated`).
-pub const SCHEMA_VERSION: u32 = 4;
+/// time. 4: observations by when they last changed (`obs_by_updated`). 5: the chart's
+/// covering index (`obs_chart`, in place of `obs_by_patient_concept`), observations
+/// written in their compact form (the earlier forms still read).
+pub const SCHEMA_VERSION: u32 = 5;
+
+/// The `meta` entry of a store whose upgrade has begun and not ended: the version it was
+/// written by (`Store::finish_upgrade`).
+const UPGRADING_FROM: &str = "upgrading_from";
 
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 /// The meta key of the content hash of the bundle the store was last served with.
@@ -639,19 +645,16 @@ impl Store {
                     }),
                     Some(v) if v == SCHEMA_VERSION => Ok(()),
                     Some(older) => {
-                        drop(meta);
-                        for (since, table) in store.registry.reindexed_since {
-                            if older < *since {
-                                let n = record::reindex_all(txn, table)?;
-                                tracing::info!(
-                                    table = table.name,
-                                    records = n,
-                                    "indexes rebuilt for store version {since}"
-                                );
-                            }
-                        }
-                        txn.open_table(META)?
-                            .insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
+                        // Marked with the new version at once, so that an older runtime
+                        // refuses it from now on (the upgrade's first batches write what
+                        // it cannot read); the upgrade itself follows in batches
+                        // (`finish_upgrade`), and resumes there after an interruption.
+                        let from = meta
+                            .get(UPGRADING_FROM)?
+                            .and_then(|v| v.value().parse::<u32>().ok())
+                            .map_or(older, |earlier| earlier.min(older));
+                        meta.insert(UPGRADING_FROM, from.to_string().as_str())?;
+                        meta.insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
                         Ok(())
                     }
                     None => {
@@ -665,7 +668,88 @@ impl Store {
             Ok(result) => result?,
             Err(panic) => return Err(StoreError::Redb(panic)),
         }
+        match medium::catch_panic(|| store.finish_upgrade()) {
+            Ok(result) => result?,
+            Err(panic) => return Err(StoreError::Redb(panic)),
+        }
         Ok(store)
+    }
+
+    /// Finishes the upgrade of a store written by an older version (`UPGRADING_FROM`): the
+    /// tables whose stored form or indexes changed since are walked in batches, each its
+    /// own commit, with the place reached committed with it (`upgrade_cursor:<table>`),
+    /// so an interrupted upgrade resumes where it stopped and a store of millions of
+    /// records is never rewritten in one transaction; then the indexes no longer used are
+    /// dropped and the mark removed. A progress line every hundred thousand records.
+    fn finish_upgrade(&self) -> StoreResult<()> {
+        let Some(from) = self.meta(UPGRADING_FROM)? else {
+            return Ok(());
+        };
+        let from: u32 = from.parse().unwrap_or(0);
+        let registry = self.registry;
+        // Each table once, however many versions since changed it; recoding reindexes too.
+        let mut tables: Vec<(&RecordTable, bool)> = Vec::new();
+        for (recode, list) in [
+            (true, registry.recoded_since),
+            (false, registry.reindexed_since),
+        ] {
+            for (since, table) in list {
+                if from < *since && !tables.iter().any(|(t, _)| t.name == table.name) {
+                    tables.push((table, recode));
+                }
+            }
+        }
+        for (table, recode) in tables {
+            let cursor_key = format!("upgrade_cursor:{}", table.name);
+            let total = {
+                let txn = self.begin_read()?;
+                txn.open_table(table.table)?.len()?
+            };
+            let mut done = 0u64;
+            loop {
+                let step = self.write(|txn| {
+                    let meta = txn.open_table(META)?;
+                    if meta.get(UPGRADING_FROM)?.is_none() {
+                        // Another runtime finished it.
+                        return Ok(None);
+                    }
+                    let after = meta
+                        .get(cursor_key.as_str())?
+                        .map(|v| v.value().to_string());
+                    drop(meta);
+                    let step = record::upgrade_batch(txn, table, after.as_deref(), recode)?;
+                    if let Some((last, _)) = &step {
+                        txn.open_table(META)?
+                            .insert(cursor_key.as_str(), last.as_str())?;
+                    }
+                    Ok(step)
+                })?;
+                let Some((_, n)) = step else { break };
+                let before = done;
+                done += n;
+                if done / 100_000 != before / 100_000 || done == total {
+                    tracing::info!(
+                        table = table.name,
+                        records = done,
+                        of = total,
+                        "upgrading the store to version {SCHEMA_VERSION}"
+                    );
+                }
+            }
+        }
+        self.write(|txn| {
+            for (since, index) in registry.dropped_since {
+                if from < *since {
+                    txn.delete_table(*index)?;
+                }
+            }
+            let mut meta = txn.open_table(META)?;
+            for table in registry.records {
+                meta.remove(format!("upgrade_cursor:{}", table.name).as_str())?;
+            }
+            meta.remove(UPGRADING_FROM)?;
+            Ok(())
+        })
     }
 
     fn database(&self) -> StoreResult<Arc<Database>> {

@@ -82,12 +82,14 @@ impl Voiding {
     }
 }
 /// A record table that backups dump and restores fill; `reindex` decodes one record and
-/// writes its index entries, and `indexes` are the tables it writes them to (so
-/// `store::check` can rebuild them and compare).
+/// writes its index entries, and `indexes` and `covering` are the tables it writes them to
+/// (so `store::check` can rebuild them and compare, and a merge can remove a moved
+/// record's old entries).
 pub struct RecordTable {
     pub name: &'static str,
     pub table: TableDefinition<&'static str, &'static [u8]>,
     pub indexes: &'static [Index],
+    pub covering: &'static [CoveringIndex],
     pub create: fn(&WriteTransaction) -> StoreResult<()>,
     pub reindex: fn(&WriteTransaction, &[u8]) -> StoreResult<()>,
     pub codec: RecordCodec,
@@ -155,44 +157,71 @@ pub struct Registry {
     /// has the table's indexes rebuilt from its records when it is opened, once
     /// (`(version, table)`: rebuilt for a store older than `version`).
     pub reindexed_since: &'static [(u32, &'static RecordTable)],
+    /// Tables whose stored form changed in a store version: a store written by an older
+    /// version has every record of the table stored again in the current form (and its
+    /// indexes rebuilt) when it is opened, once.
+    pub recoded_since: &'static [(u32, &'static RecordTable)],
+    /// Index tables a store version stopped using: emptied when a store written by an
+    /// older version is opened (`(version, index)`), since nothing keeps them current.
+    pub dropped_since: &'static [(u32, Index)],
 }
 
-/// How many records a store upgrade reads at a time while it rebuilds an index, so that a
-/// table of a million records is never held in memory whole.
-const REINDEX_BATCH: usize = 2_000;
+/// How many records a store upgrade rewrites or reindexes in one write transaction: a
+/// table of millions is upgraded in many short commits, never held in memory whole.
+const UPGRADE_BATCH: usize = 5_000;
 
-/// Rebuilds the indexes of every record of `table` in the caller's write transaction (an
-/// upgrade: index entries are keys, so writing an existing one again changes nothing).
-pub fn reindex_all(txn: &WriteTransaction, table: &RecordTable) -> StoreResult<u64> {
+/// Upgrades the records of `table` after the key `after` (from the first when `None`), at
+/// most a batch of them, in the caller's write transaction: each record is stored again in
+/// the table's current form when `recode` (through the codec: what a backup and a restore
+/// do to it) and its index entries written (an entry that exists already is written
+/// again, which changes nothing). Answers the last key done and how many were, or `None`
+/// when no record follows `after`.
+pub fn upgrade_batch(
+    txn: &WriteTransaction,
+    table: &RecordTable,
+    after: Option<&str>,
+    recode: bool,
+) -> StoreResult<Option<(String, u64)>> {
     use std::ops::Bound;
-    let mut after: Option<String> = None;
-    let mut count = 0u64;
-    loop {
-        let batch: Vec<(String, Vec<u8>)> = {
-            let t = txn.open_table(table.table)?;
-            let lower = match &after {
-                Some(k) => Bound::Excluded(k.as_str()),
-                None => Bound::Unbounded,
-            };
-            let mut out = Vec::with_capacity(REINDEX_BATCH);
-            for row in t.range::<&str>((lower, Bound::Unbounded))? {
-                let (k, v) = row?;
-                out.push((k.value().to_string(), v.value().to_vec()));
-                if out.len() == REINDEX_BATCH {
-                    break;
-                }
+    let batch: Vec<(String, Vec<u8>)> = {
+        let t = txn.open_table(table.table)?;
+        let lower = match after {
+            Some(k) => Bound::Excluded(k),
+            None => Bound::Unbounded,
+        };
+        let mut out = Vec::with_capacity(UPGRADE_BATCH);
+        for row in t.range::<&str>((lower, Bound::Unbounded))? {
+            let (k, v) = row?;
+            out.push((k.value().to_string(), v.value().to_vec()));
+            if out.len() == UPGRADE_BATCH {
+                break;
             }
-            out
-        };
-        let Some((last, _)) = batch.last() else {
-            return Ok(count);
-        };
-        after = Some(last.clone());
-        for (_, bytes) in &batch {
-            (table.reindex)(txn, bytes)?;
         }
-        count += batch.len() as u64;
+        out
+    };
+    let Some((last, _)) = batch.last() else {
+        return Ok(None);
+    };
+    let mut records = txn.open_table(table.table)?;
+    for (key, bytes) in &batch {
+        let current;
+        let bytes = if recode {
+            let corrupt = |detail: String| StoreError::Corrupt {
+                table: table.name,
+                detail: format!("{key}: {detail}"),
+            };
+            current = (table.codec.from_json)(&(table.codec.to_json)(bytes).map_err(corrupt)?)
+                .map_err(corrupt)?;
+            if &current != bytes {
+                records.insert(key.as_str(), current.as_slice())?;
+            }
+            &current
+        } else {
+            bytes
+        };
+        (table.reindex)(txn, bytes)?;
     }
+    Ok(Some((last.clone(), batch.len() as u64)))
 }
 
 impl Registry {
@@ -322,6 +351,10 @@ pub struct Rewrite {
 pub fn rewrite_all(txn: &WriteTransaction, rewrites: &[Rewrite]) -> StoreResult<()> {
     let mut stale: std::collections::BTreeMap<&'static str, (Index, Vec<Vec<u8>>)> =
         std::collections::BTreeMap::new();
+    let mut stale_covering: std::collections::BTreeMap<
+        &'static str,
+        (CoveringIndex, Vec<Vec<u8>>),
+    > = std::collections::BTreeMap::new();
     for r in rewrites {
         let (indexed, keys) = crate::store::kv::keys_to_write(|| (r.table.reindex)(txn, &r.old));
         indexed?;
@@ -334,8 +367,20 @@ pub fn rewrite_all(txn: &WriteTransaction, rewrites: &[Rewrite]) -> StoreResult<
                     .extend(keys.iter().cloned());
             }
         }
+        for index in r.table.covering {
+            if let Some(keys) = keys.get(index.name()) {
+                stale_covering
+                    .entry(index.name())
+                    .or_insert_with(|| (*index, Vec::new()))
+                    .1
+                    .extend(keys.iter().cloned());
+            }
+        }
     }
     for (index, keys) in stale.into_values() {
+        txn.open_table(index)?.remove_many(&keys)?;
+    }
+    for (index, keys) in stale_covering.into_values() {
         txn.open_table(index)?.remove_many(&keys)?;
     }
     for r in rewrites {
@@ -352,6 +397,10 @@ pub type PatientVoided = fn(&crate::store::Store, &str, &str) -> StoreResult<()>
 
 /// An index table: key → flags.
 pub type Index = TableDefinition<&'static str, u8>;
+
+/// A covering index: a binary key → what a reader needs of the record (so it reads no
+/// record), e.g. the chart's observations by patient and concept.
+pub type CoveringIndex = TableDefinition<&'static [u8], &'static [u8]>;
 
 /// `a|b|c`
 pub fn key(parts: &[&str]) -> String {

@@ -12,6 +12,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "allergies",
     table: TABLE,
     indexes: &[BY_PATIENT],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<AllergyRecord>(),

@@ -15,6 +15,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "appointments",
     table: TABLE,
     indexes: &[BY_START, BY_PATIENT],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<AppointmentRecord>(),

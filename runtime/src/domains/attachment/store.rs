@@ -14,6 +14,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "attachments",
     table: TABLE,
     indexes: &[BY_PATIENT],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<AttachmentRecord>(),

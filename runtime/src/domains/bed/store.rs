@@ -23,6 +23,7 @@ macro_rules! small_table {
             name: $label,
             table: $table,
             indexes: &[],
+            covering: &[],
             create: |txn| {
                 txn.open_table($table)?;
                 Ok(())

@@ -20,6 +20,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "bills",
     table: TABLE,
     indexes: &[BY_PATIENT, BY_VISIT, BY_CREATED, BY_STATUS, LINE_ITEMS],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<BillRecord>(),

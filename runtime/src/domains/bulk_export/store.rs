@@ -15,6 +15,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "fhir_exports",
     table: TABLE,
     indexes: &[BY_TIME],
+    covering: &[],
     create,
     reindex: |txn, bytes| {
         let r: ExportRecord = crate::store::record::decode("fhir_exports", bytes)?;

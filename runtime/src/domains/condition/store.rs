@@ -17,6 +17,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "conditions",
     table: TABLE,
     indexes: &[BY_PATIENT],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<ConditionRecord>(),

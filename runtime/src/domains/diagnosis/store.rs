@@ -14,6 +14,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "diagnoses",
     table: TABLE,
     indexes: &[BY_ENCOUNTER, BY_PATIENT],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<DiagnosisRecord>(),

@@ -16,6 +16,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "medication_dispenses",
     table: TABLE,
     indexes: &[BY_PATIENT, BY_ORDER, BY_ENCOUNTER],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<DispenseRecord>(),

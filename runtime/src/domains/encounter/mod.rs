@@ -11,6 +11,7 @@
 //! it (`previousVersion`), as OpenMRS does, so the history of a value is kept.
 
 pub mod body;
+pub mod compact;
 pub mod diagnostic_report;
 pub mod fhir;
 pub mod obstree;

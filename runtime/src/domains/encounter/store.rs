@@ -1,14 +1,19 @@
 //! The encounter and observation tables. Encounters: records by uuid, indexed by patient
 //! (`patient|datetime|uuid`) and by visit (`visit|datetime|uuid`). Observations: records by
 //! uuid, indexed by encounter (`encounter|uuid`), by patient (`patient|datetime|uuid`), by
-//! patient and concept (`patient|concept|datetime|uuid`, the chart's "this value over
-//! time") and by group (`group|uuid`, an obs group's members). An encounter and all its
+//! group (`group|uuid`, an obs group's members), and by patient and concept in the chart's
+//! covering index (`obs_chart`: binary keys `patient concept datetime uuid`, each entry
+//! holding the observation itself, so that the chart's "these values over time" reads one
+//! short run of adjacent pages per concept and no record). An encounter and all its
 //! observations are written in one transaction. Encounters are stored as JSON,
-//! observations in binary (`encode_obs`; JSON ones of earlier stores are still read).
+//! observations in a compact binary form (`encode_obs`, `compact.rs`; the earlier binary
+//! and JSON forms are still read).
 
+use crate::domains::encounter::compact::{CompactObs, Uid, time_key_bytes};
 use crate::domains::encounter::{EncounterRecord, ObsRecord};
+use crate::store::kv::KeyRange;
 use crate::store::kv::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
-use crate::store::record::{Index, Page, RecordTable, VOIDED, Window, key};
+use crate::store::record::{CoveringIndex, Index, Page, RecordTable, VOIDED, Window, key};
 use crate::store::{Store, StoreResult};
 
 const ENCOUNTERS: TableDefinition<&str, &[u8]> = TableDefinition::new("encounters");
@@ -20,7 +25,12 @@ const ENC_BY_TIME: Index = TableDefinition::new("encounters_by_time");
 const OBS: TableDefinition<&str, &[u8]> = TableDefinition::new("obs");
 const OBS_BY_ENCOUNTER: Index = TableDefinition::new("obs_by_encounter");
 const OBS_BY_PATIENT: Index = TableDefinition::new("obs_by_patient");
-const OBS_BY_CONCEPT: Index = TableDefinition::new("obs_by_patient_concept");
+/// The text-keyed index by patient and concept of stores before version 5, dropped when
+/// such a store is opened (`obs_chart` replaces it).
+pub const OBS_BY_CONCEPT_BEFORE_5: Index = TableDefinition::new("obs_by_patient_concept");
+/// The chart's covering index (store version 5): key `patient concept datetime uuid` in
+/// binary (`chart_key`), value the observation's flags then its stored bytes.
+const OBS_CHART: CoveringIndex = TableDefinition::new("obs_chart");
 const OBS_BY_GROUP: Index = TableDefinition::new("obs_by_group");
 /// Every observation by when it last changed (`all|updated|uuid`, `last_updated`): FHIR's
 /// `_lastUpdated`, a warehouse's incremental extraction (added in store version 4;
@@ -31,6 +41,7 @@ pub const ENCOUNTER_RECORDS: RecordTable = RecordTable {
     name: "encounters",
     table: ENCOUNTERS,
     indexes: &[ENC_BY_PATIENT, ENC_BY_VISIT, ENC_BY_TIME],
+    covering: &[],
     create: create_encounter_tables,
     reindex: |txn, bytes| {
         let e: EncounterRecord = crate::store::record::decode("encounters", bytes)?;
@@ -45,10 +56,10 @@ pub const OBS_RECORDS: RecordTable = RecordTable {
     indexes: &[
         OBS_BY_ENCOUNTER,
         OBS_BY_PATIENT,
-        OBS_BY_CONCEPT,
         OBS_BY_GROUP,
         OBS_BY_UPDATED,
     ],
+    covering: &[OBS_CHART],
     create: create_obs_tables,
     reindex: |txn, bytes| index_obs(txn, None, &decode_obs(bytes)?),
     codec: crate::store::record::RecordCodec {
@@ -66,9 +77,12 @@ pub const OBS_RECORDS: RecordTable = RecordTable {
 
 /// The first byte of an observation stored in binary (bincode's standard configuration
 /// of `ObsRecord`'s fields in order). Stores written before it hold JSON observations,
-/// which start with `{`; both are read, and every write is binary. A change of
-/// `ObsRecord`'s fields takes a new tag, the old one still decoded.
+/// which start with `{`; every form is read, and every write is the newest. A change of
+/// `ObsRecord`'s fields takes a new tag, the old ones still decoded.
 const OBS_BINARY_V1: u8 = 1;
+/// The compact form (`compact::CompactObs`: uuids in 16 bytes, datetimes in milliseconds),
+/// written since store version 5.
+const OBS_COMPACT_V2: u8 = 2;
 
 /// bincode's standard configuration, with a bound on what one observation may claim, so
 /// that a damaged length is an error rather than an allocation of that size.
@@ -79,10 +93,18 @@ fn obs_binary_config() -> impl bincode::config::Config {
 /// An observation as it is stored: in binary, which reads several times faster than JSON
 /// and takes less room (the chart reads a hundred at a time, a facility keeps millions).
 pub fn encode_obs(o: &ObsRecord) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
-    out.push(OBS_BINARY_V1);
-    bincode::encode_into_std_write(o, &mut out, obs_binary_config())
+    let mut out = Vec::with_capacity(160);
+    out.push(OBS_COMPACT_V2);
+    bincode::encode_into_std_write(CompactObs::from(o), &mut out, obs_binary_config())
         .expect("an observation is far below the size limit");
+    out
+}
+
+/// An observation in the first binary form, as stores before version 5 hold them.
+#[cfg(test)]
+fn encode_obs_v1(o: &ObsRecord) -> Vec<u8> {
+    let mut out = vec![OBS_BINARY_V1];
+    bincode::encode_into_std_write(o, &mut out, obs_binary_config()).unwrap();
     out
 }
 
@@ -92,18 +114,23 @@ pub fn decode_obs(bytes: &[u8]) -> StoreResult<ObsRecord> {
         table: "obs",
         detail,
     };
-    match bytes.split_first() {
-        Some((&OBS_BINARY_V1, rest)) => {
-            let (o, read) = bincode::decode_from_slice(rest, obs_binary_config())
-                .map_err(|e| corrupt(e.to_string()))?;
-            if read != rest.len() {
-                return Err(corrupt(format!(
-                    "{} bytes after the observation",
-                    rest.len() - read
-                )));
-            }
-            Ok(o)
+    fn whole<T: bincode::Decode<()>>(
+        rest: &[u8],
+        corrupt: impl Fn(String) -> crate::store::StoreError,
+    ) -> StoreResult<T> {
+        let (o, read) = bincode::decode_from_slice(rest, obs_binary_config())
+            .map_err(|e| corrupt(e.to_string()))?;
+        if read != rest.len() {
+            return Err(corrupt(format!(
+                "{} bytes after the observation",
+                rest.len() - read
+            )));
         }
+        Ok(o)
+    }
+    match bytes.split_first() {
+        Some((&OBS_COMPACT_V2, rest)) => Ok(whole::<CompactObs>(rest, corrupt)?.into()),
+        Some((&OBS_BINARY_V1, rest)) => whole(rest, corrupt),
         Some((b'{', _)) => crate::store::record::decode("obs", bytes),
         _ => Err(corrupt("neither a binary nor a JSON observation".into())),
     }
@@ -122,12 +149,12 @@ fn create_obs_tables(txn: &WriteTransaction) -> StoreResult<()> {
     for t in [
         OBS_BY_ENCOUNTER,
         OBS_BY_PATIENT,
-        OBS_BY_CONCEPT,
         OBS_BY_GROUP,
         OBS_BY_UPDATED,
     ] {
         txn.open_table(t)?;
     }
+    txn.open_table(OBS_CHART)?;
     Ok(())
 }
 
@@ -183,16 +210,12 @@ pub fn last_updated(o: &ObsRecord) -> &str {
     .fold(o.audit.date_created.as_str(), |latest, t| latest.max(t))
 }
 
-fn obs_keys(o: &ObsRecord) -> [Option<(Index, String)>; 5] {
+fn obs_keys(o: &ObsRecord) -> [Option<(Index, String)>; 4] {
     [
         o.encounter
             .as_ref()
             .map(|e| (OBS_BY_ENCOUNTER, key(&[e, &o.uuid]))),
         Some((OBS_BY_PATIENT, key(&[&o.person, &o.datetime, &o.uuid]))),
-        Some((
-            OBS_BY_CONCEPT,
-            key(&[&o.person, &o.concept, &o.datetime, &o.uuid]),
-        )),
         o.obs_group
             .as_ref()
             .map(|g| (OBS_BY_GROUP, key(&[g, &o.uuid]))),
@@ -200,16 +223,78 @@ fn obs_keys(o: &ObsRecord) -> [Option<(Index, String)>; 5] {
     ]
 }
 
+/// The patient-and-concept part of a chart key: every observation of one concept of one
+/// patient sorts under it, oldest first.
+fn chart_prefix(patient: &str, concept: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(64);
+    Uid::key_bytes(patient, &mut k);
+    Uid::key_bytes(concept, &mut k);
+    k
+}
+
+/// An observation's key in the chart's index.
+fn chart_key(o: &ObsRecord) -> Vec<u8> {
+    let mut k = chart_prefix(&o.person, &o.concept);
+    time_key_bytes(&o.datetime, &mut k);
+    Uid::key_bytes(&o.uuid, &mut k);
+    k
+}
+
+/// The first key after every key that starts with `prefix`.
+fn after_prefix(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![u8::MAX; prefix.len() + 1]
+}
+
+/// The chart keys of one patient's observations of one concept made between `from` and
+/// `to` (key-form datetimes, inclusive, either open).
+fn chart_range(patient: &str, concept: &str, from: Option<&str>, to: Option<&str>) -> KeyRange {
+    let prefix = chart_prefix(patient, concept);
+    let low = match from {
+        Some(from) => {
+            let mut k = prefix.clone();
+            time_key_bytes(from, &mut k);
+            k
+        }
+        None => prefix.clone(),
+    };
+    let high = match to {
+        Some(to) => {
+            let mut k = prefix.clone();
+            time_key_bytes(to, &mut k);
+            after_prefix(&k)
+        }
+        None => after_prefix(&prefix),
+    };
+    (low, high)
+}
+
+/// A chart entry's value: the observation's index flags, then its stored bytes.
+fn chart_value(o: &ObsRecord) -> Vec<u8> {
+    let mut v = vec![voided_flag(o.voiding.voided)];
+    v.extend_from_slice(&encode_obs(o));
+    v
+}
+
 fn index_obs(txn: &WriteTransaction, old: Option<&ObsRecord>, o: &ObsRecord) -> StoreResult<()> {
+    let mut chart = txn.open_table(OBS_CHART)?;
     if let Some(old) = old {
         for (table, k) in obs_keys(old).into_iter().flatten() {
             txn.open_table(table)?.remove(k.as_str())?;
         }
+        chart.remove(chart_key(old).as_slice())?;
     }
     let f = voided_flag(o.voiding.voided);
     for (table, k) in obs_keys(o).into_iter().flatten() {
         txn.open_table(table)?.insert(k.as_str(), f)?;
     }
+    chart.insert(chart_key(o).as_slice(), chart_value(o).as_slice())?;
     Ok(())
 }
 
@@ -526,22 +611,11 @@ pub fn list_obs(
         || !q.values.is_empty()
         || (q.updated.is_some() && !by_updated)
         || (by_updated && !q.concepts.is_empty());
-    // What the keys cannot tell is read from the observation (and its encounter's type).
-    let admits = |uuid: &str| -> bool {
-        if !needs_record {
-            return true;
-        }
-        let Some(o) = records
-            .get(uuid)
-            .ok()
-            .flatten()
-            .and_then(|b| decode_obs(b.value()).ok())
-        else {
-            return false;
-        };
+    // What the keys cannot tell is tested on the observation (and its encounter's type).
+    let admits_record = |o: &ObsRecord| -> bool {
         if !within(&o.datetime, &q.date)
             || !q.values.iter().all(|f| f.admits(&o.value))
-            || (!by_updated && !within(last_updated(&o), &q.updated))
+            || (!by_updated && !within(last_updated(o), &q.updated))
             || (by_updated && !q.concepts.is_empty() && !q.concepts.contains(&o.concept))
         {
             return false;
@@ -550,14 +624,23 @@ pub fn list_obs(
             return true;
         };
         o.encounter
+            .as_ref()
             .and_then(|e| encounters.get(e.as_str()).ok().flatten())
             .and_then(|b| {
                 crate::store::record::decode::<EncounterRecord>("encounters", b.value()).ok()
             })
             .is_some_and(|e| &e.encounter_type == wanted)
     };
-    let of_type = admits;
-    let keep = |k: &str| of_type(k.rsplit('|').next().unwrap_or_default());
+    let admits = |uuid: &str| -> bool {
+        !needs_record
+            || records
+                .get(uuid)
+                .ok()
+                .flatten()
+                .and_then(|b| decode_obs(b.value()).ok())
+                .is_some_and(|o| admits_record(&o))
+    };
+    let keep = |k: &str| admits(k.rsplit('|').next().unwrap_or_default());
     let page = match (&q.encounter, &q.patient) {
         (Some(e), _) => crate::store::record::scan(
             &txn.open_table(OBS_BY_ENCOUNTER)?,
@@ -567,36 +650,44 @@ pub fn list_obs(
             window,
             keep,
         )?,
-        (None, Some(p)) if q.concepts.len() == 1 => {
-            let prefix = key(&[p, &q.concepts[0]]);
-            crate::store::record::scan(
-                &txn.open_table(OBS_BY_CONCEPT)?,
-                &prefix,
-                exclude,
-                true,
-                window,
-                keep,
-            )?
-        }
         (None, Some(p)) if !q.concepts.is_empty() => {
-            // Several concepts: every one's keys read at once, merged newest first, then cut.
-            let prefixes: Vec<String> = q.concepts.iter().map(|c| key(&[p, c])).collect();
-            let prefixes: Vec<&str> = prefixes.iter().map(String::as_str).collect();
-            let mut keys: Vec<(String, String)> = crate::store::record::keys_under_all(
-                &txn.open_table(OBS_BY_CONCEPT)?,
-                &prefixes,
-                exclude,
-            )?
-            .into_iter()
-            .filter_map(|k| {
-                let mut parts = k.rsplit('|');
-                let uuid = parts.next().unwrap_or_default().to_string();
-                let at = parts.next().unwrap_or_default().to_string();
-                of_type(&uuid).then_some((at, uuid))
-            })
-            .collect();
-            keys.sort_by(|a, b| b.cmp(a));
-            Page::cut(keys.into_iter().map(|(_, uuid)| uuid).collect(), window)
+            // The chart's index holds the observations: each concept's run read at once
+            // (only the dates asked, when asked), merged newest first, then cut.
+            let (from, to) = q.date.clone().unwrap_or_default();
+            let ranges: Vec<KeyRange> = q
+                .concepts
+                .iter()
+                .map(|c| chart_range(p, c, from.as_deref(), to.as_deref()))
+                .collect();
+            let mut hits: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            for (k, v) in txn.open_table(OBS_CHART)?.rows_in_ranges(&ranges)? {
+                let Some((&flags, stored)) = v.split_first() else {
+                    continue;
+                };
+                if flags & exclude != 0 {
+                    continue;
+                }
+                if needs_record && !admits_record(&decode_obs(stored)?) {
+                    continue;
+                }
+                // Newest first: by the key's datetime and uuid, after patient and concept.
+                let when = chart_suffix(&k).to_vec();
+                hits.push((when, v));
+            }
+            hits.sort_by(|a, b| b.0.cmp(&a.0));
+            let total = hits.len();
+            let out = hits
+                .into_iter()
+                .skip(window.start)
+                .take(window.limit)
+                .map(|(_, v)| decode_obs(&v[1..]))
+                .collect::<StoreResult<Vec<ObsRecord>>>()?;
+            let page = Page {
+                uuids: out.iter().map(|o| o.uuid.clone()).collect(),
+                more: window.start.saturating_add(window.limit) < total,
+                total: window.count_all.then_some(total),
+            };
+            return Ok((out, page));
         }
         (None, Some(p)) => crate::store::record::scan(
             &txn.open_table(OBS_BY_PATIENT)?,
@@ -623,17 +714,33 @@ pub fn list_obs(
     Ok((out, page))
 }
 
-/// The concepts a patient has observations of (voided ones left out), from the index's
-/// keys alone (`patient|concept|datetime|uuid`), in the index's order.
+/// What follows the patient and the concept in a chart key (its datetime and uuid).
+fn chart_suffix(key: &[u8]) -> &[u8] {
+    let after_patient = Uid::key_len(key).unwrap_or(key.len());
+    let rest = &key[after_patient..];
+    &rest[Uid::key_len(rest).unwrap_or(rest.len())..]
+}
+
+/// The concepts a patient has observations of (voided ones left out), from the chart
+/// index's values, in the order of their first appearance in that index.
 pub fn concepts_of_patient(store: &Store, patient: &str) -> StoreResult<Vec<String>> {
     let txn = store.begin_read()?;
-    let keys =
-        crate::store::record::keys_under_all(&txn.open_table(OBS_BY_CONCEPT)?, &[patient], VOIDED)?;
-    let mut concepts: Vec<String> = keys
-        .iter()
-        .filter_map(|k| k.split('|').nth(1).map(str::to_string))
-        .collect();
-    concepts.dedup();
+    let mut prefix = Vec::new();
+    Uid::key_bytes(patient, &mut prefix);
+    let range = (prefix.clone(), after_prefix(&prefix));
+    let mut concepts: Vec<String> = Vec::new();
+    for (_, v) in txn.open_table(OBS_CHART)?.rows_in_ranges(&[range])? {
+        let Some((&flags, stored)) = v.split_first() else {
+            continue;
+        };
+        if flags & VOIDED != 0 {
+            continue;
+        }
+        let concept = decode_obs(stored)?.concept;
+        if concepts.last() != Some(&concept) {
+            concepts.push(concept);
+        }
+    }
     Ok(concepts)
 }
 
@@ -694,7 +801,7 @@ pub fn of_patient_between_in(
 }
 
 /// A patient's observations of one concept between `from` and `to`, oldest first, voided
-/// ones left out (the index by patient and concept: one range read).
+/// ones left out (the chart's index: one range read, no record).
 pub fn obs_of_concept_in(
     txn: &ReadTransaction,
     patient: &str,
@@ -702,15 +809,16 @@ pub fn obs_of_concept_in(
     from: Option<&str>,
     to: Option<&str>,
 ) -> StoreResult<Vec<ObsRecord>> {
-    crate::store::record::records_between_in(
-        txn,
-        OBS,
-        OBS_BY_CONCEPT,
-        &key(&[patient, concept]),
-        from,
-        to,
-        decode_obs,
-    )
+    let range = chart_range(patient, concept, from, to);
+    let mut out = Vec::new();
+    for (_, v) in txn.open_table(OBS_CHART)?.rows_in_ranges(&[range])? {
+        if let Some((&flags, stored)) = v.split_first()
+            && flags & VOIDED == 0
+        {
+            out.push(decode_obs(stored)?);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -828,6 +936,174 @@ mod tests {
         assert!(list_obs(&s, &before, all).unwrap().0.is_empty());
     }
 
+    /// A store written by version 4 (observations in the first binary form, indexed by
+    /// patient and concept with text keys) gets the chart's covering index built from its
+    /// records when opened, its old index emptied, and answers the chart as before; what
+    /// is written afterwards is compact and found with what was there.
+    #[test]
+    fn a_version_4_store_gets_the_charts_covering_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let patient = "0b3c5a7e-1f2d-4c6b-8a9e-0d1c2b3a4f5e";
+        let weight = "5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let mut old = record(
+            "0b3c5a7e-0000-4c6b-8a9e-0d1c2b3a4f5e",
+            ObsValue::Numeric(61.5),
+            false,
+        );
+        (old.person, old.concept) = (patient.into(), weight.into());
+        let query = ObsQuery {
+            patient: Some(patient.into()),
+            concepts: vec![weight.into()],
+            ..ObsQuery::default()
+        };
+        let all = Window {
+            start: 0,
+            limit: 100,
+            count_all: true,
+        };
+        {
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+            // As version 4 left it.
+            s.write(|txn| {
+                txn.open_table(OBS)?
+                    .insert(old.uuid.as_str(), encode_obs_v1(&old).as_slice())?;
+                txn.open_table(OBS_BY_CONCEPT_BEFORE_5)?.insert(
+                    key(&[patient, weight, &old.datetime, &old.uuid]).as_str(),
+                    0u8,
+                )?;
+                for (table, k) in obs_keys(&old).into_iter().flatten() {
+                    txn.open_table(table)?.insert(k.as_str(), 0u8)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            s.set_meta("schema_version", "4").unwrap();
+            assert!(list_obs(&s, &query, all).unwrap().0.is_empty());
+        }
+        let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+        assert_eq!(s.meta("schema_version").unwrap(), Some("5".into()));
+        assert_eq!(s.meta("upgrading_from").unwrap(), None);
+        assert_eq!(stored_form(&s, &old.uuid), OBS_COMPACT_V2);
+        let (found, page) = list_obs(&s, &query, all).unwrap();
+        assert_eq!(found, vec![old.clone()]);
+        assert_eq!(page.total, Some(1));
+        assert_eq!(concepts_of_patient(&s, patient).unwrap(), vec![weight]);
+        {
+            let txn = s.begin_read().unwrap();
+            // Gone (redb drops the table).
+            assert!(
+                txn.open_table(OBS_BY_CONCEPT_BEFORE_5)
+                    .map_or(true, |t| t.is_empty().unwrap())
+            );
+            let between = obs_of_concept_in(&txn, patient, weight, None, None).unwrap();
+            assert_eq!(between, vec![old.clone()]);
+        }
+        // A new observation, later, stored compact, comes first; voiding the old one
+        // takes it out of the chart's answers.
+        let mut new = old.clone();
+        new.uuid = "0b3c5a7e-0001-4c6b-8a9e-0d1c2b3a4f5e".into();
+        new.datetime = "2026-11-02T10:00:00.000Z".into();
+        let mut voided = old.clone();
+        voided.voiding.voided = true;
+        write(
+            &s,
+            &Change {
+                encounter: None,
+                obs: vec![(None, &new), (Some(&old), &voided)],
+            },
+        )
+        .unwrap();
+        assert_eq!(obs(&s, &new.uuid).unwrap(), Some(new.clone()));
+        assert_eq!(list_obs(&s, &query, all).unwrap().0, vec![new.clone()]);
+        let with_voided = ObsQuery {
+            include_voided: true,
+            ..query.clone()
+        };
+        assert_eq!(
+            list_obs(&s, &with_voided, all).unwrap().0,
+            vec![new.clone(), voided.clone()]
+        );
+        // Only the day of the old one.
+        let that_day = ObsQuery {
+            include_voided: true,
+            date: Some((
+                Some("2026-11-01T00:00:00.000Z".into()),
+                Some("2026-11-01T23:59:59.999Z".into()),
+            )),
+            ..query.clone()
+        };
+        assert_eq!(list_obs(&s, &that_day, all).unwrap().0, vec![voided]);
+        drop(s);
+        let report = crate::store::check::check_store(&path, &crate::domains::REGISTRY).unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert!(report.index_entries > 0);
+    }
+
+    fn stored_form(s: &Store, uuid: &str) -> u8 {
+        let txn = s.begin_read().unwrap();
+        let t = txn.open_table(OBS).unwrap();
+        t.get(uuid).unwrap().unwrap().value()[0]
+    }
+
+    /// An upgrade interrupted after its first batch (the store marked with the new version,
+    /// the place reached recorded) goes on from there when the store is opened again.
+    #[test]
+    fn an_interrupted_upgrade_resumes_where_it_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let patient = "0b3c5a7e-1f2d-4c6b-8a9e-0d1c2b3a4f5e";
+        let weight = "5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let obs_of = |uuid: &str, day: u32| {
+            let mut o = record(uuid, ObsValue::Numeric(60.0 + day as f64), false);
+            (o.person, o.concept) = (patient.into(), weight.into());
+            o.datetime = format!("2026-11-{day:02}T10:00:00.000Z");
+            o
+        };
+        let (done, left) = (
+            obs_of("0b3c5a7e-0000-4c6b-8a9e-0d1c2b3a4f5e", 1),
+            obs_of("0b3c5a7e-0001-4c6b-8a9e-0d1c2b3a4f5e", 2),
+        );
+        {
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+            write(
+                &s,
+                &Change {
+                    encounter: None,
+                    obs: vec![(None, &done)],
+                },
+            )
+            .unwrap();
+            // The second still as version 4 wrote it: first binary form, no chart entry.
+            s.write(|txn| {
+                txn.open_table(OBS)?
+                    .insert(left.uuid.as_str(), encode_obs_v1(&left).as_slice())?;
+                for (table, k) in obs_keys(&left).into_iter().flatten() {
+                    txn.open_table(table)?.insert(k.as_str(), 0u8)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            s.set_meta("upgrading_from", "4").unwrap();
+            s.set_meta("upgrade_cursor:obs", &done.uuid).unwrap();
+        }
+        let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+        assert_eq!(s.meta("upgrading_from").unwrap(), None);
+        assert_eq!(s.meta("upgrade_cursor:obs").unwrap(), None);
+        assert_eq!(stored_form(&s, &left.uuid), OBS_COMPACT_V2);
+        let query = ObsQuery {
+            patient: Some(patient.into()),
+            concepts: vec![weight.into()],
+            ..ObsQuery::default()
+        };
+        let all = Window {
+            start: 0,
+            limit: 10,
+            count_all: true,
+        };
+        assert_eq!(list_obs(&s, &query, all).unwrap().0, vec![left, done]);
+    }
+
     use crate::domains::encounter::ObsValue;
     use crate::store::record::{Audit, Voiding};
 
@@ -897,8 +1173,18 @@ mod tests {
     fn an_observation_reads_back_as_written_in_binary_and_in_the_earlier_json() {
         for o in every_kind() {
             let binary = encode_obs(&o);
-            assert_eq!(binary[0], OBS_BINARY_V1);
+            assert_eq!(binary[0], OBS_COMPACT_V2);
             assert_eq!(decode_obs(&binary).unwrap(), o);
+            // The first binary form, which stores before version 5 hold, is still read,
+            // and is larger.
+            let first = encode_obs_v1(&o);
+            assert_eq!(decode_obs(&first).unwrap(), o);
+            assert!(
+                binary.len() <= first.len(),
+                "{} vs {}",
+                binary.len(),
+                first.len()
+            );
             let json = serde_json::to_vec(&o).unwrap();
             assert!(
                 binary.len() < json.len(),
@@ -961,9 +1247,9 @@ mod tests {
             &[0, 0, 0, 0, 0, 0, 0xC0, 0x42, 0x40],
             &[1, 0, 0, 1, 1, b'r'],
         );
-        assert_eq!(encode_obs(&coded), coded_bytes);
+        assert_eq!(encode_obs_v1(&coded), coded_bytes);
         assert_eq!(decode_obs(&coded_bytes).unwrap(), coded);
-        assert_eq!(encode_obs(&numeric), numeric_bytes);
+        assert_eq!(encode_obs_v1(&numeric), numeric_bytes);
         assert_eq!(decode_obs(&numeric_bytes).unwrap(), numeric);
         // Every value kind keeps its variant number.
         for (value, number) in [
@@ -978,7 +1264,7 @@ mod tests {
         ] {
             let mut o = coded.clone();
             o.value = value;
-            assert_eq!(encode_obs(&o)[head.len()], number, "{:?}", o.value);
+            assert_eq!(encode_obs_v1(&o)[head.len()], number, "{:?}", o.value);
         }
     }
 

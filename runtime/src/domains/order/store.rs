@@ -22,6 +22,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "orders",
     table: TABLE,
     indexes: &[BY_PATIENT, BY_ENCOUNTER, BY_TYPE, BY_NUMBER],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<OrderRecord>(),

@@ -13,6 +13,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "programenrollments",
     table: TABLE,
     indexes: &[BY_PATIENT],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<EnrolmentRecord>(),

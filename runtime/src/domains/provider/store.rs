@@ -12,6 +12,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "providers",
     table: PROVIDERS,
     indexes: &[],
+    covering: &[],
     create: |txn| {
         txn.open_table(PROVIDERS)?;
         Ok(())

@@ -19,6 +19,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "queue_entries",
     table: TABLE,
     indexes: &[BY_PATIENT, BY_VISIT, BY_START, OPEN],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<QueueEntryRecord>(),

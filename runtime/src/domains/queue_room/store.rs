@@ -13,6 +13,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "queue_rooms",
     table: TABLE,
     indexes: &[],
+    covering: &[],
     create: |txn| {
         txn.open_table(TABLE)?;
         Ok(())

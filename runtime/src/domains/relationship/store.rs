@@ -13,6 +13,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "relationships",
     table: TABLE,
     indexes: &[BY_PERSON],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<RelationshipRecord>(),

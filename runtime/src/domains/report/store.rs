@@ -17,6 +17,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "report_requests",
     table: TABLE,
     indexes: &[BY_TIME],
+    covering: &[],
     create,
     reindex: |txn, bytes| {
         let r: ReportRequestRecord = crate::store::record::decode("report_requests", bytes)?;

@@ -13,6 +13,7 @@ pub const ROLE_RECORDS: RecordTable = RecordTable {
     name: "roles",
     table: ROLES,
     indexes: &[],
+    covering: &[],
     create: |txn| {
         txn.open_table(ROLES)?;
         Ok(())
@@ -25,6 +26,7 @@ pub const PRIVILEGE_RECORDS: RecordTable = RecordTable {
     name: "privileges",
     table: PRIVILEGES,
     indexes: &[],
+    covering: &[],
     create: |txn| {
         txn.open_table(PRIVILEGES)?;
         Ok(())

@@ -60,6 +60,7 @@ macro_rules! small_table {
             name: $label,
             table: $table,
             indexes: &[],
+            covering: &[],
             create: |txn| {
                 txn.open_table($table)?;
                 Ok(())
@@ -98,6 +99,7 @@ pub const OPERATION_RECORDS: RecordTable = RecordTable {
     name: "stock_operations",
     table: OPERATIONS,
     indexes: &[OPERATIONS_BY_DATE],
+    covering: &[],
     create: |txn| {
         txn.open_table(OPERATIONS)?;
         txn.open_table(OPERATIONS_BY_DATE)?;
@@ -119,6 +121,7 @@ pub const TRANSACTION_RECORDS: RecordTable = RecordTable {
     name: "stock_transactions",
     table: TRANSACTIONS,
     indexes: &[TRANSACTIONS_BY_ITEM, TRANSACTIONS_BY_PATIENT],
+    covering: &[],
     create: |txn| {
         txn.open_table(TRANSACTIONS)?;
         txn.open_table(TRANSACTIONS_BY_ITEM)?;

@@ -17,6 +17,7 @@ pub const RECORDS: RecordTable = RecordTable {
     name: "visits",
     table: TABLE,
     indexes: &[BY_PATIENT, BY_START, ACTIVE],
+    covering: &[],
     create,
     reindex,
     codec: crate::store::record::json_codec::<VisitRecord>(),

@@ -1,0 +1,385 @@
+//! The compact forms an observation is stored in: its uuids as 16 bytes (or a CIEL-style
+//! `5089AAAA…` as its number), its datetimes as milliseconds, its status as a number, each
+//! falling back to the text whenever the compact form would not give back the very same
+//! text. A facility keeps millions of observations and the chart reads them from the disk
+//! when the store outgrows memory, so every byte of an observation is paid many times over.
+//!
+//! `Uid::key_bytes` and `time_key_bytes` are the same forms made to sort as the text does
+//! (byte order), for binary index keys (`store::obs_chart_key`).
+
+use crate::domains::encounter::{ObsRecord, ObsValue};
+use crate::store::record::{Audit, Voiding};
+
+/// A uuid as the store keeps it.
+#[derive(Debug, Clone, PartialEq, bincode::Encode, bincode::Decode)]
+pub enum Uid {
+    /// A canonical uuid (lowercase hexadecimal, hyphenated), as 16 bytes.
+    Hex([u8; 16]),
+    /// A CIEL-style uuid: decimal digits padded with `A` to 36 characters (`5089AAAA…`).
+    Padded { number: u64, digits: u8 },
+    /// Anything else, as written.
+    Text(String),
+}
+
+const UUID_LEN: usize = 36;
+
+impl Uid {
+    pub fn from_text(s: &str) -> Uid {
+        if s.len() == UUID_LEN {
+            if let Ok(u) = uuid::Uuid::try_parse(s)
+                && u.hyphenated()
+                    .encode_lower(&mut uuid::Uuid::encode_buffer())
+                    == s
+            {
+                return Uid::Hex(*u.as_bytes());
+            }
+            let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+            if (1..=19).contains(&digits)
+                && s.bytes().skip(digits).all(|b| b == b'A')
+                && let Ok(number) = s[..digits].parse::<u64>()
+            {
+                let padded = Uid::Padded {
+                    number,
+                    digits: digits as u8,
+                };
+                if padded.to_text() == s {
+                    return padded;
+                }
+            }
+        }
+        Uid::Text(s.to_string())
+    }
+
+    pub fn to_text(&self) -> String {
+        match self {
+            Uid::Hex(bytes) => uuid::Uuid::from_bytes(*bytes).hyphenated().to_string(),
+            Uid::Padded { number, digits } => {
+                let digits = format!("{number:0width$}", width = *digits as usize);
+                format!("{digits:A<UUID_LEN$}")
+            }
+            Uid::Text(s) => s.clone(),
+        }
+    }
+
+    /// The uuid as a part of a binary index key: prefix-free (no part's bytes begin another
+    /// part's), so that `a|b` keys never mix; equal texts give equal bytes, different texts
+    /// different bytes. Canonical uuids sort as their texts do.
+    pub fn key_bytes(s: &str, out: &mut Vec<u8>) {
+        match Uid::from_text(s) {
+            Uid::Hex(bytes) => {
+                out.push(0);
+                out.extend_from_slice(&bytes);
+            }
+            Uid::Padded { number, digits } => {
+                out.push(1);
+                out.extend_from_slice(&number.to_be_bytes());
+                out.push(digits);
+            }
+            Uid::Text(text) => {
+                // Its length first: prefix-free whatever the text holds.
+                out.push(2);
+                out.extend_from_slice(&(text.len() as u32).to_be_bytes());
+                out.extend_from_slice(text.as_bytes());
+            }
+        }
+    }
+
+    /// How many bytes of `key` its first uuid part (`key_bytes`) takes; `None` when they
+    /// are not one.
+    pub fn key_len(key: &[u8]) -> Option<usize> {
+        let len = match key.first()? {
+            0 => 17,
+            1 => 10,
+            2 => {
+                let n: [u8; 4] = key.get(1..5)?.try_into().ok()?;
+                5 + u32::from_be_bytes(n) as usize
+            }
+            _ => return None,
+        };
+        (len <= key.len()).then_some(len)
+    }
+}
+
+/// A key-form datetime (`2026-11-23T09:15:30.000Z`) as the store keeps it.
+#[derive(Debug, Clone, PartialEq, bincode::Encode, bincode::Decode)]
+pub enum Time {
+    Millis(i64),
+    Text(String),
+}
+
+impl Time {
+    pub fn from_text(s: &str) -> Time {
+        match millis_of(s) {
+            Some(ms) => Time::Millis(ms),
+            None => Time::Text(s.to_string()),
+        }
+    }
+
+    pub fn to_text(&self) -> String {
+        match self {
+            Time::Millis(ms) => chrono::DateTime::from_timestamp_millis(*ms)
+                .map(crate::wire::datetime_key)
+                .unwrap_or_default(),
+            Time::Text(s) => s.clone(),
+        }
+    }
+}
+
+/// The milliseconds of a key-form datetime, when writing them again gives the same text.
+fn millis_of(s: &str) -> Option<i64> {
+    if !crate::wire::is_key_shaped(s) {
+        return None;
+    }
+    let t = chrono::DateTime::parse_from_rfc3339(s).ok()?;
+    let ms = t.timestamp_millis();
+    (chrono::DateTime::from_timestamp_millis(ms).map(crate::wire::datetime_key)? == s).then_some(ms)
+}
+
+/// A key-form datetime as 8 bytes that sort as the datetimes do (its milliseconds, sign
+/// flipped, big-endian); a text that is not one sorts first.
+pub fn time_key_bytes(s: &str, out: &mut Vec<u8>) {
+    let ms = millis_of(s).unwrap_or(i64::MIN);
+    out.extend_from_slice(&((ms as u64) ^ (1 << 63)).to_be_bytes());
+}
+
+fn uid(s: &Option<String>) -> Option<Uid> {
+    s.as_deref().map(Uid::from_text)
+}
+
+fn time(s: &Option<String>) -> Option<Time> {
+    s.as_deref().map(Time::from_text)
+}
+
+/// An observation's status: OpenMRS's three as numbers, anything else as written.
+#[derive(Debug, Clone, PartialEq, bincode::Encode, bincode::Decode)]
+pub enum Status {
+    Final,
+    Preliminary,
+    Amended,
+    Other(String),
+}
+
+/// A value, its concepts and datetimes compact. New variants go last.
+#[derive(Debug, Clone, PartialEq, bincode::Encode, bincode::Decode)]
+pub enum Value {
+    Numeric(f64),
+    Coded(Uid),
+    Text(String),
+    Boolean(bool),
+    Datetime(Time),
+    Date(String),
+    Time(String),
+    Group,
+}
+
+/// `ObsRecord` field by field in its compact form: positional, so a change of fields takes
+/// a new format tag in `store`, with this one still decoded.
+#[derive(Debug, Clone, PartialEq, bincode::Encode, bincode::Decode)]
+pub struct CompactObs {
+    v: u32,
+    uuid: Uid,
+    person: Uid,
+    concept: Uid,
+    encounter: Option<Uid>,
+    obs_group: Option<Uid>,
+    datetime: Time,
+    location: Option<Uid>,
+    value: Value,
+    comment: Option<String>,
+    form_field_namespace: Option<String>,
+    form_field_path: Option<String>,
+    status: Status,
+    interpretation: Option<String>,
+    order: Option<Uid>,
+    previous_version: Option<Uid>,
+    creator: Uid,
+    date_created: Time,
+    changed_by: Option<Uid>,
+    date_changed: Option<Time>,
+    voided: bool,
+    voided_by: Option<Uid>,
+    date_voided: Option<Time>,
+    void_reason: Option<String>,
+}
+
+impl From<&ObsRecord> for CompactObs {
+    fn from(o: &ObsRecord) -> CompactObs {
+        CompactObs {
+            v: o.v,
+            uuid: Uid::from_text(&o.uuid),
+            person: Uid::from_text(&o.person),
+            concept: Uid::from_text(&o.concept),
+            encounter: uid(&o.encounter),
+            obs_group: uid(&o.obs_group),
+            datetime: Time::from_text(&o.datetime),
+            location: uid(&o.location),
+            value: match &o.value {
+                ObsValue::Numeric(n) => Value::Numeric(*n),
+                ObsValue::Coded(c) => Value::Coded(Uid::from_text(c)),
+                ObsValue::Text(t) => Value::Text(t.clone()),
+                ObsValue::Boolean(b) => Value::Boolean(*b),
+                ObsValue::Datetime(t) => Value::Datetime(Time::from_text(t)),
+                ObsValue::Date(d) => Value::Date(d.clone()),
+                ObsValue::Time(t) => Value::Time(t.clone()),
+                ObsValue::Group => Value::Group,
+            },
+            comment: o.comment.clone(),
+            form_field_namespace: o.form_field_namespace.clone(),
+            form_field_path: o.form_field_path.clone(),
+            status: match o.status.as_str() {
+                "FINAL" => Status::Final,
+                "PRELIMINARY" => Status::Preliminary,
+                "AMENDED" => Status::Amended,
+                other => Status::Other(other.to_string()),
+            },
+            interpretation: o.interpretation.clone(),
+            order: uid(&o.order),
+            previous_version: uid(&o.previous_version),
+            creator: Uid::from_text(&o.audit.creator),
+            date_created: Time::from_text(&o.audit.date_created),
+            changed_by: uid(&o.audit.changed_by),
+            date_changed: time(&o.audit.date_changed),
+            voided: o.voiding.voided,
+            voided_by: uid(&o.voiding.voided_by),
+            date_voided: time(&o.voiding.date_voided),
+            void_reason: o.voiding.void_reason.clone(),
+        }
+    }
+}
+
+impl From<CompactObs> for ObsRecord {
+    fn from(c: CompactObs) -> ObsRecord {
+        let text = |u: Option<Uid>| u.map(|u| u.to_text());
+        let when = |t: Option<Time>| t.map(|t| t.to_text());
+        ObsRecord {
+            v: c.v,
+            uuid: c.uuid.to_text(),
+            person: c.person.to_text(),
+            concept: c.concept.to_text(),
+            encounter: text(c.encounter),
+            obs_group: text(c.obs_group),
+            datetime: c.datetime.to_text(),
+            location: text(c.location),
+            value: match c.value {
+                Value::Numeric(n) => ObsValue::Numeric(n),
+                Value::Coded(u) => ObsValue::Coded(u.to_text()),
+                Value::Text(t) => ObsValue::Text(t),
+                Value::Boolean(b) => ObsValue::Boolean(b),
+                Value::Datetime(t) => ObsValue::Datetime(t.to_text()),
+                Value::Date(d) => ObsValue::Date(d),
+                Value::Time(t) => ObsValue::Time(t),
+                Value::Group => ObsValue::Group,
+            },
+            comment: c.comment,
+            form_field_namespace: c.form_field_namespace,
+            form_field_path: c.form_field_path,
+            status: match c.status {
+                Status::Final => "FINAL".into(),
+                Status::Preliminary => "PRELIMINARY".into(),
+                Status::Amended => "AMENDED".into(),
+                Status::Other(s) => s,
+            },
+            interpretation: c.interpretation,
+            order: text(c.order),
+            previous_version: text(c.previous_version),
+            audit: Audit {
+                creator: c.creator.to_text(),
+                date_created: c.date_created.to_text(),
+                changed_by: text(c.changed_by),
+                date_changed: when(c.date_changed),
+            },
+            voiding: Voiding {
+                voided: c.voided,
+                voided_by: text(c.voided_by),
+                date_voided: when(c.date_voided),
+                void_reason: c.void_reason,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_take_their_compact_form_only_when_it_gives_them_back() {
+        for (text, compact) in [
+            ("0b3c5a7e-1f2d-4c6b-8a9e-0d1c2b3a4f5e", true),
+            ("5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", true),
+            ("0005AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", true),
+            // OpenMRS's daemon user: uppercase, so kept as text.
+            ("A4F30A1B-5EB9-11DF-A648-37A07F9C90FB", false),
+            ("0b3c5a7e1f2d4c6b8a9e0d1c2b3a4f5e", false),
+            ("5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB", false),
+            ("99999999999999999999AAAAAAAAAAAAAAAA", false),
+            ("admin", false),
+            ("", false),
+        ] {
+            let u = Uid::from_text(text);
+            assert_eq!(u.to_text(), text);
+            assert_eq!(!matches!(u, Uid::Text(_)), compact, "{text}");
+        }
+    }
+
+    #[test]
+    fn datetimes_take_milliseconds_only_when_they_give_the_text_back() {
+        for (text, compact) in [
+            ("2026-11-23T09:15:30.000Z", true),
+            ("1899-12-31T23:59:59.999Z", true),
+            ("2026-11-23T09:15:30Z", false),
+            ("2026-02-30T09:15:30.000Z", false),
+            ("d", false),
+        ] {
+            let t = Time::from_text(text);
+            assert_eq!(t.to_text(), text);
+            assert_eq!(matches!(t, Time::Millis(_)), compact, "{text}");
+        }
+    }
+
+    #[test]
+    fn key_bytes_sort_as_the_texts_do() {
+        let times = [
+            "1899-12-31T23:59:59.999Z",
+            "1970-01-01T00:00:00.000Z",
+            "2026-11-23T09:15:30.000Z",
+            "2026-11-23T09:15:30.001Z",
+        ];
+        let keys: Vec<Vec<u8>> = times
+            .iter()
+            .map(|t| {
+                let mut k = Vec::new();
+                time_key_bytes(t, &mut k);
+                k
+            })
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        let uuids = [
+            "0b3c5a7e-1f2d-4c6b-8a9e-0d1c2b3a4f5e",
+            "0b3c5a7e-1f2d-4c6b-8a9e-0d1c2b3a4f5f",
+            "fb3c5a7e-1f2d-4c6b-8a9e-0d1c2b3a4f5e",
+        ];
+        let keys: Vec<Vec<u8>> = uuids
+            .iter()
+            .map(|u| {
+                let mut k = Vec::new();
+                Uid::key_bytes(u, &mut k);
+                k
+            })
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        // No part's bytes begin another part's: a text uuid that is a prefix of another.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        Uid::key_bytes("ab", &mut a);
+        Uid::key_bytes("abc", &mut b);
+        assert!(!b.starts_with(&a));
+        for u in ["ab", uuids[0], "5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"] {
+            let mut k = Vec::new();
+            Uid::key_bytes(u, &mut k);
+            let whole = k.len();
+            k.extend_from_slice(b"rest");
+            assert_eq!(Uid::key_len(&k), Some(whole), "{u}");
+        }
+        assert_eq!(Uid::key_len(&[2, 0, 0, 0, 9, b'x']), None);
+    }
+}
