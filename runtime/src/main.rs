@@ -238,6 +238,16 @@ fn check_store(config: &Config) -> ExitCode {
     let path = config.data_dir.join("store.redb");
     match runtime::store::check::check_store(&path, &runtime::domains::REGISTRY) {
         Ok(report) => {
+            println!("table                                    entries    stored MB       disk MB");
+            for t in &report.tables {
+                println!(
+                    "{:<36} {:>11} {:>12.1} {:>12.1}",
+                    t.name,
+                    t.entries,
+                    t.stored_bytes as f64 / 1e6,
+                    t.disk_bytes as f64 / 1e6
+                );
+            }
             for p in &report.problems {
                 println!("{p}");
             }

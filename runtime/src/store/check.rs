@@ -31,6 +31,20 @@ pub struct CheckReport {
     pub index_entries: u64,
     /// One line per inconsistency, naming the table and key.
     pub problems: Vec<String>,
+    /// What each table holds and takes on the disk, largest first: where the space goes.
+    pub tables: Vec<TableSize>,
+}
+
+/// One table's entries and pages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSize {
+    pub name: String,
+    pub entries: u64,
+    /// Keys and values as stored.
+    pub stored_bytes: u64,
+    /// What its B-tree takes: `stored_bytes`, the branch pages' keys and bookkeeping, and
+    /// the pages' unused room.
+    pub disk_bytes: u64,
 }
 
 /// More than this many problems are counted, not listed.
@@ -69,6 +83,11 @@ pub fn check_store(path: &Path, registry: &Registry) -> Result<CheckReport, Stor
         Ok(Err(e)) => report.problem(format!("redb: page checksums do not match: {e}")),
         Err(panic) => return Err(damaged(panic)),
     }
+    match catch_panic(|| table_sizes(&db)) {
+        Ok(Ok(tables)) => report.tables = tables,
+        Ok(Err(e)) => report.problem(format!("cannot measure the tables: {e}")),
+        Err(panic) => report.problem(format!("measuring the tables failed: {panic}")),
+    }
     match catch_panic(|| check_tables(&db, registry, &mut report)) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => report.problem(format!("cannot read every table: {e}")),
@@ -80,6 +99,26 @@ pub fn check_store(path: &Path, registry: &Registry) -> Result<CheckReport, Stor
         report.problems.push(format!("… and {more} more"));
     }
     Ok(report)
+}
+
+/// Every table's entries and pages, largest first.
+fn table_sizes(db: &Database) -> Result<Vec<TableSize>, StoreError> {
+    use redb::{ReadableTableMetadata, TableHandle};
+    let txn = db.begin_read()?;
+    let mut sizes = Vec::new();
+    for handle in txn.list_tables()? {
+        let name = handle.name().to_string();
+        let table = txn.open_untyped_table(handle)?;
+        let stats = table.stats()?;
+        sizes.push(TableSize {
+            name,
+            entries: table.len()?,
+            stored_bytes: stats.stored_bytes(),
+            disk_bytes: stats.stored_bytes() + stats.metadata_bytes() + stats.fragmented_bytes(),
+        });
+    }
+    sizes.sort_by(|a, b| b.disk_bytes.cmp(&a.disk_bytes).then(a.name.cmp(&b.name)));
+    Ok(sizes)
 }
 
 fn check_tables(

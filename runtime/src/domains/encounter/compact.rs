@@ -50,12 +50,22 @@ impl Uid {
         Uid::Text(s.to_string())
     }
 
+    // Written by hand rather than through `format!`: the chart decodes a hundred
+    // observations a page, six uuids each.
     pub fn to_text(&self) -> String {
         match self {
-            Uid::Hex(bytes) => uuid::Uuid::from_bytes(*bytes).hyphenated().to_string(),
+            Uid::Hex(bytes) => uuid::Uuid::from_bytes(*bytes)
+                .hyphenated()
+                .encode_lower(&mut uuid::Uuid::encode_buffer())
+                .to_string(),
             Uid::Padded { number, digits } => {
-                let digits = format!("{number:0width$}", width = *digits as usize);
-                format!("{digits:A<UUID_LEN$}")
+                let mut out = [b'A'; UUID_LEN];
+                let mut n = *number;
+                for i in (0..(*digits as usize).min(UUID_LEN)).rev() {
+                    out[i] = b'0' + (n % 10) as u8;
+                    n /= 10;
+                }
+                String::from_utf8_lossy(&out).into_owned()
             }
             Uid::Text(s) => s.clone(),
         }
@@ -117,12 +127,34 @@ impl Time {
 
     pub fn to_text(&self) -> String {
         match self {
-            Time::Millis(ms) => chrono::DateTime::from_timestamp_millis(*ms)
-                .map(crate::wire::datetime_key)
-                .unwrap_or_default(),
+            Time::Millis(ms) => key_text(*ms).unwrap_or_default(),
             Time::Text(s) => s.clone(),
         }
     }
+}
+
+/// Milliseconds as `datetime_key` writes them (`2026-11-23T09:15:30.000Z`), digit by digit
+/// (chrono's formatting machinery took most of an observation's decoding); `None` outside
+/// the years 0 to 9999, which `millis_of` never gives.
+fn key_text(ms: i64) -> Option<String> {
+    use chrono::{Datelike, Timelike};
+    let t = chrono::DateTime::from_timestamp_millis(ms)?;
+    let year = u32::try_from(t.year()).ok().filter(|y| *y <= 9999)?;
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut n: u32| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, t.month());
+    put(8, 2, t.day());
+    put(11, 2, t.hour());
+    put(14, 2, t.minute());
+    put(17, 2, t.second());
+    put(20, 3, t.timestamp_subsec_millis());
+    Some(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// The milliseconds of a key-form datetime, when writing them again gives the same text.
@@ -329,12 +361,33 @@ mod tests {
             ("1899-12-31T23:59:59.999Z", true),
             ("2026-11-23T09:15:30Z", false),
             ("2026-02-30T09:15:30.000Z", false),
+            ("0001-01-01T00:00:00.000Z", true),
+            ("9999-12-31T23:59:59.999Z", true),
             ("d", false),
         ] {
             let t = Time::from_text(text);
             assert_eq!(t.to_text(), text);
             assert_eq!(matches!(t, Time::Millis(_)), compact, "{text}");
         }
+    }
+
+    #[test]
+    fn milliseconds_are_written_as_datetime_key_writes_them() {
+        for ms in [
+            0,
+            -1,
+            1,
+            999,
+            86_399_999,
+            951_782_400_000, // 2000-02-29
+            1_764_000_000_123,
+            -2_208_988_800_001,
+            253_402_300_799_999,
+        ] {
+            let t = chrono::DateTime::from_timestamp_millis(ms).unwrap();
+            assert_eq!(key_text(ms).unwrap(), crate::wire::datetime_key(t), "{ms}");
+        }
+        assert_eq!(key_text(253_402_300_800_000), None, "year 10000");
     }
 
     #[test]

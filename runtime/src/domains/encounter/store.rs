@@ -659,7 +659,8 @@ pub fn list_obs(
                 .iter()
                 .map(|c| chart_range(p, c, from.as_deref(), to.as_deref()))
                 .collect();
-            let mut hits: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            // (where the datetime begins in the key, key, value)
+            let mut hits: Vec<(usize, Vec<u8>, Vec<u8>)> = Vec::new();
             for (k, v) in txn.open_table(OBS_CHART)?.rows_in_ranges(&ranges)? {
                 let Some((&flags, stored)) = v.split_first() else {
                     continue;
@@ -670,17 +671,16 @@ pub fn list_obs(
                 if needs_record && !admits_record(&decode_obs(stored)?) {
                     continue;
                 }
-                // Newest first: by the key's datetime and uuid, after patient and concept.
-                let when = chart_suffix(&k).to_vec();
-                hits.push((when, v));
+                hits.push((chart_suffix_start(&k), k, v));
             }
-            hits.sort_by(|a, b| b.0.cmp(&a.0));
+            // Newest first: by the key's datetime and uuid, after patient and concept.
+            hits.sort_by(|(a, ka, _), (b, kb, _)| kb[*b..].cmp(&ka[*a..]));
             let total = hits.len();
             let out = hits
                 .into_iter()
                 .skip(window.start)
                 .take(window.limit)
-                .map(|(_, v)| decode_obs(&v[1..]))
+                .map(|(_, _, v)| decode_obs(&v[1..]))
                 .collect::<StoreResult<Vec<ObsRecord>>>()?;
             let page = Page {
                 uuids: out.iter().map(|o| o.uuid.clone()).collect(),
@@ -714,11 +714,11 @@ pub fn list_obs(
     Ok((out, page))
 }
 
-/// What follows the patient and the concept in a chart key (its datetime and uuid).
-fn chart_suffix(key: &[u8]) -> &[u8] {
+/// Where what follows the patient and the concept in a chart key (its datetime and uuid)
+/// begins.
+fn chart_suffix_start(key: &[u8]) -> usize {
     let after_patient = Uid::key_len(key).unwrap_or(key.len());
-    let rest = &key[after_patient..];
-    &rest[Uid::key_len(rest).unwrap_or(rest.len())..]
+    after_patient + Uid::key_len(&key[after_patient..]).unwrap_or(key.len() - after_patient)
 }
 
 /// The concepts a patient has observations of (voided ones left out), from the chart
@@ -1038,6 +1038,39 @@ mod tests {
         let report = crate::store::check::check_store(&path, &crate::domains::REGISTRY).unwrap();
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert!(report.index_entries > 0);
+        let chart = report
+            .tables
+            .iter()
+            .find(|t| t.name == "obs_chart")
+            .unwrap();
+        assert_eq!(chart.entries, 2);
+        assert!(chart.stored_bytes > 0 && chart.disk_bytes >= chart.stored_bytes);
+        assert!(
+            !report
+                .tables
+                .iter()
+                .any(|t| t.name == "obs_by_patient_concept")
+        );
+        // A chart entry that says other than its record is reported.
+        {
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+            let mut changed = new.clone();
+            changed.value = ObsValue::Numeric(99.0);
+            s.write(|txn| {
+                txn.open_table(OBS_CHART)?
+                    .insert(chart_key(&new).as_slice(), chart_value(&changed).as_slice())?;
+                Ok(())
+            })
+            .unwrap();
+        }
+        let report = crate::store::check::check_store(&path, &crate::domains::REGISTRY).unwrap();
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert!(
+            report.problems[0].starts_with("obs_chart ")
+                && report.problems[0].ends_with(": differs from its record"),
+            "{}",
+            report.problems[0]
+        );
     }
 
     fn stored_form(s: &Store, uuid: &str) -> u8 {
