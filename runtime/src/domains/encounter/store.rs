@@ -952,16 +952,7 @@ mod tests {
             false,
         );
         (old.person, old.concept) = (patient.into(), weight.into());
-        let query = ObsQuery {
-            patient: Some(patient.into()),
-            concepts: vec![weight.into()],
-            ..ObsQuery::default()
-        };
-        let all = Window {
-            start: 0,
-            limit: 100,
-            count_all: true,
-        };
+        let (query, all) = chart_query(patient, weight);
         {
             let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
             // As version 4 left it.
@@ -1124,17 +1115,23 @@ mod tests {
         assert_eq!(s.meta("upgrading_from").unwrap(), None);
         assert_eq!(s.meta("upgrade_cursor:obs").unwrap(), None);
         assert_eq!(stored_form(&s, &left.uuid), OBS_COMPACT_V2);
+        let (query, all) = chart_query(patient, weight);
+        assert_eq!(list_obs(&s, &query, all).unwrap().0, vec![left, done]);
+    }
+
+    /// A patient's observations of one concept, all of them, counted.
+    fn chart_query(patient: &str, concept: &str) -> (ObsQuery, Window) {
         let query = ObsQuery {
             patient: Some(patient.into()),
-            concepts: vec![weight.into()],
+            concepts: vec![concept.into()],
             ..ObsQuery::default()
         };
         let all = Window {
             start: 0,
-            limit: 10,
+            limit: 100,
             count_all: true,
         };
-        assert_eq!(list_obs(&s, &query, all).unwrap().0, vec![left, done]);
+        (query, all)
     }
 
     use crate::domains::encounter::ObsValue;
