@@ -233,6 +233,24 @@ fn check_tables(
         }
     }
 
+    // A store an older runtime wrote, or whose upgrade has not ended, has the indexes of
+    // its own version: compared with this version's, every entry would differ.
+    let meta = txn.open_table(META)?;
+    let version = meta.get("schema_version")?.map(|v| v.value().to_string());
+    let upgrading = meta.get("upgrading_from")?.map(|v| v.value().to_string());
+    drop(meta);
+    let current = crate::store::SCHEMA_VERSION.to_string();
+    if version.as_deref() != Some(current.as_str()) || upgrading.is_some() {
+        report.problem(format!(
+            "the store is at version {}{} and this runtime's is {current}: start the runtime once (it upgrades the store), stop it, then check; its indexes were not compared",
+            version.as_deref().unwrap_or("unknown"),
+            upgrading
+                .map(|from| format!(" (its upgrade from {from} has not ended)"))
+                .unwrap_or_default(),
+        ));
+        return Ok(());
+    }
+
     // Clinical indexes: rebuild them in a transaction that is never committed, compare.
     let rebuild = WriteTransaction::Redb(db.begin_write()?);
     for table in registry.records {

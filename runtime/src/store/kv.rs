@@ -110,6 +110,24 @@ impl WriteTransaction {
     }
 }
 
+impl WriteTransaction {
+    /// Drops a table no longer used, rows and all: redb frees its pages, PostgreSQL drops
+    /// it in one statement (where `delete_table` deletes its rows one by one, for tables
+    /// other runtimes may still be reading).
+    pub fn drop_table<K: Key + 'static, V: Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> StoreResult<()> {
+        match self {
+            WriteTransaction::Redb(t) => {
+                t.delete_table(def.redb)?;
+            }
+            WriteTransaction::Pg(t) => t.drop_table(def.name)?,
+        }
+        Ok(())
+    }
+}
+
 /// A stored key or value, borrowed from the engine's page (redb) or owned (PostgreSQL).
 pub enum AccessGuard<'a, V: Value + 'static> {
     Redb(redb::AccessGuard<'a, V>),

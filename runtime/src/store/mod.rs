@@ -737,10 +737,10 @@ impl Store {
                 }
             }
         }
-        self.write(|txn| {
+        self.write_unaudited(|txn| {
             for (since, index) in registry.dropped_since {
                 if from < *since {
-                    txn.delete_table(*index)?;
+                    txn.drop_table(*index)?;
                 }
             }
             let mut meta = txn.open_table(META)?;

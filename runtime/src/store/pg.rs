@@ -705,6 +705,19 @@ impl Txn {
         Ok(TableRef { txn: self, name })
     }
 
+    /// Drops a table with its rows (one statement, however many; an index no version uses
+    /// any more). Other runtimes learn nothing of it: none of this version reads it.
+    pub fn drop_table(&self, name: &'static str) -> StoreResult<()> {
+        self.execute(&format!("DROP TABLE IF EXISTS {}", quote(name)), &[])?;
+        self.created.borrow_mut().retain(|c| c != name);
+        self.engine
+            .created
+            .lock()
+            .expect("created tables")
+            .remove(name);
+        Ok(())
+    }
+
     fn touch(&self, table: &str, key: Option<&[u8]>) {
         if !self.write {
             return;

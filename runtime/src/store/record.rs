@@ -204,14 +204,26 @@ pub fn upgrade_batch(
     };
     let mut records = txn.open_table(table.table)?;
     for (key, bytes) in &batch {
+        // A record that cannot be read is left as it is, without index entries, and said:
+        // one damaged record must not keep the whole store from opening (it is marked
+        // with the new version already, which an older runtime refuses); `check-store`
+        // reports it as it reports any record that does not decode.
+        let skipped = |detail: String| {
+            tracing::warn!(
+                table = table.name,
+                record = key.as_str(),
+                "left as it is by the upgrade: {detail}"
+            );
+        };
         let current;
         let bytes = if recode {
-            let corrupt = |detail: String| StoreError::Corrupt {
-                table: table.name,
-                detail: format!("{key}: {detail}"),
-            };
-            current = (table.codec.from_json)(&(table.codec.to_json)(bytes).map_err(corrupt)?)
-                .map_err(corrupt)?;
+            match (table.codec.to_json)(bytes).and_then(|v| (table.codec.from_json)(&v)) {
+                Ok(now) => current = now,
+                Err(e) => {
+                    skipped(e);
+                    continue;
+                }
+            }
             if &current != bytes {
                 records.insert(key.as_str(), current.as_slice())?;
             }
@@ -219,7 +231,12 @@ pub fn upgrade_batch(
         } else {
             bytes
         };
-        (table.reindex)(txn, bytes)?;
+        if let Err(e) = (table.reindex)(txn, bytes) {
+            match e {
+                StoreError::Corrupt { detail, .. } => skipped(detail),
+                other => return Err(other),
+            }
+        }
     }
     Ok(Some((last.clone(), batch.len() as u64)))
 }

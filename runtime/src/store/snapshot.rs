@@ -228,8 +228,12 @@ impl Store {
                 let json = || serde_json::to_vec(&rec.v).unwrap_or_default();
                 match rec.t.as_str() {
                     // The store's own schema stays: this runtime writes the records it
-                    // restores in its own way, whatever version the backup was taken at.
-                    "meta" if k == "schema_version" => {}
+                    // restores in its own way, whatever version the backup was taken at;
+                    // an upgrade's marks belong to the store that was upgrading.
+                    "meta"
+                        if k == "schema_version"
+                            || k == "upgrading_from"
+                            || k.starts_with("upgrade_cursor:") => {}
                     "meta" => {
                         txn.open_table(META)?.insert(k, text().as_str())?;
                     }

@@ -1278,3 +1278,108 @@ fn runtimes_racing_for_the_last_boxes_never_take_more_than_the_store_holds() {
         );
     }
 }
+
+/// A database written by store version 4 (observations as JSON records, the text index by
+/// patient and concept) opened by two runtimes' stores at once: the upgrade's batches are
+/// shared between them, never repeated or lost; every observation is stored again in the
+/// compact form and found through the chart's index; the old index is dropped; the mark
+/// is gone.
+#[test]
+fn two_runtimes_opening_an_older_database_together_upgrade_it_once() {
+    use runtime::domains::encounter::store::{OBS_BY_CONCEPT_BEFORE_5, ObsQuery, list_obs};
+    use runtime::domains::encounter::{ObsRecord, ObsValue};
+    use runtime::store::kv::TableDefinition;
+    use runtime::store::record::{Audit, Voiding, Window};
+    const OBS: TableDefinition<&str, &[u8]> = TableDefinition::new("obs");
+    let schema = new_schema();
+    let connect = |schema: &str| {
+        runtime::store::Store::connect(&server(), schema, &runtime::domains::REGISTRY).unwrap()
+    };
+    let patient = "0b3c5a7e-1f2d-4c6b-8a9e-0d1c2b3a4f5e";
+    let weight = "5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    // More than two of the upgrade's batches.
+    let count = 12_001usize;
+    {
+        let s = connect(&schema);
+        s.write(|txn| {
+            let mut obs = txn.open_table(OBS)?;
+            for i in 0..count {
+                let o = ObsRecord {
+                    v: 1,
+                    uuid: format!("0b3c5a7e-{:04x}-4c6b-8a9e-{:012x}", i % 0xffff, i),
+                    person: patient.into(),
+                    concept: weight.into(),
+                    encounter: None,
+                    obs_group: None,
+                    datetime: format!("2026-11-{:02}T10:00:00.000Z", 1 + i % 28),
+                    location: None,
+                    value: ObsValue::Numeric(i as f64),
+                    comment: None,
+                    form_field_namespace: None,
+                    form_field_path: None,
+                    status: "FINAL".into(),
+                    interpretation: None,
+                    order: None,
+                    previous_version: None,
+                    audit: Audit {
+                        creator: "admin".into(),
+                        date_created: "2026-11-28T10:00:00.000Z".into(),
+                        changed_by: None,
+                        date_changed: None,
+                    },
+                    voiding: Voiding::default(),
+                };
+                obs.insert(o.uuid.as_str(), serde_json::to_vec(&o).unwrap().as_slice())?;
+            }
+            txn.open_table(OBS_BY_CONCEPT_BEFORE_5)?
+                .insert("an entry of version 4", 0u8)?;
+            Ok(())
+        })
+        .unwrap();
+        s.set_meta("schema_version", "4").unwrap();
+    }
+    let stores: Vec<runtime::store::Store> = std::thread::scope(|scope| {
+        let opening: Vec<_> = (0..2).map(|_| scope.spawn(|| connect(&schema))).collect();
+        opening.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for s in &stores {
+        assert_eq!(s.meta("schema_version").unwrap(), Some("5".into()));
+        assert_eq!(s.meta("upgrading_from").unwrap(), None);
+        assert_eq!(s.meta("upgrade_cursor:obs").unwrap(), None);
+        let query = ObsQuery {
+            patient: Some(patient.into()),
+            concepts: vec![weight.into()],
+            ..ObsQuery::default()
+        };
+        let window = Window {
+            start: 0,
+            limit: 5,
+            count_all: true,
+        };
+        let (page, found) = list_obs(s, &query, window).unwrap();
+        assert_eq!(found.total, Some(count));
+        assert!(
+            page.iter()
+                .all(|o| o.datetime == "2026-11-28T10:00:00.000Z")
+        );
+        let txn = s.begin_read().unwrap();
+        let compact = txn
+            .open_table(OBS)
+            .unwrap()
+            .iter()
+            .unwrap()
+            .filter(|row| row.as_ref().unwrap().1.value().first() == Some(&2))
+            .count();
+        assert_eq!(
+            compact, count,
+            "every record stored again in the compact form"
+        );
+        // Read last: on PostgreSQL, reading a table that is gone ends the transaction.
+        assert!(
+            txn.open_table(OBS_BY_CONCEPT_BEFORE_5)
+                .and_then(|t| t.is_empty())
+                .unwrap_or(true),
+            "the old index is dropped"
+        );
+    }
+}

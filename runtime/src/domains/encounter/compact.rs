@@ -5,7 +5,7 @@
 //! when the store outgrows memory, so every byte of an observation is paid many times over.
 //!
 //! `Uid::key_bytes` and `time_key_bytes` are the same forms made to sort as the text does
-//! (byte order), for binary index keys (`store::obs_chart_key`).
+//! (byte order), for binary index keys (`store::chart_key`).
 
 use crate::domains::encounter::{ObsRecord, ObsValue};
 use crate::store::record::{Audit, Voiding};
@@ -92,6 +92,22 @@ impl Uid {
                 out.extend_from_slice(text.as_bytes());
             }
         }
+    }
+
+    /// The text of a uuid part written by `key_bytes` (exactly those bytes).
+    pub fn from_key_bytes(part: &[u8]) -> Option<String> {
+        if Uid::key_len(part)? != part.len() {
+            return None;
+        }
+        let uid = match part[0] {
+            0 => Uid::Hex(part[1..17].try_into().ok()?),
+            1 => Uid::Padded {
+                number: u64::from_be_bytes(part[1..9].try_into().ok()?),
+                digits: part[9],
+            },
+            _ => Uid::Text(String::from_utf8(part[5..].to_vec()).ok()?),
+        };
+        Some(uid.to_text())
     }
 
     /// How many bytes of `key` its first uuid part (`key_bytes`) takes; `None` when they
@@ -430,8 +446,10 @@ mod tests {
             let mut k = Vec::new();
             Uid::key_bytes(u, &mut k);
             let whole = k.len();
+            assert_eq!(Uid::from_key_bytes(&k).as_deref(), Some(u));
             k.extend_from_slice(b"rest");
             assert_eq!(Uid::key_len(&k), Some(whole), "{u}");
+            assert_eq!(Uid::from_key_bytes(&k), None, "{u}: more than one part");
         }
         assert_eq!(Uid::key_len(&[2, 0, 0, 0, 9, b'x']), None);
     }

@@ -661,20 +661,38 @@ pub fn list_obs(
                 .collect();
             // (where the datetime begins in the key, key, value)
             let mut hits: Vec<(usize, Vec<u8>, Vec<u8>)> = Vec::new();
-            for (k, v) in txn.open_table(OBS_CHART)?.rows_in_ranges(&ranges)? {
+            let admitted = |v: &[u8]| -> StoreResult<bool> {
                 let Some((&flags, stored)) = v.split_first() else {
-                    continue;
+                    return Ok(false);
                 };
-                if flags & exclude != 0 {
-                    continue;
+                Ok(flags & exclude == 0 && (!needs_record || admits_record(&decode_obs(stored)?)))
+            };
+            let chart = txn.open_table(OBS_CHART)?;
+            if let [(low, high)] = ranges.as_slice()
+                && !window.count_all
+            {
+                // One concept, no total: newest first, stopping once the page and one more
+                // are found (the latest weight reads one entry, not years of them).
+                let enough = window.start.saturating_add(window.limit).saturating_add(1);
+                for row in chart.range::<&[u8]>(low.as_slice()..high.as_slice())?.rev() {
+                    let (k, v) = row?;
+                    if admitted(v.value())? {
+                        let k = k.value().to_vec();
+                        hits.push((chart_suffix_start(&k), k, v.value().to_vec()));
+                        if hits.len() >= enough {
+                            break;
+                        }
+                    }
                 }
-                if needs_record && !admits_record(&decode_obs(stored)?) {
-                    continue;
+            } else {
+                for (k, v) in chart.rows_in_ranges(&ranges)? {
+                    if admitted(&v)? {
+                        hits.push((chart_suffix_start(&k), k, v));
+                    }
                 }
-                hits.push((chart_suffix_start(&k), k, v));
+                // Newest first: by the key's datetime and uuid, after patient and concept.
+                hits.sort_by(|(a, ka, _), (b, kb, _)| kb[*b..].cmp(&ka[*a..]));
             }
-            // Newest first: by the key's datetime and uuid, after patient and concept.
-            hits.sort_by(|(a, ka, _), (b, kb, _)| kb[*b..].cmp(&ka[*a..]));
             let total = hits.len();
             let out = hits
                 .into_iter()
@@ -722,23 +740,27 @@ fn chart_suffix_start(key: &[u8]) -> usize {
 }
 
 /// The concepts a patient has observations of (voided ones left out), from the chart
-/// index's values, in the order of their first appearance in that index.
+/// index's keys and flags (`patient concept datetime uuid`), in the index's order.
 pub fn concepts_of_patient(store: &Store, patient: &str) -> StoreResult<Vec<String>> {
     let txn = store.begin_read()?;
     let mut prefix = Vec::new();
     Uid::key_bytes(patient, &mut prefix);
     let range = (prefix.clone(), after_prefix(&prefix));
     let mut concepts: Vec<String> = Vec::new();
-    for (_, v) in txn.open_table(OBS_CHART)?.rows_in_ranges(&[range])? {
-        let Some((&flags, stored)) = v.split_first() else {
-            continue;
-        };
-        if flags & VOIDED != 0 {
+    let mut last: Vec<u8> = Vec::new();
+    for (k, v) in txn.open_table(OBS_CHART)?.rows_in_ranges(&[range])? {
+        if v.first().is_none_or(|flags| flags & VOIDED != 0) {
             continue;
         }
-        let concept = decode_obs(stored)?.concept;
-        if concepts.last() != Some(&concept) {
-            concepts.push(concept);
+        let concept = &k[prefix.len()..chart_suffix_start(&k)];
+        if concept != last.as_slice() {
+            last = concept.to_vec();
+            concepts.push(Uid::from_key_bytes(concept).ok_or_else(|| {
+                crate::store::StoreError::Corrupt {
+                    table: "obs_chart",
+                    detail: "a key whose concept is not one".into(),
+                }
+            })?);
         }
     }
     Ok(concepts)
@@ -972,6 +994,10 @@ mod tests {
             s.set_meta("schema_version", "4").unwrap();
             assert!(list_obs(&s, &query, all).unwrap().0.is_empty());
         }
+        // Checked before an upgrade: said, and its indexes not compared with version 5's.
+        let report = crate::store::check::check_store(&path, &crate::domains::REGISTRY).unwrap();
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert!(report.problems[0].starts_with("the store is at version 4 "));
         let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
         assert_eq!(s.meta("schema_version").unwrap(), Some("5".into()));
         assert_eq!(s.meta("upgrading_from").unwrap(), None);
@@ -1116,7 +1142,22 @@ mod tests {
         assert_eq!(s.meta("upgrade_cursor:obs").unwrap(), None);
         assert_eq!(stored_form(&s, &left.uuid), OBS_COMPACT_V2);
         let (query, all) = chart_query(patient, weight);
-        assert_eq!(list_obs(&s, &query, all).unwrap().0, vec![left, done]);
+        assert_eq!(
+            list_obs(&s, &query, all).unwrap().0,
+            vec![left.clone(), done.clone()]
+        );
+        // Without a total, one concept's entries are read newest first until the page and
+        // one more are found: the page, and whether more follow, are the same.
+        let page_of = |start: usize| Window {
+            start,
+            limit: 1,
+            count_all: false,
+        };
+        let (first, page) = list_obs(&s, &query, page_of(0)).unwrap();
+        assert_eq!((first, page.more, page.total), (vec![left], true, None));
+        let (second, page) = list_obs(&s, &query, page_of(1)).unwrap();
+        assert_eq!((second, page.more), (vec![done], false));
+        assert!(list_obs(&s, &query, page_of(2)).unwrap().0.is_empty());
     }
 
     /// A patient's observations of one concept, all of them, counted.
