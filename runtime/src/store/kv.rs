@@ -108,9 +108,7 @@ impl WriteTransaction {
         }
         Ok(())
     }
-}
 
-impl WriteTransaction {
     /// Drops a table no longer used, rows and all: redb frees its pages, PostgreSQL drops
     /// it in one statement (where `delete_table` deletes its rows one by one, for tables
     /// other runtimes may still be reading).

@@ -256,22 +256,13 @@ fn after_prefix(prefix: &[u8]) -> Vec<u8> {
 /// `to` (key-form datetimes, inclusive, either open).
 fn chart_range(patient: &str, concept: &str, from: Option<&str>, to: Option<&str>) -> KeyRange {
     let prefix = chart_prefix(patient, concept);
-    let low = match from {
-        Some(from) => {
-            let mut k = prefix.clone();
-            time_key_bytes(from, &mut k);
-            k
-        }
-        None => prefix.clone(),
+    let at = |t: &str| {
+        let mut k = prefix.clone();
+        time_key_bytes(t, &mut k);
+        k
     };
-    let high = match to {
-        Some(to) => {
-            let mut k = prefix.clone();
-            time_key_bytes(to, &mut k);
-            after_prefix(&k)
-        }
-        None => after_prefix(&prefix),
-    };
+    let low = from.map_or_else(|| prefix.clone(), at);
+    let high = after_prefix(&to.map_or_else(|| prefix.clone(), at));
     (low, high)
 }
 
