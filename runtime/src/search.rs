@@ -28,19 +28,46 @@ pub fn fold(s: &str) -> String {
         .collect()
 }
 
-/// Searchable words of a name: the folded word, and its parts split on `-` and `'`.
-fn tokens(name: &str) -> Vec<String> {
+/// Searchable words of a name: the folded word, with `field` (which part of the name it is
+/// a whole word of), and its parts split on `-` and `'`, which are no field's whole word.
+fn tokens(name: &str, field: u8) -> Vec<(String, u8)> {
     let mut out = Vec::new();
     for word in fold(name).split_whitespace() {
-        out.push(word.to_string());
+        out.push((word.to_string(), field));
         for part in word
             .split(['-', '\'', '’'])
             .filter(|p| !p.is_empty() && *p != word)
         {
-            out.push(part.to_string());
+            out.push((part.to_string(), 0));
         }
     }
     out
+}
+
+/// The parts of a name a FHIR name parameter searches, as bits of a token's fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameField {
+    /// `name`: any part.
+    Any,
+    /// `given`: the given or middle name.
+    Given,
+    /// `family`: either family name.
+    Family,
+}
+
+const GIVEN_WORD: u8 = 1;
+const MIDDLE_WORD: u8 = 2;
+const FAMILY_WORD: u8 = 4;
+const FAMILY2_WORD: u8 = 8;
+
+impl NameField {
+    fn bits(self) -> u8 {
+        match self {
+            NameField::Any => GIVEN_WORD | MIDDLE_WORD | FAMILY_WORD | FAMILY2_WORD,
+            NameField::Given => GIVEN_WORD | MIDDLE_WORD,
+            NameField::Family => FAMILY_WORD | FAMILY2_WORD,
+        }
+    }
 }
 
 /// A token is dense, and keeps a bitmap of its slots next to its list, when at least one
@@ -56,6 +83,9 @@ pub struct SearchIndex {
     dense_ratio: usize,
     /// Each slot's tokens and lower-cased identifiers, to unlink them when it changes.
     slot_tokens: Vec<Box<[Box<str>]>>,
+    /// Beside each slot's token, the parts of a name it is a whole word of (bits), for
+    /// FHIR's `given` and `family`, which search one part.
+    slot_token_fields: Vec<Box<[u8]>>,
     slot_identifiers: Vec<Box<[Box<str>]>>,
     /// Each slot's visibility, so candidates are filtered without reading their records.
     slot_visibility: Vec<Visibility>,
@@ -90,6 +120,7 @@ impl SearchIndex {
             by_token: BTreeMap::new(),
             dense_ratio,
             slot_tokens: Vec::new(),
+            slot_token_fields: Vec::new(),
             slot_identifiers: Vec::new(),
             slot_visibility: Vec::new(),
             by_identifier: HashMap::new(),
@@ -141,6 +172,7 @@ impl SearchIndex {
         self.by_uuid.insert(uuid.clone(), slot);
         self.slots.push(uuid);
         self.slot_tokens.push(Box::default());
+        self.slot_token_fields.push(Box::default());
         self.slot_identifiers.push(Box::default());
         self.slot_visibility.push(Visibility::of(p));
         // As the index grows, tokens that were dense may no longer be: look at every token
@@ -155,24 +187,32 @@ impl SearchIndex {
     }
 
     fn link(&mut self, slot: u32, p: &Searchable) {
-        let mut toks: Vec<String> = p
+        let mut toks: Vec<(String, u8)> = p
             .names
             .iter()
             .flat_map(|n| {
                 [
-                    &n.given_name,
-                    &n.middle_name,
-                    &n.family_name,
-                    &n.family_name2,
+                    (&n.given_name, GIVEN_WORD),
+                    (&n.middle_name, MIDDLE_WORD),
+                    (&n.family_name, FAMILY_WORD),
+                    (&n.family_name2, FAMILY2_WORD),
                 ]
             })
-            .flatten()
-            .flat_map(|s| tokens(s))
+            .filter_map(|(text, field)| text.as_ref().map(|t| (t, field)))
+            .flat_map(|(text, field)| tokens(text, field))
             .collect();
         toks.sort();
-        toks.dedup();
+        // One entry per token, with every part of a name it is a whole word of.
+        toks.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 |= later.1;
+            }
+            same
+        });
         let (count, ratio) = (self.slots.len(), self.dense_ratio);
-        let toks: Box<[Box<str>]> = toks.into_iter().map(String::into_boxed_str).collect();
+        let fields: Box<[u8]> = toks.iter().map(|(_, f)| *f).collect();
+        let toks: Box<[Box<str>]> = toks.into_iter().map(|(t, _)| t.into_boxed_str()).collect();
         for t in &toks {
             let postings = match self.by_token.get_mut(t) {
                 Some(postings) => postings,
@@ -182,6 +222,7 @@ impl SearchIndex {
             postings.rebalance(count, ratio);
         }
         self.slot_tokens[slot as usize] = toks;
+        self.slot_token_fields[slot as usize] = fields;
         let ids: Box<[Box<str>]> = p
             .identifiers
             .iter()
@@ -195,6 +236,7 @@ impl SearchIndex {
 
     fn unlink(&mut self, slot: u32) {
         let (count, ratio) = (self.slots.len(), self.dense_ratio);
+        self.slot_token_fields[slot as usize] = Box::default();
         for t in std::mem::take(&mut self.slot_tokens[slot as usize]) {
             if let Some(postings) = self.by_token.get_mut(&t) {
                 postings.remove(slot);
@@ -227,7 +269,61 @@ impl SearchIndex {
             .get(q.to_lowercase().as_str())
             .cloned()
             .unwrap_or_default();
-        let folded = fold(q);
+        hits.append(&mut self.slots_with_words(&fold(q)));
+        hits.sort_unstable();
+        hits.dedup();
+        self.visible(hits, include_dead)
+    }
+
+    /// FHIR's name search: the patients, dead or living but not voided, in creation order
+    /// with whether each is dead, for whom each term starts a word of the part of a name
+    /// its field names (accents and case aside; each term may be met by another of her
+    /// names). `None` when a term is more than one word, which only the records can tell
+    /// (the index keeps words, not whole names).
+    pub fn by_name_fields(&self, terms: &[(NameField, &str)]) -> Option<Vec<(&str, bool)>> {
+        let folded: Vec<(u8, String)> = terms
+            .iter()
+            .map(|(field, term)| (field.bits(), fold(term.trim())))
+            .collect();
+        if folded
+            .iter()
+            .any(|(_, t)| t.is_empty() || t.split_whitespace().nth(1).is_some())
+        {
+            return None;
+        }
+        let words = folded
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut slots = self.slots_with_words(&words);
+        slots.sort_unstable();
+        slots.dedup();
+        let found = slots.into_iter().filter(|&slot| {
+            let (tokens, fields) = (
+                &self.slot_tokens[slot as usize],
+                &self.slot_token_fields[slot as usize],
+            );
+            folded.iter().all(|(wanted, term)| {
+                tokens
+                    .iter()
+                    .zip(fields.iter())
+                    .any(|(token, field)| field & wanted != 0 && token.starts_with(term.as_str()))
+            })
+        });
+        Some(
+            found
+                .filter_map(|s| match self.slot_visibility[s as usize] {
+                    Visibility::Living => Some((&*self.slots[s as usize], false)),
+                    Visibility::Dead => Some((&*self.slots[s as usize], true)),
+                    Visibility::Voided => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// The slots where each word of `folded` starts a token (unsorted, possibly repeated).
+    fn slots_with_words(&self, folded: &str) -> Vec<u32> {
         let mut postings: Vec<TermPostings> = folded
             .split_whitespace()
             .map(|t| self.postings(t))
@@ -247,11 +343,9 @@ impl SearchIndex {
             for filter in &others {
                 candidates.retain(|&slot| filter.contains(slot));
             }
-            hits.append(&mut candidates);
+            return candidates;
         }
-        hits.sort_unstable();
-        hits.dedup();
-        self.visible(hits, include_dead)
+        Vec::new()
     }
 
     /// The uuids of the patients, dead or living but not voided, holding an identifier
@@ -578,7 +672,8 @@ mod tests {
                     .iter()
                     .flat_map(|n| [&n.given_name, &n.family_name])
                     .flatten()
-                    .flat_map(|s| tokens(s))
+                    .flat_map(|s| tokens(s, 0))
+                    .map(|(t, _)| t)
                     .collect();
                 let by_name = !terms.is_empty()
                     && terms
@@ -631,6 +726,78 @@ mod tests {
             for include_dead in [false, true] {
                 proptest::prop_assert_eq!(uuids(idx.search(&q, include_dead, 1)), naive(&list, &q, include_dead));
             }
+            // FHIR's name parameters: each term a word-start of the part its field names.
+            let mut words = q.split_whitespace();
+            let fields = [NameField::Family, NameField::Given, NameField::Any];
+            let terms: Vec<(NameField, &str)> = words
+                .next()
+                .map(|w| (fields[q.len() % 3], w))
+                .into_iter()
+                .chain(words.map(|w| (fields[(q.len() + 1) % 3], w)))
+                .collect();
+            let by_fields: Vec<String> = idx
+                .by_name_fields(&terms)
+                .unwrap()
+                .into_iter()
+                .map(|(uuid, dead)| {
+                    assert_eq!(dead, list.iter().any(|p| p.uuid == uuid && p.dead));
+                    uuid.to_string()
+                })
+                .collect();
+            proptest::prop_assert_eq!(by_fields, naive_by_fields(&list, &terms));
         }
+    }
+
+    /// What `by_name_fields` means, as FHIR's string search over every patient's names.
+    fn naive_by_fields(patients: &[PatientRecord], terms: &[(NameField, &str)]) -> Vec<String> {
+        patients
+            .iter()
+            .filter(|p| !p.voided)
+            .filter(|p| {
+                terms.iter().all(|(field, term)| {
+                    p.names.iter().any(|n| {
+                        let parts = match field {
+                            NameField::Given => vec![&n.given_name, &n.middle_name],
+                            NameField::Family => vec![&n.family_name, &n.family_name2],
+                            NameField::Any => vec![
+                                &n.given_name,
+                                &n.middle_name,
+                                &n.family_name,
+                                &n.family_name2,
+                            ],
+                        };
+                        parts
+                            .into_iter()
+                            .flatten()
+                            .any(|part| starts_a_word(part, term))
+                    })
+                })
+            })
+            .map(|p| p.uuid.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_term_of_several_words_is_left_to_the_records() {
+        let idx = build(vec![patient("a", "Marie Claire", "Mbuyi", "1", false)]);
+        assert!(
+            idx.by_name_fields(&[(NameField::Given, "marie claire")])
+                .is_none()
+        );
+        // A part after a hyphen is a word for the REST search, not for FHIR's.
+        let idx = build(vec![patient("b", "Jean-Marc", "Kabila", "2", true)]);
+        assert_eq!(idx.search("marc", true, 1), ["b"]);
+        assert_eq!(
+            idx.by_name_fields(&[(NameField::Given, "marc")]),
+            Some(vec![])
+        );
+        assert_eq!(
+            idx.by_name_fields(&[(NameField::Given, "jean"), (NameField::Family, "kab")]),
+            Some(vec![("b", true)])
+        );
+        assert_eq!(
+            idx.by_name_fields(&[(NameField::Family, "jean")]),
+            Some(vec![])
+        );
     }
 }

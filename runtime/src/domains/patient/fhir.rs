@@ -7,12 +7,16 @@ use crate::http::AppState;
 use crate::http::Caller;
 use crate::http::error::ApiResult;
 use crate::http::fhir::{fhir, iso, not_found};
+use crate::search::NameField;
 use crate::store::PatientRecord;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// The person attribute type OpenMRS keeps a telephone number in, FHIR's `telecom` phone.
+pub const TELEPHONE_ATTRIBUTE_TYPE: &str = "14d4f066-15f5-102d-96e4-000c29c2a5d7";
 
 fn gender(g: &str) -> &'static str {
     match g {
@@ -40,18 +44,25 @@ pub fn patient_json(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Val
         .iter()
         .map(|i| {
             let t = catalog.identifier_type(&i.identifier_type);
-            json!({
+            let mut r = json!({
                 "id": i.uuid,
                 "use": if i.preferred { "official" } else { "usual" },
                 "type": {"coding": [{"code": i.identifier_type}], "text": t.map(|t| t.name.clone())},
                 "value": i.identifier,
-            })
+            });
+            if let Some(l) = &i.location {
+                r["extension"] = json!([{
+                    "url": crate::domains::patient::fhir_write::IDENTIFIER_LOCATION_EXTENSION,
+                    "valueReference": {"reference": format!("Location/{l}"), "type": "Location"},
+                }]);
+            }
+            r
         })
         .collect();
     let telecom: Vec<Value> = p
         .attributes
         .iter()
-        .filter(|a| a.attribute_type == "14d4f066-15f5-102d-96e4-000c29c2a5d7")
+        .filter(|a| a.attribute_type == TELEPHONE_ATTRIBUTE_TYPE)
         .map(|a| json!({"id": a.uuid, "system": "phone", "value": a.value}))
         .collect();
     // Preferred first, then the newest, as fhir2 lists them (`use` home, then old); fields
@@ -302,6 +313,14 @@ struct Filters {
 }
 
 impl Filters {
+    /// Whether only the names (and `deceased`) filter, which the search index can tell.
+    fn by_names_alone(&self) -> bool {
+        self.gender.is_none()
+            && self.birthdate.is_empty()
+            && self.deathdate.is_empty()
+            && self.address.is_empty()
+    }
+
     fn matches(&self, p: &PatientRecord) -> bool {
         let names_ok = self.names.iter().all(|(kind, term)| {
             p.names.iter().any(|n| match kind.as_str() {
@@ -375,7 +394,7 @@ async fn search_as(
     kind: &'static str,
     render: fn(&PatientRecord, &crate::catalog::Catalog) -> Value,
 ) -> ApiResult<Response> {
-    use crate::http::fhir::{invalid, search_bundle, window};
+    use crate::http::fhir::invalid;
     caller.require(&["Get Patients"])?;
     let all = |k: &str| -> Vec<String> {
         query
@@ -483,21 +502,55 @@ async fn search_as(
         })
         .await?
     } else if !filters.names.is_empty() {
-        // Every name term at once: the index intersects their words, rarest first, so
-        // `name=Mbuyi&given=Marie` reads the few Marie Mbuyi, not every Mbuyi.
-        let terms: Vec<&str> = filters.names.iter().map(|(_, t)| t.as_str()).collect();
-        let index = state.patient_index().await?;
-        index
-            .search(&terms.join(" "), true, 1)
-            .into_iter()
-            .map(String::from)
-            .collect()
+        let terms: Vec<(NameField, &str)> = filters
+            .names
+            .iter()
+            .map(|(kind, t)| {
+                let field = match kind.as_str() {
+                    "given" => NameField::Given,
+                    "family" => NameField::Family,
+                    _ => NameField::Any,
+                };
+                (field, t.as_str())
+            })
+            .collect();
+        // Names alone (and `deceased`) are answered by the index: the total without
+        // reading a record, then only the page's records.
+        let answered = {
+            let index = state.patient_index().await?;
+            let by_index = if filters.by_names_alone() {
+                index.by_name_fields(&terms)
+            } else {
+                None
+            };
+            match by_index {
+                Some(found) => Ok(found
+                    .into_iter()
+                    .filter(|(_, dead)| filters.deceased.is_none_or(|d| d == *dead))
+                    .map(|(uuid, _)| uuid.to_string())
+                    .collect::<Vec<_>>()),
+                // Every name term at once: the index intersects their words, rarest
+                // first, so `name=Mbuyi&given=Marie` reads the few Marie Mbuyi, not every
+                // Mbuyi, whose records then tell.
+                None => {
+                    let words: Vec<&str> = terms.iter().map(|(_, t)| *t).collect();
+                    Err(index
+                        .search(&words.join(" "), true, 1)
+                        .into_iter()
+                        .map(String::from)
+                        .collect::<Vec<_>>())
+                }
+            }
+        };
+        match answered {
+            Ok(found) => return answer(&state, &caller, &query, kind, render, found).await,
+            Err(candidates) => candidates,
+        }
     } else {
         return Ok(invalid(
             "Patient searches need _id, identifier, name, given or family: a search by the other parameters alone would read every patient",
         ));
     };
-    let window = window(&query);
     let st = state.clone();
     let found = crate::http::blocking(move || {
         let records = st
@@ -506,28 +559,56 @@ async fn search_as(
         Ok(records
             .into_iter()
             .filter(|p| !p.voided && filters.matches(p))
+            .map(|p| p.uuid.clone())
             .collect::<Vec<_>>())
     })
     .await?;
-    let catalog = state.catalog.load();
+    answer(&state, &caller, &query, kind, render, found).await
+}
+
+/// The searchset Bundle of the patients `found` (every match, in order): its total, and
+/// the window's page read from the store (none for `_summary=count`).
+async fn answer(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    query: &[(String, String)],
+    kind: &'static str,
+    render: fn(&PatientRecord, &crate::catalog::Catalog) -> Value,
+    found: Vec<String>,
+) -> ApiResult<Response> {
+    use crate::http::fhir::{search_bundle, window};
+    let window = window(query);
     let total = found.len();
-    let summary_count = crate::http::param(&query, "_summary") == Some("count");
-    let page: Vec<Value> = if summary_count {
+    let summary_count = crate::http::param(query, "_summary") == Some("count");
+    let wanted: Vec<String> = if summary_count {
         Vec::new()
     } else {
         found
-            .iter()
+            .into_iter()
             .skip(window.start)
             .take(window.limit)
-            .map(|p| render(p, &catalog))
             .collect()
     };
+    let st = state.clone();
+    let records = crate::http::blocking(move || {
+        Ok(st
+            .store
+            .patients_in(&wanted.iter().map(String::as_str).collect::<Vec<_>>())?)
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    // A patient voided since she was found is left out of the page.
+    let page: Vec<Value> = records
+        .iter()
+        .filter(|p| !p.voided)
+        .map(|p| render(p, &catalog))
+        .collect();
     Ok(fhir(
         StatusCode::OK,
         search_bundle(
-            &crate::http::fhir::base(&state, &caller),
+            &crate::http::fhir::base(state, caller),
             kind,
-            &query,
+            query,
             total,
             window.start,
             window.limit,
