@@ -52,7 +52,11 @@ pub const COMMON: &[&str] = &[
 ];
 
 pub const SUPPORTED: &[Supported] = &[
-    read_search("Patient", crate::domains::patient::fhir::SEARCH_PARAMS),
+    Supported {
+        create: true,
+        update: true,
+        ..read_search("Patient", crate::domains::patient::fhir::SEARCH_PARAMS)
+    },
     read_search(
         "Person",
         crate::domains::patient::fhir::PERSON_SEARCH_PARAMS,

@@ -149,8 +149,11 @@ async fn what_is_not_served_is_said_so_never_an_empty_bundle() {
         );
     }
     // Errors of the shared layers are OperationOutcomes too.
-    let r = c.post(&format!("{FHIR}/Patient"), "{}").await;
+    let r = c.post(&format!("{FHIR}/Location"), "{}").await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(is_outcome(&r.body), "{:?}", r.body);
+    let r = c.post(&format!("{FHIR}/Patient"), "{}").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert!(is_outcome(&r.body), "{:?}", r.body);
     let r = c
         .get(&format!(
@@ -1006,4 +1009,153 @@ async fn a_patient_list_is_a_group_exported_on_its_own() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert!(is_outcome(&r.body));
+}
+
+#[tokio::test]
+async fn a_client_registry_registers_and_corrects_a_patient_through_fhir() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let id_type = identifier_type_uuid(&st, "Numéro patient DSE");
+    let desk = location_uuid(&st, "Bondeko - Accueil");
+    let card = emr_id("200401");
+    let patient = serde_json::json!({
+        "resourceType": "Patient",
+        "id": "ignored-on-create",
+        "identifier": [{"use": "official", "type": {"coding": [{"code": id_type}]}, "value": card,
+            "extension": [{"url": "http://fhir.openmrs.org/ext/patient/identifier#location",
+                "valueReference": {"reference": format!("Location/{desk}")}}]}],
+        "name": [{"use": "usual", "family": "Lukusa", "given": ["Espérance", "Divine"]}],
+        "gender": "female",
+        "birthDate": "1988",
+        "telecom": [{"system": "phone", "value": "+243810000001"}],
+        "address": [{"use": "home", "city": "Ngaliema", "state": "Kinshasa",
+            "extension": [{"url": "http://fhir.openmrs.org/ext/address", "extension": [
+                {"url": "http://fhir.openmrs.org/ext/address#address1", "valueString": "Avenue 12"}]}]}],
+    });
+    let r = send_json(&mut c, "POST", &format!("{FHIR}/Patient"), &patient).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let uuid = r.body["id"].as_str().unwrap().to_string();
+    assert_ne!(uuid, "ignored-on-create");
+    assert!(
+        r.headers["location"]
+            .to_str()
+            .unwrap()
+            .ends_with(&format!("/Patient/{uuid}"))
+    );
+    // The registration desk's REST view: the same person, who and when recorded.
+    let rest = c
+        .get(&format!("/openmrs/ws/rest/v1/patient/{uuid}?v=full"))
+        .await;
+    let person = &rest.body["person"];
+    assert_eq!(person["preferredName"]["givenName"], "Espérance");
+    assert_eq!(person["preferredName"]["middleName"], "Divine");
+    assert_eq!(person["birthdateEstimated"], true);
+    assert_eq!(person["preferredAddress"]["address1"], "Avenue 12");
+    assert_eq!(rest.body["identifiers"][0]["identifier"], card);
+    assert_eq!(rest.body["identifiers"][0]["location"]["uuid"], desk);
+    assert!(rest.body["auditInfo"]["creator"].is_object());
+    // Found by her card at once, and read back as she was sent.
+    let found = c.get(&format!("{FHIR}/Patient?identifier={card}")).await;
+    assert_eq!(fhir_ids(&found.body), vec![uuid.clone()]);
+    let mut read = c.get(&format!("{FHIR}/Patient/{uuid}")).await.body;
+    assert_eq!(read["birthDate"], "1988");
+    assert_eq!(read["telecom"][0]["value"], "+243810000001");
+    assert_eq!(
+        read["identifier"][0]["extension"][0]["valueReference"]["reference"],
+        format!("Location/{desk}")
+    );
+
+    // The same card twice, a name without a family, a malformed date: refused, nothing
+    // stored (422 for a rule of registration, 400 for what is not a Patient).
+    let mut twin = patient.clone();
+    twin["name"][0]["given"] = serde_json::json!(["Autre"]);
+    let r = send_json(&mut c, "POST", &format!("{FHIR}/Patient"), &twin).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", r.body);
+    assert!(is_outcome(&r.body));
+    let mut nameless = patient.clone();
+    nameless["identifier"][0]["value"] = serde_json::json!(emr_id("200402"));
+    nameless["name"] = serde_json::json!([{"given": ["Seule"]}]);
+    let r = send_json(&mut c, "POST", &format!("{FHIR}/Patient"), &nameless).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", r.body);
+    for (element, value) in [
+        ("birthDate", serde_json::json!("1988-02-30")),
+        ("photo", serde_json::json!([{"url": "x"}])),
+        ("gender", serde_json::json!("F")),
+    ] {
+        let mut bad = patient.clone();
+        bad["identifier"][0]["value"] = serde_json::json!(emr_id("200403"));
+        bad[element] = value;
+        let r = send_json(&mut c, "POST", &format!("{FHIR}/Patient"), &bad).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{element}: {:?}", r.body);
+        assert!(is_outcome(&r.body));
+    }
+    let named = c.get(&format!("{FHIR}/Patient?family=lukusa")).await;
+    assert_eq!(fhir_ids(&named.body), vec![uuid.clone()]);
+
+    // A correction: the resource read back, changed, put back. Names and identifiers keep
+    // their uuids; the attribute FHIR does not carry stays.
+    let name_uuid = read["name"][0]["id"].clone();
+    read["name"][0]["family"] = serde_json::json!("Lukusa-Mwamba");
+    read["birthDate"] = serde_json::json!("1988-03-14");
+    read["telecom"][0]["value"] = serde_json::json!("+243810000002");
+    let r = send_json(&mut c, "PUT", &format!("{FHIR}/Patient/{uuid}"), &read).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["name"][0]["id"], name_uuid);
+    assert_eq!(r.body["name"][0]["family"], "Lukusa-Mwamba");
+    assert_eq!(r.body["birthDate"], "1988-03-14");
+    let rest = c
+        .get(&format!("/openmrs/ws/rest/v1/patient/{uuid}?v=full"))
+        .await;
+    assert_eq!(rest.body["person"]["birthdateEstimated"], false);
+    assert!(rest.body["auditInfo"]["changedBy"].is_object());
+    assert_eq!(
+        rest.body["person"]["attributes"].as_array().unwrap().len(),
+        1
+    );
+    let renamed = c.get(&format!("{FHIR}/Patient?family=mwamba")).await;
+    assert_eq!(renamed.body["total"], 0, "FHIR's family is a word's start");
+    let renamed = c.get(&format!("{FHIR}/Patient?family=lukusa-mw")).await;
+    assert_eq!(fhir_ids(&renamed.body), vec![uuid.clone()]);
+    // An id that is not the path's, an unknown patient; the registration desk's role may.
+    let r = send_json(
+        &mut c,
+        "PUT",
+        &format!("{FHIR}/Patient/{}", "0".repeat(36)),
+        &read,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let mut stranger = read.clone();
+    stranger["id"] = serde_json::json!("0".repeat(36));
+    let r = send_json(
+        &mut c,
+        "PUT",
+        &format!("{FHIR}/Patient/{}", "0".repeat(36)),
+        &stranger,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(is_outcome(&r.body));
+    let mut reader = registration_clerk(&mut c, &st, "fhir-clerk").await;
+    let r = send_json(&mut reader, "PUT", &format!("{FHIR}/Patient/{uuid}"), &read).await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "the registration role edits patients"
+    );
+    let listed = c.get(&format!("{FHIR}/metadata")).await;
+    let patient_type = listed.body["rest"][0]["resource"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["type"] == "Patient")
+        .unwrap()
+        .clone();
+    let interactions: Vec<&str> = patient_type["interaction"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["code"].as_str().unwrap())
+        .collect();
+    assert!(interactions.contains(&"create") && interactions.contains(&"update"));
 }

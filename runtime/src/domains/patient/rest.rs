@@ -129,7 +129,25 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Add Patients"])?;
-    let (record, keys) = build_patient(&state, &caller, &body)?;
+    let record = create_record(&state, &caller, &body).await?;
+    let catalog = state.catalog.load();
+    let body = render(
+        &PatientRes(&record),
+        &Rep::Default,
+        &caller.ctx(&state, &catalog),
+    )?;
+    Ok(json(StatusCode::CREATED, body))
+}
+
+/// Registers the patient a create-shaped body describes, by every rule of a registration
+/// (the REST and FHIR creations both come here); answers it once durably stored and
+/// searchable.
+pub(crate) async fn create_record(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    body: &Map<String, Value>,
+) -> ApiResult<PatientRecord> {
+    let (record, keys) = build_patient(state, caller, body)?;
     let st = state.clone();
     let stored = record.clone();
     blocking(move || {
@@ -151,13 +169,7 @@ pub async fn create(
     })
     .await?;
     state.patient_index_mut().await?.upsert(&record);
-    let catalog = state.catalog.load();
-    let body = render(
-        &PatientRes(&record),
-        &Rep::Default,
-        &caller.ctx(&state, &catalog),
-    )?;
-    Ok(json(StatusCode::CREATED, body))
+    Ok(record)
 }
 
 /// The create-shaped body of a stored patient, so that an edit is checked by exactly the
@@ -391,7 +403,7 @@ fn keys_of(p: &PatientRecord, catalog: &crate::catalog::Catalog) -> Vec<String> 
 /// Changes a stored patient: `change` edits its create-shaped body (see `as_body`), the
 /// result is checked by every rule of a registration and stored with who changed it. Every
 /// edit (person, names, attributes, identifiers) goes through here.
-async fn change_patient(
+pub(crate) async fn change_patient(
     state: &Arc<AppState>,
     caller: &Caller,
     uuid: &str,
@@ -907,11 +919,13 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         )
         .route(
             &paths.fhir("/Patient"),
-            get(crate::domains::patient::fhir::search),
+            get(crate::domains::patient::fhir::search)
+                .post(crate::domains::patient::fhir_write::create),
         )
         .route(
             &paths.fhir("/Patient/{id}"),
-            get(crate::domains::patient::fhir::patient),
+            get(crate::domains::patient::fhir::patient)
+                .put(crate::domains::patient::fhir_write::update),
         )
         .route(
             &paths.fhir("/Person"),
