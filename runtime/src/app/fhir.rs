@@ -88,24 +88,27 @@ pub const SUPPORTED: &[Supported] = &[
             ],
         )
     },
-    read_search(
-        "Encounter",
-        &[
-            SUBJECT[0],
-            SUBJECT[1],
-            SUBJECT[2],
-            SUBJECT[3],
-            "type",
-            "_query",
-            "date",
-            "status",
-            "patientSearchTerm",
-            "location",
-            "participant",
-            "_lastUpdated",
-            "_total",
-        ],
-    ),
+    Supported {
+        create: true,
+        ..read_search(
+            "Encounter",
+            &[
+                SUBJECT[0],
+                SUBJECT[1],
+                SUBJECT[2],
+                SUBJECT[3],
+                "type",
+                "_query",
+                "date",
+                "status",
+                "patientSearchTerm",
+                "location",
+                "participant",
+                "_lastUpdated",
+                "_total",
+            ],
+        )
+    },
     Supported {
         create: true,
         update: true,

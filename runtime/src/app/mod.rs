@@ -66,7 +66,10 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route(&rest("/initializer/reload"), post(reload::reload))
         .route(&rest("/backup"), get(backup::backup))
         .route(&rest("/audit"), get(audit::search))
-        .route(&fhir("/Encounter"), get(encounter_search))
+        .route(
+            &fhir("/Encounter"),
+            get(encounter_search).post(clinical_fhir::create_encounter),
+        )
         .route(&fhir("/metadata"), get(fhir_types::metadata))
         .route(&fhir("/$export"), get(export::system))
         .route(&fhir("/Patient/$export"), get(export::patients))

@@ -1159,3 +1159,95 @@ async fn a_client_registry_registers_and_corrects_a_patient_through_fhir() {
         .collect();
     assert!(interactions.contains(&"create") && interactions.contains(&"update"));
 }
+
+#[tokio::test]
+async fn an_integration_records_an_encounter_in_a_visit() {
+    const OUTPATIENT: &str = "f19c6fdb-bd43-41e7-bb4c-cc892e489c25";
+    const VITALS_TYPE: &str = "023c2721-8ffa-4ce2-a1d4-7a2a3ec45f42";
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = register_patient(&mut c, &st, "Furaha", "Mwamba", "200501").await;
+    let site = location_uuid(&st, "Centre de santé Bondeko");
+    let started = (chrono::Utc::now() - chrono::Duration::hours(1))
+        .format("%Y-%m-%dT%H:%M:%S.000+0000")
+        .to_string();
+    let visit = c
+        .post(
+            "/openmrs/ws/rest/v1/visit",
+            &serde_json::json!({"patient": p, "visitType": OUTPATIENT, "location": site, "startDatetime": started}).to_string(),
+        )
+        .await;
+    assert_eq!(visit.status, StatusCode::CREATED, "{:?}", visit.body);
+    let visit = visit.body["uuid"].as_str().unwrap().to_string();
+    let provider = c
+        .post(
+            "/openmrs/ws/rest/v1/provider",
+            &serde_json::json!({"name": "Infirmier Jean Banza", "identifier": "PRV-88"})
+                .to_string(),
+        )
+        .await;
+    let provider = provider.body["uuid"].as_str().unwrap().to_string();
+    let when = (chrono::Utc::now() - chrono::Duration::minutes(20))
+        .format("%Y-%m-%dT%H:%M:%S+00:00")
+        .to_string();
+    let encounter = serde_json::json!({
+        "resourceType": "Encounter",
+        "status": "finished",
+        "class": {"system": "http://terminology.hl7.org/CodeSystem/v3-ActCode", "code": "AMB"},
+        "type": [{"coding": [{"system": "http://fhir.openmrs.org/code-system/encounter-type", "code": VITALS_TYPE}]}],
+        "subject": {"reference": format!("Patient/{p}")},
+        "period": {"start": when},
+        "location": [{"location": {"reference": format!("Location/{site}")}}],
+        "participant": [{"individual": {"reference": format!("Practitioner/{provider}")}}],
+    });
+    let r = send_json(&mut c, "POST", &format!("{FHIR}/Encounter"), &encounter).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let id = r.body["id"].as_str().unwrap().to_string();
+    assert!(
+        r.headers["location"]
+            .to_str()
+            .unwrap()
+            .ends_with(&format!("/Encounter/{id}"))
+    );
+    // Placed in her open visit that holds its time, as REST places one; read back by both.
+    assert_eq!(r.body["partOf"]["reference"], format!("Encounter/{visit}"));
+    assert_eq!(
+        r.body["participant"][0]["individual"]["reference"],
+        format!("Practitioner/{provider}")
+    );
+    let rest = c
+        .get(&format!("/openmrs/ws/rest/v1/encounter/{id}?v=full"))
+        .await;
+    assert_eq!(rest.body["encounterType"]["uuid"], VITALS_TYPE);
+    assert_eq!(rest.body["location"]["uuid"], site);
+    assert!(rest.body["auditInfo"]["creator"].is_object());
+    let listed = c.get(&format!("{FHIR}/Encounter?subject={p}")).await;
+    assert_eq!(fhir_ids(&listed.body), vec![id.clone()]);
+
+    // A rule broken (a time before her visit began) is 422; a malformed resource, a visit,
+    // an unknown element are 400; nothing more is stored.
+    let mut early = encounter.clone();
+    early["period"]["start"] = serde_json::json!("2020-01-01T08:00:00+00:00");
+    early["partOf"] = serde_json::json!({"reference": format!("Encounter/{visit}")});
+    let r = send_json(&mut c, "POST", &format!("{FHIR}/Encounter"), &early).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", r.body);
+    assert!(is_outcome(&r.body));
+    let mut stranger = encounter.clone();
+    stranger["subject"] = serde_json::json!({"reference": format!("Patient/{}", "0".repeat(36))});
+    let r = send_json(&mut c, "POST", &format!("{FHIR}/Encounter"), &stranger).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{:?}", r.body);
+    for (element, value) in [
+        ("type", serde_json::json!([{"text": "vitals"}])),
+        ("meta", serde_json::json!({"tag": [{"code": "visit"}]})),
+        ("reasonCode", serde_json::json!([{"text": "fever"}])),
+        ("subject", serde_json::json!({"reference": "Group/x"})),
+    ] {
+        let mut bad = encounter.clone();
+        bad[element] = value;
+        let r = send_json(&mut c, "POST", &format!("{FHIR}/Encounter"), &bad).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{element}: {:?}", r.body);
+        assert!(is_outcome(&r.body));
+    }
+    let listed = c.get(&format!("{FHIR}/Encounter?subject={p}")).await;
+    assert_eq!(listed.body["total"], 1);
+}

@@ -1141,3 +1141,155 @@ pub async fn create_observation(
     }
     Ok(res)
 }
+
+/// `POST Encounter` — privilege: Add Encounters. An encounter as fhir2 reads one:
+/// `subject` (the patient), `type` (the encounter type: a coding under
+/// `http://fhir.openmrs.org/code-system/encounter-type`, or without a system, naming its
+/// uuid), `period.start` (when; now without it), `location[0].location`, `partOf` (the
+/// visit, `Encounter/{visit}`; else the patient's open visit holding that time, as REST
+/// does) and `participant[].individual` (`Practitioner/{provider}`, in the unknown role).
+/// Checked by every rule of `POST encounter`: 201 with `Location` and the Encounter read
+/// back; a malformed resource 400, a rule broken 422. A visit (`meta.tag` `visit`) is made
+/// through the REST API's `visit`, not here.
+pub async fn create_encounter(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    crate::http::JsonBody(body): crate::http::JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Add Encounters"])?;
+    let rest = match rest_encounter_of(&body) {
+        Ok(rest) => rest,
+        Err(e) => return Ok(crate::http::fhir::invalid(&e)),
+    };
+    let user = caller.user_uuid();
+    let st = state.clone();
+    let e = match crate::http::blocking(move || {
+        crate::domains::encounter::rest::create_encounter(&st, &rest, &user)
+    })
+    .await
+    {
+        Ok(e) => e,
+        Err(ApiError::Invalid(inv)) => return Ok(crate::http::fhir::unprocessable(&inv)),
+        Err(e) => return Err(e),
+    };
+    let mut res = fhir(
+        StatusCode::CREATED,
+        encounter_json(&e, &state.catalog.load()),
+    );
+    if let Ok(v) = axum::http::HeaderValue::from_str(&format!(
+        "{}/Encounter/{}",
+        base(&state, &caller),
+        e.uuid
+    )) {
+        res.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    Ok(res)
+}
+
+/// A FHIR Encounter as the REST body `POST encounter` takes, or what is wrong with it.
+fn rest_encounter_of(
+    body: &serde_json::Map<String, Value>,
+) -> Result<serde_json::Map<String, Value>, String> {
+    use crate::http::fhir::reference_id;
+    if body.get("resourceType").and_then(Value::as_str) != Some("Encounter") {
+        return Err("The resource must be an Encounter (resourceType)".into());
+    }
+    const KEPT: &[&str] = &[
+        "resourceType",
+        "id",
+        "meta",
+        "text",
+        "status",
+        "class",
+        "type",
+        "subject",
+        "period",
+        "location",
+        "partOf",
+        "participant",
+    ];
+    if let Some(other) = body.keys().find(|k| !KEPT.contains(&k.as_str())) {
+        return Err(format!("Encounter.{other} is not kept by this server"));
+    }
+    let tags = body
+        .get("meta")
+        .and_then(|m| m.get("tag"))
+        .and_then(Value::as_array);
+    if tags.is_some_and(|t| t.iter().any(|t| t.get("code") == Some(&json!("visit")))) {
+        return Err(
+            "A visit is started through the REST API (POST visit), not as a FHIR Encounter".into(),
+        );
+    }
+    let mut rest = serde_json::Map::new();
+    let patient = reference_id(body.get("subject"), "Patient")
+        .ok_or("Encounter.subject must name a Patient (Patient/{id})")?;
+    rest.insert("patient".into(), json!(patient));
+    let codings = body
+        .get("type")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("coding").and_then(Value::as_array))
+        .flatten();
+    let mut kind = None;
+    for c in codings {
+        let system = c.get("system").and_then(Value::as_str);
+        if matches!(
+            system,
+            None | Some("http://fhir.openmrs.org/code-system/encounter-type")
+        ) && let Some(code) = c.get("code").and_then(Value::as_str)
+        {
+            kind = Some(code.to_string());
+            break;
+        }
+    }
+    let kind = kind.ok_or(
+        "Encounter.type needs a coding of http://fhir.openmrs.org/code-system/encounter-type",
+    )?;
+    rest.insert("encounterType".into(), json!(kind));
+    if let Some(period) = body.get("period") {
+        if period.get("end").is_some() {
+            return Err("Encounter.period.end is not kept: an encounter is a moment".into());
+        }
+        match period.get("start") {
+            Some(Value::String(start)) => {
+                rest.insert("encounterDatetime".into(), json!(start));
+            }
+            None => {}
+            Some(_) => return Err("Encounter.period.start must be a dateTime".into()),
+        }
+    }
+    match body
+        .get("location")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+    {
+        None | Some([]) => {}
+        Some([one]) => {
+            let l = reference_id(one.get("location"), "Location")
+                .ok_or("Encounter.location[0].location must name a Location")?;
+            rest.insert("location".into(), json!(l));
+        }
+        Some(_) => return Err("Encounter.location: one location is kept".into()),
+    }
+    if let Some(part_of) = body.get("partOf") {
+        let visit = reference_id(Some(part_of), "Encounter")
+            .ok_or("Encounter.partOf must name a visit (Encounter/{visit})")?;
+        rest.insert("visit".into(), json!(visit));
+    }
+    let mut providers = Vec::new();
+    for p in body
+        .get("participant")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let provider = reference_id(p.get("individual"), "Practitioner")
+            .ok_or("Encounter.participant[].individual must name a Practitioner")?;
+        providers.push(json!({"provider": provider}));
+    }
+    if !providers.is_empty() {
+        rest.insert("encounterProviders".into(), Value::Array(providers));
+    }
+    Ok(rest)
+}

@@ -190,102 +190,7 @@ pub async fn create(
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
     let st = state.clone();
-    let e = blocking(move || {
-        let now = Utc::now();
-        let audit = Audit::new(&user, now);
-        let patient = opt_ref(&body, "patient")?.ok_or_else(|| {
-            ApiError::invalid_field("patient", "error.null", "Patient is required")
-        })?;
-        match st.store.patient(&patient)? {
-            Some(p) if !p.voided => {}
-            _ => {
-                return Err(ApiError::invalid_field(
-                    "patient",
-                    "error.invalid",
-                    "Patient does not exist",
-                ));
-            }
-        }
-        let catalog = st.catalog.load();
-        let encounter_type = opt_ref(&body, "encounterType")?
-            .map(|t| crate::domains::encounter::encounter_type_uuid(&catalog, &t))
-            .unwrap_or_default();
-        let e = EncounterRecord {
-            v: 1,
-            uuid: crate::http::body::opt_str(&body, "uuid")?
-                .unwrap_or_else(crate::store::record::new_uuid),
-            patient: patient.clone(),
-            encounter_type,
-            datetime: opt_datetime(&body, "encounterDatetime")?
-                .unwrap_or_else(|| datetime_key(now)),
-            location: opt_ref(&body, "location")?,
-            form: opt_ref(&body, "form")?,
-            visit: opt_ref(&body, "visit")?,
-            providers: providers(&st, &body)?.unwrap_or_default(),
-            audit: audit.clone(),
-            voiding: Voiding::default(),
-        };
-        let mut e = e;
-        if e.visit.is_none() {
-            // As OpenMRS's existing-visit assignment does: the patient's open visit that
-            // holds the encounter's time, if there is one.
-            let visits = crate::domains::visit::store::visits_of(&st.store, &patient)?;
-            e.visit = visits
-                .iter()
-                .find(|v| v.is_active() && v.contains(&e.datetime))
-                .map(|v| v.uuid.clone());
-        }
-        let mut inv = Invalid::default();
-        let visit = load_visit(&st, &e)?;
-        crate::domains::encounter::validate(&st.clinic(), &e, visit.as_ref(), &mut inv);
-        let mut obs = Vec::new();
-        for (i, o) in obs_bodies(&body)?.into_iter().enumerate() {
-            crate::domains::encounter::body::parse_obs(
-                &st,
-                o,
-                &format!("obs[{i}]"),
-                &patient,
-                Some(&e),
-                None,
-                &audit,
-                &mut inv,
-                &mut obs,
-            )?;
-        }
-        if !inv.is_empty() {
-            return Err(ApiError::Invalid(inv));
-        }
-        let drafts = order_rest::drafts_of_encounter(&st, &body, &e.uuid, &patient, &audit)?;
-        let _one_writer = st.store.write_lock();
-        if store::encounter(&st.store, &e.uuid)?.is_some() {
-            return Err(ApiError::BadRequest(format!(
-                "An encounter with uuid {} already exists",
-                e.uuid
-            )));
-        }
-        check_obs_orders(&st, &obs, &patient, &drafts)?;
-        let placed = order_rest::place_all(
-            &st,
-            drafts,
-            &crate::domains::encounter::placement(&e),
-            now,
-            Some("orders"),
-        )?;
-        // The encounter, its observations and its orders (a signed order basket) commit
-        // together.
-        st.store.write(|txn| {
-            store::write_in(
-                txn,
-                &Change {
-                    encounter: Some((None, &e)),
-                    obs: obs.iter().map(|o| (None, o)).collect(),
-                },
-            )?;
-            placed.write_in(txn)
-        })?;
-        Ok(e)
-    })
-    .await?;
+    let e = blocking(move || create_encounter(&st, &body, &user)).await?;
     answer(
         &state,
         &caller,
@@ -293,6 +198,107 @@ pub async fn create(
         &rep,
         StatusCode::CREATED,
     )
+}
+
+/// Records a new encounter (with its observations and orders) from a REST-shaped body, by
+/// every rule of `POST encounter`; the REST and FHIR creations both come here. The caller
+/// has checked the privileges.
+pub(crate) fn create_encounter(
+    st: &Arc<AppState>,
+    body: &Map<String, Value>,
+    user: &str,
+) -> ApiResult<EncounterRecord> {
+    let now = Utc::now();
+    let audit = Audit::new(user, now);
+    let patient = opt_ref(body, "patient")?
+        .ok_or_else(|| ApiError::invalid_field("patient", "error.null", "Patient is required"))?;
+    match st.store.patient(&patient)? {
+        Some(p) if !p.voided => {}
+        _ => {
+            return Err(ApiError::invalid_field(
+                "patient",
+                "error.invalid",
+                "Patient does not exist",
+            ));
+        }
+    }
+    let catalog = st.catalog.load();
+    let encounter_type = opt_ref(body, "encounterType")?
+        .map(|t| crate::domains::encounter::encounter_type_uuid(&catalog, &t))
+        .unwrap_or_default();
+    let e = EncounterRecord {
+        v: 1,
+        uuid: crate::http::body::opt_str(body, "uuid")?
+            .unwrap_or_else(crate::store::record::new_uuid),
+        patient: patient.clone(),
+        encounter_type,
+        datetime: opt_datetime(body, "encounterDatetime")?.unwrap_or_else(|| datetime_key(now)),
+        location: opt_ref(body, "location")?,
+        form: opt_ref(body, "form")?,
+        visit: opt_ref(body, "visit")?,
+        providers: providers(st, body)?.unwrap_or_default(),
+        audit: audit.clone(),
+        voiding: Voiding::default(),
+    };
+    let mut e = e;
+    if e.visit.is_none() {
+        // As OpenMRS's existing-visit assignment does: the patient's open visit that
+        // holds the encounter's time, if there is one.
+        let visits = crate::domains::visit::store::visits_of(&st.store, &patient)?;
+        e.visit = visits
+            .iter()
+            .find(|v| v.is_active() && v.contains(&e.datetime))
+            .map(|v| v.uuid.clone());
+    }
+    let mut inv = Invalid::default();
+    let visit = load_visit(st, &e)?;
+    crate::domains::encounter::validate(&st.clinic(), &e, visit.as_ref(), &mut inv);
+    let mut obs = Vec::new();
+    for (i, o) in obs_bodies(body)?.into_iter().enumerate() {
+        crate::domains::encounter::body::parse_obs(
+            st,
+            o,
+            &format!("obs[{i}]"),
+            &patient,
+            Some(&e),
+            None,
+            &audit,
+            &mut inv,
+            &mut obs,
+        )?;
+    }
+    if !inv.is_empty() {
+        return Err(ApiError::Invalid(inv));
+    }
+    let drafts = order_rest::drafts_of_encounter(st, body, &e.uuid, &patient, &audit)?;
+    let _one_writer = st.store.write_lock();
+    if store::encounter(&st.store, &e.uuid)?.is_some() {
+        return Err(ApiError::BadRequest(format!(
+            "An encounter with uuid {} already exists",
+            e.uuid
+        )));
+    }
+    check_obs_orders(st, &obs, &patient, &drafts)?;
+    let placed = order_rest::place_all(
+        st,
+        drafts,
+        &crate::domains::encounter::placement(&e),
+        now,
+        Some("orders"),
+    )?;
+    // The encounter, its observations and its orders (a signed order basket) commit
+    // together.
+    st.store.write(|txn| {
+        store::write_in(
+            txn,
+            &Change {
+                encounter: Some((None, &e)),
+                obs: obs.iter().map(|o| (None, o)).collect(),
+            },
+        )?;
+        placed.write_in(txn)
+    })?;
+    Ok(e)
 }
 
 /// `POST encounter/{uuid}`: changes the encounter's fields; in `obs`, an entry with the
