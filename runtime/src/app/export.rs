@@ -447,6 +447,97 @@ pub async fn everything(
     Ok(crate::http::fhir::fhir(StatusCode::OK, bundle))
 }
 
+/// The reverse includes `Patient?` takes, as fhir2's Patient search allows them: each
+/// type's resources that name a found patient as their `patient`.
+pub const PATIENT_REVINCLUDES: &[&str] = &[
+    "Observation:patient",
+    "AllergyIntolerance:patient",
+    "DiagnosticReport:patient",
+    "Encounter:patient",
+    "MedicationRequest:patient",
+    "ServiceRequest:patient",
+];
+
+/// `GET Patient?…`: the patient search (`domains::patient::fhir::search`), and with
+/// `_revinclude` each found patient's resources of the types named, read through their own
+/// searches as the caller (`search.mode` `include`; a type the caller may not read is an
+/// OperationOutcome entry, mode `outcome`). A reverse include fhir2 does not offer is
+/// refused (400): answering without it would read as "she has none".
+pub async fn patient_search(
+    state: State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+) -> ApiResult<Response> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for (_, v) in query.iter().filter(|(k, _)| k == "_revinclude") {
+        for asked in v.split(',').map(str::trim) {
+            if !PATIENT_REVINCLUDES.contains(&asked) {
+                return Ok(invalid(&format!(
+                    "_revinclude: {asked} is not offered; Patient takes {}",
+                    PATIENT_REVINCLUDES.join(", ")
+                )));
+            }
+            let kind = asked.split(':').next().unwrap_or(asked);
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+    }
+    let found = crate::domains::patient::fhir::search(
+        state.clone(),
+        caller.clone(),
+        QueryPairs(query.clone()),
+    )
+    .await?;
+    if kinds.is_empty() || found.status() != StatusCode::OK {
+        return Ok(found);
+    }
+    let bytes = axum::body::to_bytes(found.into_body(), 256 << 20)
+        .await
+        .map_err(ApiError::internal)?;
+    let mut bundle: Value = serde_json::from_slice(&bytes).map_err(ApiError::internal)?;
+    let patients: Vec<String> = bundle["entry"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["resource"]["id"].as_str().map(str::to_string))
+        .collect();
+    let router = crate::app::app(state.0.clone());
+    let fhir_base = format!("{}/ws/fhir2/R4", state.config.app_path);
+    let user = caller.user_uuid();
+    let mut included = Vec::new();
+    for patient in &patients {
+        for kind in &kinds {
+            let path = format!("{fhir_base}/{kind}?patient={patient}&_count=100");
+            match read_all(&router, &user, &path, &fhir_base).await? {
+                Read::Resources(resources) => {
+                    for r in resources {
+                        let url = format!(
+                            "{}{fhir_base}/{kind}/{}",
+                            caller.origin,
+                            r["id"].as_str().unwrap_or("")
+                        );
+                        included.push(json!({"fullUrl": url, "resource": r, "search": {"mode": "include"}}));
+                    }
+                }
+                Read::Missing => {}
+                Read::Refused(why) => included.push(json!({
+                    "resource": {"resourceType": "OperationOutcome", "issue": [{"severity": "warning", "code": "forbidden", "diagnostics": format!("{kind}: {why}")}]},
+                    "search": {"mode": "outcome"},
+                })),
+            }
+        }
+    }
+    if let Some(entries) = bundle["entry"].as_array_mut() {
+        // With included resources beside them, the patients say they are the matches.
+        for e in entries.iter_mut() {
+            e["search"] = json!({"mode": "match"});
+        }
+        entries.extend(included);
+    }
+    Ok(crate::http::fhir::fhir(StatusCode::OK, bundle))
+}
+
 /// One type's resources on their way to files.
 struct Output {
     kind: String,

@@ -222,7 +222,14 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
             }
             let mut r = json!({"type": s.kind, "interaction": interactions});
             match s.kind {
-                "Patient" => r["operation"] = crate::app::export::patient_operations(),
+                "Patient" => {
+                    r["operation"] = crate::app::export::patient_operations();
+                    r["searchRevInclude"] = json!(crate::app::export::PATIENT_REVINCLUDES);
+                }
+                "MedicationRequest" => {
+                    r["searchInclude"] = json!(["MedicationRequest:encounter"]);
+                    r["searchRevInclude"] = json!(["MedicationDispense:prescription"]);
+                }
                 "Observation" => {
                     r["operation"] = json!([{"name": "lastn",
                         "definition": "http://hl7.org/fhir/OperationDefinition/Observation-lastn"}])
@@ -237,7 +244,11 @@ pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
                 let mut names: Vec<&str> = Vec::new();
                 for p in s.search.iter().chain(COMMON) {
                     let name = p.split(':').next().unwrap_or(p);
-                    if !names.contains(&name) && !matches!(name, "_format" | "_pretty") {
+                    // `_include` and `_revinclude` are declared as `searchInclude` and
+                    // `searchRevInclude`, not as parameters.
+                    let general =
+                        matches!(name, "_format" | "_pretty" | "_include" | "_revinclude");
+                    if !names.contains(&name) && !general {
                         names.push(name);
                     }
                 }

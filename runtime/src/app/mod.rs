@@ -70,6 +70,10 @@ pub fn app(state: Arc<AppState>) -> Router {
             &fhir("/Encounter"),
             get(encounter_search).post(clinical_fhir::create_encounter),
         )
+        .route(
+            &fhir("/Patient"),
+            get(export::patient_search).post(crate::domains::patient::fhir_write::create),
+        )
         .route(&fhir("/metadata"), get(fhir_types::metadata))
         .route(&fhir("/$export"), get(export::system))
         .route(&fhir("/Patient/$export"), get(export::patients))

@@ -251,6 +251,33 @@ fn check_tables(
         return Ok(());
     }
 
+    // Each patient's entry by last change, and nothing else.
+    let mut expected = std::collections::BTreeMap::new();
+    for row in patients.iter()? {
+        let (_, v) = row?;
+        if let Ok((key, flags)) = crate::store::updated_entry(v.value()) {
+            expected.insert(key, flags);
+        }
+    }
+    for row in txn.open_table(crate::store::PATIENTS_BY_UPDATED)?.iter()? {
+        let (k, v) = row?;
+        report.index_entries += 1;
+        match expected.remove(k.value()) {
+            Some(flags) if flags == v.value() => {}
+            Some(_) => report.problem(format!(
+                "patients_by_updated {}: its voided flag differs from the record's",
+                k.value()
+            )),
+            None => report.problem(format!(
+                "patients_by_updated {}: no patient last changed then",
+                k.value()
+            )),
+        }
+    }
+    for key in expected.keys() {
+        report.problem(format!("patients_by_updated: {key} is missing"));
+    }
+
     // Clinical indexes: rebuild them in a transaction that is never committed, compare.
     let rebuild = WriteTransaction::Redb(db.begin_write()?);
     for table in registry.records {

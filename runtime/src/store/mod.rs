@@ -36,8 +36,9 @@ use std::sync::Arc;
 /// (`encounter::store::encode_obs`), the patients' search projection. 3: encounters by
 /// time. 4: observations by when they last changed (`obs_by_updated`). 5: the chart's
 /// covering index (`obs_chart`, in place of `obs_by_patient_concept`), observations
-/// written in their compact form (the earlier forms still read).
-pub const SCHEMA_VERSION: u32 = 5;
+/// written in their compact form (the earlier forms still read). 6: patients by when they
+/// last changed (`patients_by_updated`).
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The `meta` entry of a store whose upgrade has begun and not ended: the version it was
 /// written by (`Store::finish_upgrade`).
@@ -52,6 +53,11 @@ const PATIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("patients");
 /// load neither takes long nor fills redb's cache with every patient's pages. Written with
 /// each patient; rebuilt from the records when its count differs from theirs.
 const PATIENT_SEARCH: TableDefinition<&str, &[u8]> = TableDefinition::new("patient_search");
+/// Every patient by when she last changed (`all|updated|uuid`, flag 1 when voided): FHIR's
+/// `Patient?_lastUpdated`, a warehouse's incremental extraction, read as a range rather
+/// than a scan of every patient. Written with each patient (store version 6; built for an
+/// older store when it is upgraded, and for a restored one from its records).
+const PATIENTS_BY_UPDATED: record::Index = TableDefinition::new("patients_by_updated");
 /// `<type uuid>|<scope>|<identifier>` → patient uuid, for uniqueness.
 const IDENTIFIERS: TableDefinition<&str, &str> = TableDefinition::new("identifiers");
 const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
@@ -398,12 +404,91 @@ fn write_user(txn: &WriteTransaction, user: &UserRecord) -> StoreResult<()> {
 
 /// Writes a patient's record and its search projection.
 fn write_patient(txn: &WriteTransaction, p: &PatientRecord) -> StoreResult<()> {
-    txn.open_table(PATIENTS)?
-        .insert(p.uuid.as_str(), encode(p).as_slice())?;
+    let mut table = txn.open_table(PATIENTS)?;
+    let before = table
+        .get(p.uuid.as_str())?
+        .map(|v| updated_entry(v.value()))
+        .transpose()?;
+    table.insert(p.uuid.as_str(), encode(p).as_slice())?;
+    drop(table);
+    let mut by_updated = txn.open_table(PATIENTS_BY_UPDATED)?;
+    if let Some((old, _)) = before {
+        by_updated.remove(old.as_str())?;
+    }
+    let (key, flags) = updated_entry_of(p);
+    by_updated.insert(key.as_str(), flags)?;
+    drop(by_updated);
     txn.open_table(PATIENT_SEARCH)?.insert(
         p.uuid.as_str(),
         crate::store::projection::projection(p).as_slice(),
     )?;
+    Ok(())
+}
+
+/// What a patient's `patients_by_updated` entry needs of her record.
+#[derive(Deserialize)]
+struct UpdatedStamps {
+    uuid: String,
+    #[serde(default)]
+    date_created: String,
+    #[serde(default)]
+    changed: Option<(String, String)>,
+    #[serde(default)]
+    voided: bool,
+}
+
+impl UpdatedStamps {
+    /// `all|<when she last changed, key form>|uuid`, and the flags (1: voided).
+    fn entry(&self) -> (String, u8) {
+        let when = self
+            .changed
+            .as_ref()
+            .map_or(self.date_created.as_str(), |(_, at)| at.as_str());
+        // Written in several forms over the years (RFC 3339 with nanoseconds, key form):
+        // the key form, so that the index sorts by time.
+        let when = crate::wire::parse_datetime(when)
+            .map(crate::wire::datetime_key)
+            .unwrap_or_else(|| when.to_string());
+        (
+            record::key(&["all", &when, &self.uuid]),
+            u8::from(self.voided),
+        )
+    }
+}
+
+/// When a patient last changed, in key form (`wire::datetime_key`): what her
+/// `meta.lastUpdated` says and `patients_by_updated` sorts by.
+pub fn patient_last_updated(p: &PatientRecord) -> String {
+    let (key, _) = updated_entry_of(p);
+    key.split('|').nth(1).unwrap_or_default().to_string()
+}
+
+/// A stored patient's `patients_by_updated` entry, from her record's bytes.
+fn updated_entry(bytes: &[u8]) -> StoreResult<(String, u8)> {
+    Ok(decode::<UpdatedStamps>("patients", bytes)?.entry())
+}
+
+/// A patient's `patients_by_updated` entry: as `meta.lastUpdated` says, her last change
+/// or else her registration.
+fn updated_entry_of(p: &PatientRecord) -> (String, u8) {
+    UpdatedStamps {
+        uuid: p.uuid.clone(),
+        date_created: p.date_created.clone(),
+        changed: p.changed.clone(),
+        voided: p.voided,
+    }
+    .entry()
+}
+
+/// Writes `patients_by_updated` anew from the records (an upgrade from before version 6).
+fn rebuild_patients_by_updated(txn: &WriteTransaction) -> StoreResult<()> {
+    txn.delete_table(PATIENTS_BY_UPDATED)?;
+    let mut by_updated = txn.open_table(PATIENTS_BY_UPDATED)?;
+    for row in txn.open_table(PATIENTS)?.iter()? {
+        let (_, v) = row?;
+        let (key, flags) = updated_entry(v.value())?;
+        by_updated.insert(key.as_str(), flags)?;
+    }
     Ok(())
 }
 
@@ -626,6 +711,7 @@ impl Store {
                 let mut meta = txn.open_table(META)?;
                 txn.open_table(PATIENTS)?;
                 txn.open_table(PATIENT_SEARCH)?;
+                txn.open_table(PATIENTS_BY_UPDATED)?;
                 txn.open_table(IDENTIFIERS)?;
                 txn.open_table(USERS)?;
                 txn.open_table(USERNAMES)?;
@@ -737,6 +823,13 @@ impl Store {
                     );
                 }
             }
+        }
+        if from < 6 {
+            // A hundred thousand patients' small entries: one commit.
+            tracing::info!(
+                "upgrading the store to version {SCHEMA_VERSION}: patients by last change"
+            );
+            self.write_unaudited(rebuild_patients_by_updated)?;
         }
         self.write_unaudited(|txn| {
             for (since, index) in registry.dropped_since {
@@ -1093,6 +1186,96 @@ mod tests {
             preferred: true,
         });
         p
+    }
+
+    fn by_updated(s: &Store) -> Vec<(String, u8)> {
+        let txn = s.begin_read().unwrap();
+        let t = txn.open_table(PATIENTS_BY_UPDATED).unwrap();
+        t.iter()
+            .unwrap()
+            .map(|row| {
+                let (k, v) = row.unwrap();
+                (k.value().to_string(), v.value())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_patient_write_moves_her_entry_by_last_change() {
+        let s = Store::in_memory(&crate::domains::REGISTRY).unwrap();
+        let mut a = named("a", "Marie");
+        a.date_created = "2026-11-01T08:00:00.000Z".into();
+        let mut b = named("b", "Anne");
+        // A change written as `chrono`'s RFC 3339 sorts by its time, not its text.
+        b.date_created = "2026-11-02T08:00:00.000Z".into();
+        s.insert_patient(&a, &[]).unwrap();
+        s.import_patients(&[(b.clone(), vec![])]).unwrap();
+        assert_eq!(
+            by_updated(&s),
+            vec![
+                ("all|2026-11-01T08:00:00.000Z|a".into(), 0),
+                ("all|2026-11-02T08:00:00.000Z|b".into(), 0)
+            ]
+        );
+        a.changed = Some(("admin".into(), "2026-11-03T09:30:00.5+00:00".into()));
+        s.replace_patient(&a, &[], &[]).unwrap();
+        b.voided = true;
+        s.update_patient(&b).unwrap();
+        assert_eq!(
+            by_updated(&s),
+            vec![
+                ("all|2026-11-02T08:00:00.000Z|b".into(), 1),
+                ("all|2026-11-03T09:30:00.500Z|a".into(), 0)
+            ]
+        );
+        let window = record::Window {
+            start: 0,
+            limit: 10,
+            count_all: true,
+        };
+        let page = s
+            .patients_updated_between(Some("2026-11-02"), None, window, |_, _| Ok(true))
+            .unwrap();
+        assert_eq!(page.uuids, ["a"], "the voided one is left out");
+        let page = s
+            .patients_updated_between(None, Some("2026-11-03T09:30:00.499Z"), window, |_, _| {
+                Ok(true)
+            })
+            .unwrap();
+        assert!(page.uuids.is_empty());
+        s.purge_patient("a").unwrap();
+        assert_eq!(by_updated(&s).len(), 1);
+        // A backup restored elsewhere has its entries too.
+        let mut backup = Vec::new();
+        s.snapshot(&mut backup).unwrap();
+        let restored = Store::in_memory(&crate::domains::REGISTRY).unwrap();
+        restored.restore(std::io::Cursor::new(backup)).unwrap();
+        assert_eq!(by_updated(&restored), by_updated(&s));
+    }
+
+    #[test]
+    fn a_version_5_store_gets_its_patients_by_last_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        {
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+            let mut a = named("a", "Marie");
+            a.date_created = "2026-11-01T08:00:00.000Z".into();
+            s.insert_patient(&a, &[]).unwrap();
+            // As version 5 left it: no entry.
+            s.write(|txn| txn.delete_table(PATIENTS_BY_UPDATED).map(drop))
+                .unwrap();
+            s.set_meta("schema_version", "5").unwrap();
+        }
+        let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+        assert_eq!(s.meta("upgrading_from").unwrap(), None);
+        assert_eq!(
+            by_updated(&s),
+            vec![("all|2026-11-01T08:00:00.000Z|a".into(), 0)]
+        );
+        drop(s);
+        let report = check::check_store(&path, &crate::domains::REGISTRY).unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
     }
 
     fn stored_projections(s: &Store) -> BTreeMap<String, Vec<u8>> {

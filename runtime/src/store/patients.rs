@@ -33,6 +33,7 @@ impl Store {
             let mut ids = txn.open_table(IDENTIFIERS)?;
             let mut table = txn.open_table(PATIENTS)?;
             let mut search = txn.open_table(PATIENT_SEARCH)?;
+            let mut by_updated = txn.open_table(PATIENTS_BY_UPDATED)?;
             for (p, keys) in patients {
                 for (key, identifier) in keys {
                     if let Some(owner) = ids.get(key.as_str())?
@@ -42,7 +43,16 @@ impl Store {
                     }
                     ids.insert(key.as_str(), p.uuid.as_str())?;
                 }
+                let before = table
+                    .get(p.uuid.as_str())?
+                    .map(|v| updated_entry(v.value()))
+                    .transpose()?;
                 table.insert(p.uuid.as_str(), encode(p).as_slice())?;
+                if let Some((old, _)) = before {
+                    by_updated.remove(old.as_str())?;
+                }
+                let (key, flags) = updated_entry_of(p);
+                by_updated.insert(key.as_str(), flags)?;
                 search.insert(
                     p.uuid.as_str(),
                     crate::store::projection::projection(p).as_slice(),
@@ -131,7 +141,16 @@ impl Store {
             for k in keys {
                 ids.remove(k.as_str())?;
             }
-            txn.open_table(PATIENTS)?.remove(uuid)?;
+            let mut table = txn.open_table(PATIENTS)?;
+            let removed = table
+                .get(uuid)?
+                .map(|v| updated_entry(v.value()))
+                .transpose()?;
+            table.remove(uuid)?;
+            drop(table);
+            if let Some((key, _)) = removed {
+                txn.open_table(PATIENTS_BY_UPDATED)?.remove(key.as_str())?;
+            }
             txn.open_table(PATIENT_SEARCH)?.remove(uuid)?;
             Ok(())
         })
@@ -294,6 +313,39 @@ impl Store {
             }
             Ok(())
         })
+    }
+
+    /// The patients whose last change (`meta.lastUpdated`) falls within `from..=to` (key
+    /// form, each bound optional), oldest first, voided ones left out: the window of those
+    /// `keep` accepts (it may read the record, in the same read transaction), from the
+    /// index by last change, never a scan of every patient.
+    pub fn patients_updated_between(
+        &self,
+        from: Option<&str>,
+        to: Option<&str>,
+        window: record::Window,
+        mut keep: impl FnMut(&ReadTransaction, &str) -> StoreResult<bool>,
+    ) -> StoreResult<record::Page> {
+        let txn = self.begin_read()?;
+        let index = txn.open_table(PATIENTS_BY_UPDATED)?;
+        let mut failed = None;
+        let page =
+            record::scan_where_between(&index, "all", from, to, false, window, |k, flags| {
+                if flags & 1 != 0 || failed.is_some() {
+                    return false;
+                }
+                match keep(&txn, record::uuid_of(k)) {
+                    Ok(kept) => kept,
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                }
+            })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(page),
+        }
     }
 
     /// Every patient, decoded (tests and tools; the server never loads them all).

@@ -244,7 +244,11 @@ impl Store {
                         txn.open_table(USERNAMES)?.insert(k, text().as_str())?;
                     }
                     "patients" => {
-                        txn.open_table(PATIENTS)?.insert(k, json().as_slice())?;
+                        let bytes = json();
+                        txn.open_table(PATIENTS)?.insert(k, bytes.as_slice())?;
+                        let (key, flags) = super::updated_entry(&bytes)?;
+                        txn.open_table(super::PATIENTS_BY_UPDATED)?
+                            .insert(key.as_str(), flags)?;
                     }
                     "users" => {
                         txn.open_table(USERS)?.insert(k, json().as_slice())?;

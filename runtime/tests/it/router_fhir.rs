@@ -1251,3 +1251,185 @@ async fn an_integration_records_an_encounter_in_a_visit() {
     let listed = c.get(&format!("{FHIR}/Encounter?subject={p}")).await;
     assert_eq!(listed.body["total"], 1);
 }
+
+#[tokio::test]
+async fn a_warehouse_reads_the_patients_changed_since_its_last_visit() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let a = register_patient(&mut c, &st, "Bahati", "Kapinga", "200601").await;
+    let b = register_patient(&mut c, &st, "Baraka", "Kapinga", "200602").await;
+    let today = chrono::Utc::now().date_naive();
+    let day = |d: chrono::NaiveDate| d.format("%Y-%m-%d").to_string();
+    let ids = |r: &crate::common::Response| {
+        let mut v = fhir_ids(&r.body);
+        v.sort();
+        v
+    };
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort();
+    let since = c
+        .get(&format!("{FHIR}/Patient?_lastUpdated=ge{}", day(today)))
+        .await;
+    assert_eq!(since.status, StatusCode::OK, "{:?}", since.body);
+    assert_eq!(ids(&since), both);
+    // The total is counted only when asked; the next link says that more follow.
+    assert!(since.body.get("total").is_none(), "{:?}", since.body);
+    let first = c
+        .get(&format!(
+            "{FHIR}/Patient?_lastUpdated=ge{}&_count=1",
+            day(today)
+        ))
+        .await;
+    assert_eq!(fhir_ids(&first.body).len(), 1);
+    assert!(
+        first.body["link"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["relation"] == "next")
+    );
+    let counted = c
+        .get(&format!(
+            "{FHIR}/Patient?_lastUpdated=ge{}&_total=accurate",
+            day(today)
+        ))
+        .await;
+    assert_eq!(counted.body["total"], 2);
+    for none in [
+        format!("_lastUpdated=lt{}", day(today)),
+        format!("_lastUpdated=gt{}", day(today)),
+        format!("name=bahati&_lastUpdated=lt{}", day(today)),
+    ] {
+        let r = c.get(&format!("{FHIR}/Patient?{none}")).await;
+        assert_eq!(fhir_ids(&r.body), Vec::<String>::new(), "{none}");
+    }
+    let r = c
+        .get(&format!(
+            "{FHIR}/Patient?name=bahati&_lastUpdated={}",
+            day(today)
+        ))
+        .await;
+    assert_eq!(fhir_ids(&r.body), vec![a.clone()]);
+    let r = c
+        .get(&format!(
+            "{FHIR}/Patient?_lastUpdated=ge{}&given=baraka",
+            day(today)
+        ))
+        .await;
+    assert_eq!(fhir_ids(&r.body), vec![b.clone()]);
+    // A change moves her entry (she is listed once, at her new time); a voided patient
+    // leaves the list.
+    let r = c
+        .post(
+            &format!("/openmrs/ws/rest/v1/patient/{a}"),
+            r#"{"person": {"gender": "M"}}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let r = c
+        .get(&format!(
+            "{FHIR}/Patient?_lastUpdated=ge{}&_total=accurate",
+            day(today)
+        ))
+        .await;
+    assert_eq!(r.body["total"], 2);
+    assert_eq!(ids(&r), both);
+    let r = c
+        .get(&format!(
+            "{FHIR}/Patient?_lastUpdated=ge{}&gender=male",
+            day(today)
+        ))
+        .await;
+    assert_eq!(fhir_ids(&r.body), vec![a.clone()]);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("/openmrs/ws/rest/v1/patient/{b}"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{:?}", r.body);
+    let r = c
+        .get(&format!(
+            "{FHIR}/Patient?_lastUpdated=ge{}&_summary=count",
+            day(today)
+        ))
+        .await;
+    assert_eq!(r.body["total"], 1);
+    let r = c
+        .get(&format!("{FHIR}/Patient?_lastUpdated=ge{}", day(today)))
+        .await;
+    assert_eq!(fhir_ids(&r.body), vec![a.clone()]);
+    let r = c
+        .get(&format!("{FHIR}/Patient?_lastUpdated=ge2026-13"))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(is_outcome(&r.body));
+}
+
+#[tokio::test]
+async fn a_patient_comes_with_what_names_her_when_asked() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = register_patient(&mut c, &st, "Safari", "Kazadi", "200701").await;
+    crate::router_clinical::visit_with_vitals(&mut c, &st, &p).await;
+    let alone = register_patient(&mut c, &st, "Sifa", "Kazadi", "200702").await;
+    let r = c
+        .get(&format!(
+            "{FHIR}/Patient?family=kazadi&_revinclude=Encounter:patient&_revinclude=Observation:patient"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["total"], 2, "the total counts the patients found");
+    let entries = r.body["entry"].as_array().unwrap();
+    let of = |mode: &str, kind: &str| -> Vec<Value> {
+        entries
+            .iter()
+            .filter(|e| e["search"]["mode"] == mode && e["resource"]["resourceType"] == kind)
+            .map(|e| e["resource"].clone())
+            .collect()
+    };
+    let mut found: Vec<String> = of("match", "Patient")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    found.sort();
+    let mut want = vec![p.clone(), alone.clone()];
+    want.sort();
+    assert_eq!(found, want);
+    let encounters = of("include", "Encounter");
+    assert_eq!(encounters.len(), 1);
+    assert_eq!(
+        encounters[0]["subject"]["reference"],
+        format!("Patient/{p}")
+    );
+    let observations = of("include", "Observation");
+    assert_eq!(observations.len(), 1);
+    assert_eq!(
+        observations[0]["subject"]["reference"],
+        format!("Patient/{p}")
+    );
+    // One fhir2 does not offer is refused rather than answered without it.
+    let r = c
+        .get(&format!(
+            "{FHIR}/Patient?family=kazadi&_revinclude=Condition:patient"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(is_outcome(&r.body));
+    let meta = c.get(&format!("{FHIR}/metadata")).await;
+    let patient = meta.body["rest"][0]["resource"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["type"] == "Patient")
+        .unwrap()
+        .clone();
+    assert!(
+        patient["searchRevInclude"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("Encounter:patient"))
+    );
+}

@@ -990,7 +990,10 @@ mod tests {
         assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
         assert!(report.problems[0].starts_with("the store is at version 4 "));
         let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
-        assert_eq!(s.meta("schema_version").unwrap(), Some("5".into()));
+        assert_eq!(
+            s.meta("schema_version").unwrap(),
+            Some(crate::store::SCHEMA_VERSION.to_string())
+        );
         assert_eq!(s.meta("upgrading_from").unwrap(), None);
         assert_eq!(stored_form(&s, &old.uuid), OBS_COMPACT_V2);
         let (found, page) = list_obs(&s, &query, all).unwrap();

@@ -228,6 +228,9 @@ pub const SEARCH_PARAMS: &[&str] = &[
     "address-state",
     "address-country",
     "address-postalcode",
+    "_lastUpdated",
+    "_total",
+    "_revinclude",
     "_summary",
 ];
 
@@ -242,6 +245,8 @@ pub const PERSON_SEARCH_PARAMS: &[&str] = &[
     "address-state",
     "address-country",
     "address-postalcode",
+    "_lastUpdated",
+    "_total",
 ];
 
 /// A date search value: its prefix and the range of days it names (`2024`, `2024-05`,
@@ -310,12 +315,15 @@ struct Filters {
     deathdate: Vec<DateParam>,
     deceased: Option<bool>,
     address: Vec<(&'static str, String)>,
+    /// `_lastUpdated`: inclusive key-form bounds of her last change.
+    updated: Option<crate::http::fhir::Bounds>,
 }
 
 impl Filters {
     /// Whether only the names (and `deceased`) filter, which the search index can tell.
     fn by_names_alone(&self) -> bool {
         self.gender.is_none()
+            && self.updated.is_none()
             && self.birthdate.is_empty()
             && self.deathdate.is_empty()
             && self.address.is_empty()
@@ -360,7 +368,12 @@ impl Filters {
                 .iter()
                 .any(|a| starts_a_word(a.fields.get(*field), term))
         });
-        names_ok && gender_ok && birth_ok && death_ok && deceased_ok && address_ok
+        let updated_ok = self.updated.as_ref().is_none_or(|(from, to)| {
+            let at = crate::store::patient_last_updated(p);
+            from.as_deref().is_none_or(|f| at.as_str() >= f)
+                && to.as_deref().is_none_or(|t| at.as_str() <= t)
+        });
+        names_ok && gender_ok && birth_ok && death_ok && deceased_ok && address_ok && updated_ok
     }
 }
 
@@ -447,6 +460,8 @@ async fn search_as(
     .iter()
     .flat_map(|(param, field)| all(param).into_iter().map(move |v| (*field, v)))
     .collect();
+    let updated = crate::http::fhir::instant_bounds(&query, "_lastUpdated")
+        .map_err(crate::http::error::ApiError::BadRequest)?;
     let filters = Filters {
         names,
         gender,
@@ -454,6 +469,7 @@ async fn search_as(
         deathdate,
         deceased,
         address,
+        updated,
     };
     // The candidates: by id, by identifier, by the index's name words.
     let candidates: Vec<String> = if let Some(id) = all("_id").into_iter().next() {
@@ -546,9 +562,11 @@ async fn search_as(
             Ok(found) => return answer(&state, &caller, &query, kind, render, found).await,
             Err(candidates) => candidates,
         }
+    } else if let Some((from, to)) = filters.updated.clone() {
+        return changed_between(state, caller, query, kind, render, filters, from, to).await;
     } else {
         return Ok(invalid(
-            "Patient searches need _id, identifier, name, given or family: a search by the other parameters alone would read every patient",
+            "Patient searches need _id, identifier, name, given, family or _lastUpdated: a search by the other parameters alone would read every patient",
         ));
     };
     let st = state.clone();
@@ -564,6 +582,74 @@ async fn search_as(
     })
     .await?;
     answer(&state, &caller, &query, kind, render, found).await
+}
+
+/// The patients changed within `from..=to` (`_lastUpdated` without a name or an
+/// identifier: a warehouse's incremental extraction), oldest first, from the index by last
+/// change; the other parameters filter them. Their total, optional in FHIR, is counted
+/// only with `_total=accurate` (or `_summary=count`): the `next` link says whether more
+/// follow.
+#[allow(clippy::too_many_arguments)]
+async fn changed_between(
+    state: Arc<AppState>,
+    caller: Caller,
+    query: Vec<(String, String)>,
+    kind: &'static str,
+    render: fn(&PatientRecord, &crate::catalog::Catalog) -> Value,
+    filters: Filters,
+    from: Option<String>,
+    to: Option<String>,
+) -> ApiResult<Response> {
+    use crate::http::fhir::{search_bundle_paged, window};
+    let summary_count = crate::http::param(&query, "_summary") == Some("count");
+    let mut w = window(&query);
+    w.count_all = summary_count || crate::http::param(&query, "_total") == Some("accurate");
+    if summary_count {
+        w.limit = 0;
+    }
+    // Only a filter beyond the bounds reads each record the index names.
+    let by_bounds_alone = filters.names.is_empty()
+        && filters.gender.is_none()
+        && filters.birthdate.is_empty()
+        && filters.deathdate.is_empty()
+        && filters.deceased.is_none()
+        && filters.address.is_empty();
+    let st = state.clone();
+    let (page, records) = crate::http::blocking(move || {
+        let page =
+            st.store
+                .patients_updated_between(from.as_deref(), to.as_deref(), w, |txn, uuid| {
+                    if by_bounds_alone {
+                        return Ok(true);
+                    }
+                    Ok(crate::store::Store::patient_in(txn, uuid)?
+                        .is_some_and(|p| !p.voided && filters.matches(&p)))
+                })?;
+        let records = st
+            .store
+            .patients_in(&page.uuids.iter().map(String::as_str).collect::<Vec<_>>())?;
+        Ok((page, records))
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    let entries: Vec<(String, Value)> = records
+        .iter()
+        .map(|p| (p.uuid.clone(), render(p, &catalog)))
+        .collect();
+    let bundle = search_bundle_paged(
+        &crate::http::fhir::base(&state, &caller),
+        kind,
+        &query,
+        page.total,
+        page.more,
+        w.start,
+        w.limit,
+        entries,
+    );
+    Ok(fhir(
+        StatusCode::OK,
+        serde_json::to_value(bundle).map_err(crate::http::error::ApiError::internal)?,
+    ))
 }
 
 /// The searchset Bundle of the patients `found` (every match, in order): its total, and

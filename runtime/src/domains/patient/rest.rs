@@ -918,11 +918,6 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
             delete(crate::domains::patient::rest::delete_person_item),
         )
         .route(
-            &paths.fhir("/Patient"),
-            get(crate::domains::patient::fhir::search)
-                .post(crate::domains::patient::fhir_write::create),
-        )
-        .route(
             &paths.fhir("/Patient/{id}"),
             get(crate::domains::patient::fhir::patient)
                 .put(crate::domains::patient::fhir_write::update),
