@@ -1343,7 +1343,10 @@ fn two_runtimes_opening_an_older_database_together_upgrade_it_once() {
         opening.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for s in &stores {
-        assert_eq!(s.meta("schema_version").unwrap(), Some("5".into()));
+        assert_eq!(
+            s.meta("schema_version").unwrap(),
+            Some(runtime::store::SCHEMA_VERSION.to_string())
+        );
         assert_eq!(s.meta("upgrading_from").unwrap(), None);
         assert_eq!(s.meta("upgrade_cursor:obs").unwrap(), None);
         let query = ObsQuery {
