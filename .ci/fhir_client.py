@@ -2,7 +2,9 @@
 """A FHIR client's scenario with fhirpy (a FHIR client library, from PyPI, pinned in
 tools/fhir-validate/requirements.txt), as an integration would run it against the runtime:
 find a patient by her identifier, read all her observations page by page, record a pulse
-(as a device feed would), find it again by its LOINC code and read it back.
+(as a device feed would), find it again by its LOINC code and read it back; then, as a client
+registry would, register a new patient (her identifier issued by the identifier source),
+correct her, find her by name, and record an encounter for her.
 
 Usage: .tools/py/bin/python .ci/fhir_client.py BASE USER:PASSWORD IDENTIFIER PATIENT_ID
 Prints what went wrong, one line each, and exits 1 if anything did.
@@ -10,7 +12,9 @@ Prints what went wrong, one line each, and exits 1 if anything did.
 
 import base64
 import datetime
+import json
 import sys
+import urllib.request
 
 from fhirpy import SyncFHIRClient
 
@@ -57,6 +61,64 @@ def main(base, auth, identifier, patient_id):
         subject=patient.to_reference().reference, code="http://loinc.org|8867-4").fetch_all()
     if pulse.id not in [o.id for o in by_code]:
         problems.append(f"Observation?code=http://loinc.org|8867-4 does not find the pulse {pulse.id}")
+    problems.extend(register_and_see(client, base, auth, patient))
+    return problems
+
+
+def fresh_identifier(base, auth):
+    """An identifier the identifier source issues (it carries a check character)."""
+    headers = {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode(),
+               "Content-Type": "application/json"}
+    rest = base.rstrip("/") + "/ws/rest/v1/idgen/identifiersource"
+    with urllib.request.urlopen(urllib.request.Request(rest, headers=headers)) as r:
+        source = json.load(r)["results"][0]["uuid"]
+    ask = urllib.request.Request(f"{rest}/{source}/identifier", data=b"{}", headers=headers, method="POST")
+    with urllib.request.urlopen(ask) as r:
+        return json.load(r)["identifier"]
+
+
+def register_and_see(client, base, auth, known):
+    """A client registry's turn: a new patient, corrected, found, and an encounter of hers."""
+    problems = []
+    card = dict(known["identifier"][0])
+    card.pop("id", None)
+    card["value"] = fresh_identifier(base, auth)
+    new = client.resource(
+        "Patient",
+        identifier=[card],
+        name=[{"use": "usual", "family": "Ngalula", "given": ["Dorcas"]}],
+        gender="female",
+        birthDate="1994-07-02",
+        telecom=[{"system": "phone", "value": "+243815550101"}],
+    )
+    new.save()
+    if not new.id:
+        return ["the created Patient has no id"]
+    new["telecom"] = [{"system": "phone", "value": "+243815550102"}]
+    new.save()
+    back = client.reference("Patient", new.id).to_resource()
+    if back.get_by_path(["telecom", 0, "value"]) != "+243815550102":
+        problems.append(f"the corrected Patient read back: {back.serialize()}")
+    named = client.resources("Patient").search(family="ngalula", given="dorcas").fetch_all()
+    if new.id not in [p.id for p in named]:
+        problems.append(f"Patient?family=ngalula&given=dorcas does not find {new.id}")
+    # An encounter of a type and at a place the known patient's encounters name.
+    seen = client.resources("Encounter").search(subject=known.to_reference().reference).fetch()
+    if not seen:
+        return problems + ["the known patient has no encounter to take a type and a place from"]
+    encounter = client.resource(
+        "Encounter",
+        status="finished",
+        subject=new.to_reference(),
+        type=seen[0]["type"],
+        location=[{"location": seen[0]["location"][0]["location"]}],
+        period={"start": (datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+                          - datetime.timedelta(minutes=2)).isoformat()},
+    )
+    encounter.save()
+    listed = client.resources("Encounter").search(subject=new.to_reference().reference).fetch_all()
+    if [e.id for e in listed] != [encounter.id]:
+        problems.append(f"Encounter?subject={new.id} found {[e.id for e in listed]}, not {encounter.id}")
     return problems
 
 
