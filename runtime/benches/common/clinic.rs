@@ -239,6 +239,53 @@ pub fn get(port: u16, path: &str) -> u16 {
     read_response(&mut s)
 }
 
+/// One authenticated GET with extra headers; answers its status, head and body.
+pub fn get_whole(port: u16, path: &str, headers: &str) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {}\r\n{headers}\r\n",
+        basic()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    read_whole_response(&mut s)
+}
+
+/// A whole-system FHIR bulk export, as a national warehouse runs it: the kick-off, then a
+/// poll every half second until the manifest. Answers the time it took and the manifest's
+/// resources and files.
+pub fn bulk_export(port: u16) -> (Duration, u64, usize) {
+    let began = Instant::now();
+    let (status, head, body) = get_whole(
+        port,
+        "/openmrs/ws/fhir2/R4/$export?_outputFormat=application/fhir%2Bndjson",
+        "Prefer: respond-async\r\n",
+    );
+    assert_eq!(status, 202, "{head}{}", String::from_utf8_lossy(&body));
+    let location = head
+        .lines()
+        .find_map(|l| {
+            let lower = l.to_ascii_lowercase();
+            lower
+                .starts_with("content-location:")
+                .then(|| l["content-location:".len()..].trim().to_string())
+        })
+        .expect("a Content-Location to poll");
+    let path = &location[location.find("/openmrs").expect("the runtime's path")..];
+    loop {
+        let (status, head, body) = get_whole(port, path, "");
+        match status {
+            202 => std::thread::sleep(Duration::from_millis(500)),
+            200 => {
+                let manifest: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                let outputs = manifest["output"].as_array().cloned().unwrap_or_default();
+                let resources = outputs.iter().filter_map(|o| o["count"].as_u64()).sum();
+                return (began.elapsed(), resources, outputs.len());
+            }
+            _ => panic!("export poll: {head}{}", String::from_utf8_lossy(&body)),
+        }
+    }
+}
+
 /// A wrk script that cycles over `paths`.
 pub fn script(dir: &std::path::Path, name: &str, paths: &[String]) -> std::path::PathBuf {
     let file = dir.join(format!("{name}.lua"));

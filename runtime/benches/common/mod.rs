@@ -22,7 +22,19 @@ pub fn free_port() -> u16 {
 }
 
 pub fn spawn(exe: &std::path::Path, hello_mode: bool, data: &std::path::Path, port: u16) -> Child {
+    spawn_with(exe, hello_mode, data, port, &[])
+}
+
+/// `spawn` with more of the environment.
+pub fn spawn_with(
+    exe: &std::path::Path,
+    hello_mode: bool,
+    data: &std::path::Path,
+    port: u16,
+    env: &[(&str, String)],
+) -> Child {
     let mut c = Command::new(exe);
+    c.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
     if hello_mode {
         c.env("BENCH_MODE", "hello");
     }
@@ -94,6 +106,19 @@ pub fn stop(mut child: Child) {
 pub fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
+}
+
+/// The process's peak resident memory (`VmHWM`) since it started or since its high-water
+/// mark was reset (`/proc/<pid>/clear_refs`).
+pub fn peak_rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 pub fn rss_kb(pid: u32) -> u64 {
@@ -291,6 +316,11 @@ pub fn seed(data: &std::path::Path, type_uuid: &str) -> Vec<String> {
 
 /// Reads one keep-alive HTTP response; returns its status.
 pub fn read_response(s: &mut TcpStream) -> u16 {
+    read_whole_response(s).0
+}
+
+/// A response's status, head (status line and headers) and body.
+pub fn read_whole_response(s: &mut TcpStream) -> (u16, String, Vec<u8>) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -313,7 +343,7 @@ pub fn read_response(s: &mut TcpStream) -> u16 {
         .unwrap_or(0);
     let mut body = vec![0u8; len];
     s.read_exact(&mut body).unwrap();
-    status
+    (status, head, body)
 }
 
 /// A memory cgroup holding one runtime, so that the pages of its store it reads are charged

@@ -63,7 +63,18 @@ pub const SUPPORTED: &[Supported] = &[
     ),
     read_search(
         "Location",
-        &["_id", "name", "name:contains", "_tag", "partof:below"],
+        &[
+            "_id",
+            "name",
+            "name:contains",
+            "_tag",
+            "partof",
+            "partof:below",
+            "address-city",
+            "address-state",
+            "address-country",
+            "address-postalcode",
+        ],
     ),
     Supported {
         create: true,

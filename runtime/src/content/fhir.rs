@@ -59,9 +59,11 @@ fn location_json(l: &Location, catalog: &crate::catalog::Catalog) -> Value {
     r
 }
 
-/// `GET Location?_tag=&name:contains=&name=&_id=&partof:below=&_count=&_getpagesoffset=` —
-/// privilege: Get Locations. `partof:below` keeps the locations under the given one, at
-/// any depth (the ward app offers the wards of the patient's facility).
+/// `GET Location?_tag=&name:contains=&name=&_id=&partof=&partof:below=&address-city=&
+/// address-state=&address-country=&address-postalcode=&_count=&_getpagesoffset=` —
+/// privilege: Get Locations. `partof` keeps the locations directly under the given one,
+/// `partof:below` those under it at any depth (the ward app offers the wards of the
+/// patient's facility).
 pub async fn locations(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -87,6 +89,22 @@ pub async fn locations(
     let name = get("name").map(crate::search::fold);
     let ids: Option<Vec<&str>> = get("_id").map(|v| v.split(',').collect());
     let below = get("partof:below").map(str::trim).filter(|v| !v.is_empty());
+    let parent = get("partof")
+        .map(|v| v.trim().trim_start_matches("Location/"))
+        .filter(|v| !v.is_empty());
+    let address: Vec<(&str, Vec<&str>)> = query
+        .iter()
+        .filter(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "address-city" | "address-state" | "address-country" | "address-postalcode"
+            )
+        })
+        .map(|(k, v)| {
+            let alternatives = v.split(',').map(str::trim).filter(|t| !t.is_empty());
+            (k.as_str(), alternatives.collect())
+        })
+        .collect();
     // Bounded by the number of locations, so a cycle cannot loop.
     let is_below = |l: &Location, ancestor: &str| {
         let mut current = l.parent.as_deref();
@@ -137,6 +155,25 @@ pub async fn locations(
                 .is_none_or(|n| crate::search::fold(&l.name).starts_with(n.as_str()))
         })
         .filter(|l| below.is_none_or(|b| is_below(l, b)))
+        .filter(|l| parent.is_none_or(|p| l.parent.as_deref() == Some(p)))
+        .filter(|l| {
+            // As Patient's: a word of the part starts with the value, accents and case
+            // aside; each parameter must hold, a comma separates alternatives.
+            address.iter().all(|(part, alternatives)| {
+                let a = &l.address;
+                let value = match *part {
+                    "address-city" => &a.city_village,
+                    "address-state" => &a.state_province,
+                    "address-country" => &a.country,
+                    _ => &a.postal_code,
+                };
+                value.as_deref().is_some_and(|v| {
+                    alternatives
+                        .iter()
+                        .any(|t| crate::search::starts_a_word(v, t))
+                })
+            })
+        })
         .collect();
     let mut sorted = matches;
     sorted.sort_by(|a, b| a.name.cmp(&b.name));

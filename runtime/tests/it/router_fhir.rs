@@ -1433,3 +1433,55 @@ async fn a_patient_comes_with_what_names_her_when_asked() {
             .contains(&serde_json::json!("Encounter:patient"))
     );
 }
+
+#[tokio::test]
+async fn locations_are_found_by_their_address_and_their_parent() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let desk = location_uuid(&st, "Bondeko - Accueil");
+    let centre = location_uuid(&st, "Centre de santé Bondeko");
+    let names = |r: &crate::common::Response| -> Vec<String> {
+        r.body["entry"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| e["resource"]["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (query, holds) in [
+        ("address-city=binza", true),
+        ("address-city=BINZA%20M%C3%A9t", true),
+        ("address-city=meteo", true),
+        ("address-city=binza&address-state=kinshasa", true),
+        ("address-city=nowhere,binza", true),
+        ("address-city=binza&address-state=katanga", false),
+        ("address-country=republique&address-postalcode=1", false),
+        ("address-city=inza", false),
+    ] {
+        let r = c.get(&format!("{FHIR}/Location?{query}&_count=500")).await;
+        assert_eq!(r.status, StatusCode::OK, "{query}: {:?}", r.body);
+        assert_eq!(names(&r).contains(&desk), holds, "{query}");
+    }
+    // `partof`: the locations directly under one; `partof:below`: at any depth.
+    let direct = c
+        .get(&format!("{FHIR}/Location?partof={centre}&_count=500"))
+        .await;
+    assert!(names(&direct).contains(&desk));
+    for entry in direct.body["entry"].as_array().unwrap() {
+        assert_eq!(
+            entry["resource"]["partOf"]["reference"],
+            format!("Location/{centre}")
+        );
+    }
+    let country = location_uuid(&st, "République démocratique du Congo");
+    let r = c
+        .get(&format!("{FHIR}/Location?partof={country}&_count=500"))
+        .await;
+    assert!(!names(&r).contains(&desk), "not directly under the country");
+    let r = c
+        .get(&format!(
+            "{FHIR}/Location?partof:below={country}&_count=500"
+        ))
+        .await;
+    assert!(names(&r).contains(&desk));
+}
