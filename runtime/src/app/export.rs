@@ -546,6 +546,14 @@ struct Output {
     buf: Vec<u8>,
 }
 
+impl Output {
+    /// Whether `more` bytes fit in the file being written without taking it past `limit`
+    /// (an empty file takes anything: a resource larger than the limit goes alone).
+    fn takes(&self, more: usize, limit: usize) -> bool {
+        self.buf.is_empty() || self.buf.len() + more <= limit
+    }
+}
+
 /// Runs an export to its end, recording progress and each file as it closes; stops if the
 /// export was deleted meanwhile.
 async fn run(state: Arc<AppState>, id: String) {
@@ -624,15 +632,14 @@ async fn export(state: &Arc<AppState>, id: &str) -> ApiResult<()> {
                     break;
                 }
             };
-            for resource in &resources {
-                if changed_since(resource, since) {
-                    out.buf.extend_from_slice(resource.to_string().as_bytes());
-                    out.buf.push(b'\n');
-                    out.count += 1;
+            for resource in resources.iter().filter(|r| changed_since(r, since)) {
+                let line = resource.to_string();
+                if !out.takes(line.len() + 1, FILE_LIMIT) && !close(state, id, &mut out).await? {
+                    return Ok(());
                 }
-            }
-            if out.buf.len() >= FILE_LIMIT && !close(state, id, &mut out).await? {
-                return Ok(());
+                out.buf.extend_from_slice(line.as_bytes());
+                out.buf.push(b'\n');
+                out.count += 1;
             }
             if i % 1000 == 999
                 && !note_progress(state, id, &format!("{kind} {}/{}", i + 1, reads.len())).await?
@@ -819,4 +826,28 @@ pub fn group_operations() -> Value {
     json!([
         {"name": "export", "definition": "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export"}
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_is_closed_before_a_resource_would_take_it_past_its_limit() {
+        let mut out = Output {
+            kind: "Observation".into(),
+            part: 0,
+            count: 0,
+            buf: Vec::new(),
+        };
+        assert!(
+            out.takes(30, 10),
+            "an empty file takes even a resource over the limit"
+        );
+        out.buf = vec![b'x'; 6];
+        assert!(out.takes(4, 10));
+        assert!(!out.takes(5, 10));
+        // Under the 8 MiB that a value's run of pages would otherwise round up from.
+        const { assert!(FILE_LIMIT < 8 << 20) };
+    }
 }
