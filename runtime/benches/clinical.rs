@@ -22,7 +22,11 @@
 //!   own memory, its store cache of 256 MB by default, and what the kernel may keep of the
 //!   file's pages) after the file's cached pages were dropped; all the chart's calls mixed
 //!   for the first 10 seconds after start, then for the rest of the first minute, then
-//!   each call alone (needs root for the cgroup; skipped, and said so, without it).
+//!   each call alone (needs root for the cgroup; skipped, and said so, without it);
+//! - last, a warehouse's whole-system `$export`, on a runtime started for it, once per store
+//!   cache `BENCH_EXPORTS` lists (`default,64` by default: MiB, or `default`): its time and
+//!   the runtime's peak resident memory. Its files stay in the store: at full scale each
+//!   export adds about 18 GB.
 //!
 //! `BENCH_RUNTIME=<runtime binary>` measures another build of the runtime (with its own
 //! bench binary, for the store it generates: an earlier commit's, for figures side by side).
@@ -234,8 +238,13 @@ fn run() {
     );
     stop(child);
     larger_than_memory(&runtime_exe, &data, dir.path(), &calls, &patients, &refs);
-    // Last, since the files it makes stay in the store for a day.
-    for cache_mb in [None, Some(64)] {
+    // Last, since the files it makes stay in the store for a day. `BENCH_EXPORTS` lists the
+    // store caches to export with (`default`, or MiB), each export's files kept: a full-scale
+    // export takes a fifth of the store's size again.
+    let caches = std::env::var("BENCH_EXPORTS").unwrap_or_else(|_| "default,64".into());
+    for cache in caches.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        let cache_mb =
+            (cache != "default").then(|| cache.parse().expect("BENCH_EXPORTS: default or MiB"));
         export_everything(&runtime_exe, &data, cache_mb);
     }
 }

@@ -111,22 +111,20 @@ pub fn median(mut v: Vec<Duration>) -> Duration {
 /// The process's peak resident memory (`VmHWM`) since it started or since its high-water
 /// mark was reset (`/proc/<pid>/clear_refs`).
 pub fn peak_rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+    status_kb(pid, "VmHWM:")
 }
 
 pub fn rss_kb(pid: u32) -> u64 {
+    status_kb(pid, "VmRSS:")
+}
+
+/// One of `/proc/<pid>/status`'s figures in kB (0 if the process is gone).
+fn status_kb(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0)
