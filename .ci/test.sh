@@ -4,6 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
+# Node.js 22 for the front end's build and the FHIR validator (an older one cannot run it,
+# and the FHIR check then fails): already on PATH under .ci/run, put there when run alone.
+source tools/node.sh
 
 step "formatting"
 cargo fmt --all -- --check
