@@ -517,14 +517,24 @@ pub async fn patient_search(
                             caller.origin,
                             r["id"].as_str().unwrap_or("")
                         );
-                        included.push(json!({"fullUrl": url, "resource": r, "search": {"mode": "include"}}));
+                        included.push(
+                            json!({"fullUrl": url, "resource": r, "search": {"mode": "include"}}),
+                        );
                     }
                 }
                 Read::Missing => {}
-                Read::Refused(why) => included.push(json!({
-                    "resource": {"resourceType": "OperationOutcome", "issue": [{"severity": "warning", "code": "forbidden", "diagnostics": format!("{kind}: {why}")}]},
-                    "search": {"mode": "outcome"},
-                })),
+                Read::Refused(why) => {
+                    // `why` begins with the status the type's search answered.
+                    let code = if why.starts_with("403") {
+                        "forbidden"
+                    } else {
+                        "exception"
+                    };
+                    included.push(json!({
+                        "resource": {"resourceType": "OperationOutcome", "issue": [{"severity": "warning", "code": code, "diagnostics": format!("{kind}: {why}")}]},
+                        "search": {"mode": "outcome"},
+                    }));
+                }
             }
         }
     }

@@ -1485,3 +1485,47 @@ async fn locations_are_found_by_their_address_and_their_parent() {
         .await;
     assert!(names(&r).contains(&desk));
 }
+
+#[tokio::test]
+async fn an_estimated_birth_date_read_and_put_back_keeps_its_day() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let mut body: Value =
+        serde_json::from_str(&patient_body(&st, "Nadine", "Banza", "200801")).unwrap();
+    body["person"]["birthdate"] = serde_json::json!("1990-07-15");
+    body["person"]["birthdateEstimated"] = serde_json::json!(true);
+    let r = c
+        .post("/openmrs/ws/rest/v1/patient", &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let uuid = r.body["uuid"].as_str().unwrap().to_string();
+    let mut read = c.get(&format!("{FHIR}/Patient/{uuid}")).await.body;
+    assert_eq!(read["birthDate"], "1990");
+    read["telecom"][0]["value"] = serde_json::json!("+243810000009");
+    let r = send_json(&mut c, "PUT", &format!("{FHIR}/Patient/{uuid}"), &read).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let rest = c
+        .get(&format!("/openmrs/ws/rest/v1/patient/{uuid}?v=full"))
+        .await;
+    assert!(
+        rest.body["person"]["birthdate"]
+            .as_str()
+            .unwrap()
+            .starts_with("1990-07-15"),
+        "{:?}",
+        rest.body["person"]["birthdate"]
+    );
+    // Another year put back is another birth date.
+    read["birthDate"] = serde_json::json!("1991");
+    let r = send_json(&mut c, "PUT", &format!("{FHIR}/Patient/{uuid}"), &read).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let rest = c
+        .get(&format!("/openmrs/ws/rest/v1/patient/{uuid}?v=full"))
+        .await;
+    assert!(
+        rest.body["person"]["birthdate"]
+            .as_str()
+            .unwrap()
+            .starts_with("1991-01-01")
+    );
+}

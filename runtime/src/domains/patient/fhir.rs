@@ -69,13 +69,16 @@ pub fn patient_resource<'a>(
     let identifier = p
         .identifiers
         .iter()
+        .filter(|i| !i.identifier.is_empty())
         .map(|i| FhirIdentifier {
             id: &i.uuid,
             usage: if i.preferred { "official" } else { "usual" },
             kind: IdentifierKind {
-                coding: [TypeCoding {
-                    code: &i.identifier_type,
-                }],
+                coding: Some(&i.identifier_type)
+                    .filter(|t| !t.is_empty())
+                    .map(|code| TypeCoding { code })
+                    .into_iter()
+                    .collect(),
                 text: catalog
                     .identifier_type(&i.identifier_type)
                     .map(|t| t.name.as_str())
@@ -243,7 +246,8 @@ struct FhirIdentifier<'a> {
 
 #[derive(serde::Serialize)]
 struct IdentifierKind<'a> {
-    coding: [TypeCoding<'a>; 1],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    coding: Vec<TypeCoding<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<&'a str>,
 }

@@ -114,6 +114,20 @@ fn replace(stored: &mut Map<String, Value>, mut person: Map<String, Value>, ids:
             }
         }
     }
+    // An estimated birth date reads as its year or its month (`fhir::birth_date`): the
+    // same year or month put back keeps the stored day rather than moving it to the 1st.
+    let estimated = |m: &Map<String, Value>| m.get("birthdateEstimated") == Some(&json!(true));
+    if let (Some(Value::String(new)), Some(Value::String(old))) =
+        (person.get("birthdate"), before.get("birthdate"))
+    {
+        let precision = if new.ends_with("-01-01") { 4 } else { 7 };
+        if estimated(&person)
+            && before.as_object().is_some_and(estimated)
+            && new.get(..precision) == old.get(..precision)
+        {
+            person.insert("birthdate".into(), json!(old));
+        }
+    }
     if person.get("dead") == Some(&json!(true)) {
         for k in ["causeOfDeath", "causeOfDeathNonCoded"] {
             if let Some(v) = before.get(k) {
