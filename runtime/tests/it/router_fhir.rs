@@ -1250,6 +1250,19 @@ async fn an_integration_records_an_encounter_in_a_visit() {
     }
     let listed = c.get(&format!("{FHIR}/Encounter?subject={p}")).await;
     assert_eq!(listed.body["total"], 1);
+    // A Practitioner named by its account, as a record's `recorder` names it.
+    let me = c.user_uuid().await;
+    let mut by_account = encounter.clone();
+    by_account["participant"] =
+        serde_json::json!([{"individual": {"reference": format!("Practitioner/{me}")}}]);
+    let r = send_json(&mut c, "POST", &format!("{FHIR}/Encounter"), &by_account).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let practitioner = r.body["participant"][0]["individual"]["reference"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let read = c.get(&format!("{FHIR}/{practitioner}")).await;
+    assert_eq!(read.status, StatusCode::OK, "{:?}", read.body);
 }
 
 #[tokio::test]

@@ -1164,6 +1164,17 @@ pub async fn create_encounter(
     let user = caller.user_uuid();
     let st = state.clone();
     let e = match crate::http::blocking(move || {
+        let mut rest = rest;
+        // A Practitioner is named by its provider's uuid or by its account's (as a record's
+        // `recorder` names it): either way, the provider.
+        if let Some(Value::Array(providers)) = rest.get_mut("encounterProviders") {
+            for p in providers.iter_mut() {
+                let named = p["provider"].as_str().unwrap_or_default().to_string();
+                if let Some(found) = crate::domains::provider::fhir::resolve(&st, &named)? {
+                    p["provider"] = json!(found.uuid);
+                }
+            }
+        }
         crate::domains::encounter::rest::create_encounter(&st, &rest, &user)
     })
     .await

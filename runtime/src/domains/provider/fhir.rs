@@ -32,7 +32,7 @@ fn practitioner_json(p: &Provider, id: &str) -> Value {
 }
 
 /// The provider a Practitioner id names: a provider's uuid, or an account's (its provider).
-fn resolve(state: &AppState, id: &str) -> crate::store::StoreResult<Option<Provider>> {
+pub fn resolve(state: &AppState, id: &str) -> crate::store::StoreResult<Option<Provider>> {
     if let Some(p) = find(&state.store, id)? {
         return Ok(Some(p));
     }
