@@ -1,7 +1,11 @@
-//! FHIR `Patient`: read, and search by fhir2's parameters (`_id`, `identifier`, `name`,
-//! `given`, `family`, `gender`, `birthdate`, `deathdate`, `deceased`, `address-city`,
-//! `address-state`, `address-country`, `address-postalcode`), found through the patient
-//! search index (a name or an identifier) and filtered on the records.
+//! FHIR `Patient` (and `Person`): read, and search by fhir2's parameters (`_id`,
+//! `identifier`, `name`, `given`, `family`, `gender`, `birthdate`, `deathdate`, `deceased`,
+//! `address-city`, `address-state`, `address-country`, `address-postalcode`,
+//! `_lastUpdated`). The patients are found through the search index (a name or an
+//! identifier; names alone are answered by the index, total included) or, for
+//! `_lastUpdated` alone, the store's index by last change, then filtered on the records;
+//! only a page's records are rendered, typed (`patient_resource`). Writes are in
+//! `fhir_write.rs`; `_revinclude` in `app/export.rs`.
 
 use crate::http::AppState;
 use crate::http::Caller;
