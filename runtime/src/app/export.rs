@@ -420,14 +420,13 @@ pub async fn everything(
         match found {
             Read::Resources(resources) => {
                 for r in resources.into_iter().filter(|r| changed_since(r, since)) {
-                    entries.push(json!({"fullUrl": full(&r), "resource": r, "search": {"mode": "match"}}));
+                    entries.push(
+                        json!({"fullUrl": full(&r), "resource": r, "search": {"mode": "match"}}),
+                    );
                 }
             }
             Read::Missing => {}
-            Read::Refused(why) => entries.push(json!({
-                "resource": {"resourceType": "OperationOutcome", "issue": [{"severity": "warning", "code": "forbidden", "diagnostics": format!("{kind}: {why}")}]},
-                "search": {"mode": "outcome"},
-            })),
+            Read::Refused(why) => entries.push(outcome_entry(kind, &why)),
         }
     }
     let matches = entries
@@ -523,18 +522,7 @@ pub async fn patient_search(
                     }
                 }
                 Read::Missing => {}
-                Read::Refused(why) => {
-                    // `why` begins with the status the type's search answered.
-                    let code = if why.starts_with("403") {
-                        "forbidden"
-                    } else {
-                        "exception"
-                    };
-                    included.push(json!({
-                        "resource": {"resourceType": "OperationOutcome", "issue": [{"severity": "warning", "code": code, "diagnostics": format!("{kind}: {why}")}]},
-                        "search": {"mode": "outcome"},
-                    }));
-                }
+                Read::Refused(why) => included.push(outcome_entry(kind, &why)),
             }
         }
     }
@@ -546,6 +534,20 @@ pub async fn patient_search(
         entries.extend(included);
     }
     Ok(crate::http::fhir::fhir(StatusCode::OK, bundle))
+}
+
+/// A Bundle entry saying why a type of a patient's compartment is not in it: `why` begins
+/// with the status its search answered (403: the caller may not read it).
+fn outcome_entry(kind: &str, why: &str) -> Value {
+    let code = if why.starts_with("403") {
+        "forbidden"
+    } else {
+        "exception"
+    };
+    json!({
+        "resource": {"resourceType": "OperationOutcome", "issue": [{"severity": "warning", "code": code, "diagnostics": format!("{kind}: {why}")}]},
+        "search": {"mode": "outcome"},
+    })
 }
 
 /// One type's resources on their way to files.

@@ -244,6 +244,20 @@ pub fn base(state: &AppState, caller: &Caller) -> String {
     format!("{}{}/ws/fhir2/R4", caller.origin, state.config.app_path)
 }
 
+/// A create's answer naming where the new resource is read (`Location`), as FHIR asks.
+pub fn located(
+    mut res: Response,
+    state: &AppState,
+    caller: &Caller,
+    kind: &str,
+    id: &str,
+) -> Response {
+    if let Ok(v) = HeaderValue::from_str(&format!("{}/{kind}/{id}", base(state, caller))) {
+        res.headers_mut().insert(header::LOCATION, v);
+    }
+    res
+}
+
 pub fn search_bundle(
     base: &str,
     kind: &str,

@@ -18,7 +18,7 @@ use crate::invalid::Invalid;
 use crate::store::record::{Audit, Window};
 use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
@@ -418,15 +418,17 @@ pub async fn create(
         Written::Done(c) => c,
         Written::Refused(r) => return Ok(r),
     };
-    let mut res = fhir(
+    let res = fhir(
         StatusCode::CREATED,
         condition_json(&c, &catalog, &caller.locale(&catalog)),
     );
-    if let Ok(v) = HeaderValue::from_str(&format!("{}/Condition/{}", base(&state, &caller), c.uuid))
-    {
-        res.headers_mut().insert(header::LOCATION, v);
-    }
-    Ok(res)
+    Ok(crate::http::fhir::located(
+        res,
+        &state,
+        &caller,
+        "Condition",
+        &c.uuid,
+    ))
 }
 
 /// `PUT Condition/{id}` replaces what the resource carries — privilege: Edit Conditions.

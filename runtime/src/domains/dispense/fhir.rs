@@ -26,7 +26,7 @@ use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
@@ -648,14 +648,8 @@ async fn write(
         status,
         dispense_json(&state, &catalog, &d, &caller.locale(&catalog)),
     );
-    if new
-        && let Ok(v) = HeaderValue::from_str(&format!(
-            "{}/MedicationDispense/{}",
-            base(&state, &caller),
-            d.uuid
-        ))
-    {
-        res.headers_mut().insert(header::LOCATION, v);
+    if new {
+        res = crate::http::fhir::located(res, &state, &caller, "MedicationDispense", &d.uuid);
     }
     Ok(res)
 }

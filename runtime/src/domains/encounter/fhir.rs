@@ -1128,18 +1128,17 @@ pub async fn create_observation(
     let locale = caller.locale(&catalog);
     let mut parts = PartsByConcept::new(&catalog, &locale);
     parts.prepare(&o);
-    let mut res = fhir_of(
+    let res = fhir_of(
         StatusCode::CREATED,
         &observation_resource(&o, &catalog, &parts, &[]),
     );
-    if let Ok(v) = axum::http::HeaderValue::from_str(&format!(
-        "{}/Observation/{}",
-        base(&state, &caller),
-        o.uuid
-    )) {
-        res.headers_mut().insert(axum::http::header::LOCATION, v);
-    }
-    Ok(res)
+    Ok(crate::http::fhir::located(
+        res,
+        &state,
+        &caller,
+        "Observation",
+        &o.uuid,
+    ))
 }
 
 /// `POST Encounter` — privilege: Add Encounters. An encounter as fhir2 reads one:
@@ -1183,18 +1182,17 @@ pub async fn create_encounter(
         Err(ApiError::Invalid(inv)) => return Ok(crate::http::fhir::unprocessable(&inv)),
         Err(e) => return Err(e),
     };
-    let mut res = fhir(
+    let res = fhir(
         StatusCode::CREATED,
         encounter_json(&e, &state.catalog.load()),
     );
-    if let Ok(v) = axum::http::HeaderValue::from_str(&format!(
-        "{}/Encounter/{}",
-        base(&state, &caller),
-        e.uuid
-    )) {
-        res.headers_mut().insert(axum::http::header::LOCATION, v);
-    }
-    Ok(res)
+    Ok(crate::http::fhir::located(
+        res,
+        &state,
+        &caller,
+        "Encounter",
+        &e.uuid,
+    ))
 }
 
 /// A FHIR Encounter as the REST body `POST encounter` takes, or what is wrong with it.

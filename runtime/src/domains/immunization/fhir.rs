@@ -18,7 +18,7 @@ use crate::invalid::Invalid;
 use crate::store::record::{Audit, Voiding};
 use crate::wire::{datetime_key, parse_datetime};
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
@@ -631,15 +631,14 @@ pub async fn create(
         Written::Done(g) => g,
         Written::Refused(answer) => return Ok(answer),
     };
-    let mut res = found(&state, &group, &concepts, &caller, StatusCode::CREATED)?;
-    if let Ok(v) = HeaderValue::from_str(&format!(
-        "{}/Immunization/{}",
-        base(&state, &caller),
-        group.uuid
-    )) {
-        res.headers_mut().insert(header::LOCATION, v);
-    }
-    Ok(res)
+    let res = found(&state, &group, &concepts, &caller, StatusCode::CREATED)?;
+    Ok(crate::http::fhir::located(
+        res,
+        &state,
+        &caller,
+        "Immunization",
+        &group.uuid,
+    ))
 }
 
 /// `PUT Immunization/{id}`: the members whose value changed are voided and recorded anew

@@ -498,13 +498,17 @@ struct Filters {
 }
 
 impl Filters {
+    /// Whether a filter needs the record's sex, dates or addresses (neither index has them).
+    fn by_record_fields(&self) -> bool {
+        self.gender.is_some()
+            || !self.birthdate.is_empty()
+            || !self.deathdate.is_empty()
+            || !self.address.is_empty()
+    }
+
     /// Whether only the names (and `deceased`) filter, which the search index can tell.
     fn by_names_alone(&self) -> bool {
-        self.gender.is_none()
-            && self.updated.is_none()
-            && self.birthdate.is_empty()
-            && self.deathdate.is_empty()
-            && self.address.is_empty()
+        !self.by_record_fields() && self.updated.is_none()
     }
 
     fn matches(&self, p: &PatientRecord) -> bool {
@@ -786,12 +790,8 @@ async fn changed_between(
         w.limit = 0;
     }
     // Only a filter beyond the bounds reads each record the index names.
-    let by_bounds_alone = filters.names.is_empty()
-        && filters.gender.is_none()
-        && filters.birthdate.is_empty()
-        && filters.deathdate.is_empty()
-        && filters.deceased.is_none()
-        && filters.address.is_empty();
+    let by_bounds_alone =
+        filters.names.is_empty() && filters.deceased.is_none() && !filters.by_record_fields();
     let st = state.clone();
     let (page, records) = crate::http::blocking(move || {
         let page =

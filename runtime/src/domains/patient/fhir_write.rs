@@ -15,7 +15,7 @@
 use crate::domains::patient::fhir::{TELEPHONE_ATTRIBUTE_TYPE, patient_json};
 use crate::domains::patient::rest::{change_patient, create_record};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fhir::{base, fhir, unprocessable};
+use crate::http::fhir::{fhir, located, unprocessable};
 use crate::http::{AppState, Caller, JsonBody};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -46,15 +46,11 @@ pub async fn create(
         Err(ApiError::Invalid(inv)) => return Ok(unprocessable(&inv)),
         Err(e) => return Err(e),
     };
-    let mut res = fhir(
+    let res = fhir(
         StatusCode::CREATED,
         patient_json(&record, &state.catalog.load()),
     );
-    let location = format!("{}/Patient/{}", base(&state, &caller), record.uuid);
-    if let Ok(v) = axum::http::HeaderValue::from_str(&location) {
-        res.headers_mut().insert(axum::http::header::LOCATION, v);
-    }
-    Ok(res)
+    Ok(located(res, &state, &caller, "Patient", &record.uuid))
 }
 
 /// `PUT Patient/{id}` — privilege: Edit Patients. The resource replaces what FHIR says of
