@@ -124,8 +124,18 @@ pub static REGISTRY: Registry = Registry {
         (3, &encounter::store::ENCOUNTER_RECORDS),
         (4, &encounter::store::OBS_RECORDS),
     ],
-    recoded_since: &[(5, &encounter::store::OBS_RECORDS)],
-    dropped_since: &[(5, encounter::store::OBS_BY_CONCEPT_BEFORE_5)],
+    recoded_since: &[
+        (5, &encounter::store::OBS_RECORDS),
+        (7, &crate::store::audit::RECORDS),
+    ],
+    dropped_since: &[
+        (5, encounter::store::OBS_BY_CONCEPT_BEFORE_5),
+        (7, crate::store::audit::INDEXES_BEFORE_7[0]),
+        (7, crate::store::audit::INDEXES_BEFORE_7[1]),
+        (7, crate::store::audit::INDEXES_BEFORE_7[2]),
+        (7, crate::store::audit::INDEXES_BEFORE_7[3]),
+        (7, crate::store::audit::INDEXES_BEFORE_7[4]),
+    ],
 };
 
 /// What voiding an encounter does to the records that hang on it.

@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod check;
+pub mod compact;
 pub mod group_commit;
 pub mod kv;
 pub mod medium;
@@ -37,8 +38,9 @@ use std::sync::Arc;
 /// time. 4: observations by when they last changed (`obs_by_updated`). 5: the chart's
 /// covering index (`obs_chart`, in place of `obs_by_patient_concept`), observations
 /// written in their compact form (the earlier forms still read). 6: patients by when they
-/// last changed (`patients_by_updated`).
-pub const SCHEMA_VERSION: u32 = 6;
+/// last changed (`patients_by_updated`). 7: the audit trail one record per write, compact,
+/// under binary indexes (`audit`; the entries of older stores still read).
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// The `meta` entry of a store whose upgrade has begun and not ended: the version it was
 /// written by (`Store::finish_upgrade`).

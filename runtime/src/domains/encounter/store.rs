@@ -9,8 +9,9 @@
 //! observations in a compact binary form (`encode_obs`, `compact.rs`; the earlier binary
 //! and JSON forms are still read).
 
-use crate::domains::encounter::compact::{CompactObs, Uid, time_key_bytes};
+use crate::domains::encounter::compact::CompactObs;
 use crate::domains::encounter::{EncounterRecord, ObsRecord};
+use crate::store::compact::{Uid, time_key_bytes};
 use crate::store::kv::KeyRange;
 use crate::store::kv::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 use crate::store::record::{CoveringIndex, Index, Page, RecordTable, VOIDED, Window, key};
