@@ -501,7 +501,7 @@ fn write_index(txn: &WriteTransaction, w: &AuditWrite) -> StoreResult<()> {
 
 /// A new write's uuid: time-ordered (version 7), its last six hexadecimal digits zero so
 /// that its entries' ids (`entry_uuid`) are its own with their number there.
-fn new_write_uuid() -> String {
+pub fn new_write_uuid() -> String {
     let mut bytes = *uuid::Uuid::now_v7().as_bytes();
     bytes[13..].fill(0);
     uuid::Uuid::from_bytes(bytes).to_string()
@@ -593,9 +593,16 @@ pub(crate) fn record(
         address: actor.address,
         entries,
     };
+    append(txn, &write)
+}
+
+/// Records `write` in `txn` as the trail records one: for tools that load many writes'
+/// records in one transaction, unaudited (the benchmarks' generated years of a facility),
+/// so that the trail holds what those writes, made one at a time, would have left.
+pub fn append(txn: &WriteTransaction, write: &AuditWrite) -> StoreResult<()> {
     txn.open_table(TABLE)?
-        .insert(write.uuid.as_str(), encode_write(&write).as_slice())?;
-    write_index(txn, &write)
+        .insert(write.uuid.as_str(), encode_write(write).as_slice())?;
+    write_index(txn, write)
 }
 
 /// The entry of one record's change, or `None` when nothing of it changed.

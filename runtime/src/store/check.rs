@@ -33,6 +33,10 @@ pub struct CheckReport {
     pub problems: Vec<String>,
     /// What each table holds and takes on the disk, largest first: where the space goes.
     pub tables: Vec<TableSize>,
+    /// The file's size, and how much of it redb's pages hold (the tables', its own
+    /// bookkeeping's); the rest is free room the file keeps for later writes.
+    pub file_bytes: u64,
+    pub allocated_bytes: u64,
 }
 
 /// One table's entries and pages.
@@ -87,6 +91,16 @@ pub fn check_store(path: &Path, registry: &Registry) -> Result<CheckReport, Stor
         Ok(Ok(tables)) => report.tables = tables,
         Ok(Err(e)) => report.problem(format!("cannot measure the tables: {e}")),
         Err(panic) => report.problem(format!("measuring the tables failed: {panic}")),
+    }
+    report.file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    // A write transaction only to read the allocator's figures; dropped unwritten.
+    match catch_panic(|| -> Result<u64, StoreError> {
+        let stats = db.begin_write()?.stats()?;
+        Ok(stats.allocated_pages() * stats.page_size() as u64)
+    }) {
+        Ok(Ok(bytes)) => report.allocated_bytes = bytes,
+        Ok(Err(e)) => report.problem(format!("cannot measure the file: {e}")),
+        Err(panic) => report.problem(format!("measuring the file failed: {panic}")),
     }
     match catch_panic(|| check_tables(&db, registry, &mut report)) {
         Ok(Ok(())) => {}

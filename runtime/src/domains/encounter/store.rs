@@ -1057,6 +1057,10 @@ mod tests {
             .unwrap();
         assert_eq!(chart.entries, 2);
         assert!(chart.stored_bytes > 0 && chart.disk_bytes >= chart.stored_bytes);
+        // The file: its pages in use hold every table, and the file holds them.
+        let tables: u64 = report.tables.iter().map(|t| t.disk_bytes).sum();
+        assert!(report.allocated_bytes >= tables && tables > 0);
+        assert!(report.file_bytes >= report.allocated_bytes);
         assert!(
             !report
                 .tables
