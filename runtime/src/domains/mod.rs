@@ -123,6 +123,7 @@ pub static REGISTRY: Registry = Registry {
     reindexed_since: &[
         (3, &encounter::store::ENCOUNTER_RECORDS),
         (4, &encounter::store::OBS_RECORDS),
+        (8, &encounter::store::OBS_RECORDS),
     ],
     recoded_since: &[
         (5, &encounter::store::OBS_RECORDS),
@@ -135,6 +136,9 @@ pub static REGISTRY: Registry = Registry {
         (7, crate::store::audit::INDEXES_BEFORE_7[2]),
         (7, crate::store::audit::INDEXES_BEFORE_7[3]),
         (7, crate::store::audit::INDEXES_BEFORE_7[4]),
+        (8, encounter::store::OBS_INDEXES_BEFORE_8[0]),
+        (8, encounter::store::OBS_INDEXES_BEFORE_8[1]),
+        (8, encounter::store::OBS_INDEXES_BEFORE_8[2]),
     ],
 };
 

@@ -39,8 +39,9 @@ use std::sync::Arc;
 /// covering index (`obs_chart`, in place of `obs_by_patient_concept`), observations
 /// written in their compact form (the earlier forms still read). 6: patients by when they
 /// last changed (`patients_by_updated`). 7: the audit trail one record per write, compact,
-/// under binary indexes (`audit`; the entries of older stores still read).
-pub const SCHEMA_VERSION: u32 = 7;
+/// under binary indexes (`audit`; the entries of older stores still read). 8: the
+/// observations' indexes by encounter, patient and last change in binary.
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// The `meta` entry of a store whose upgrade has begun and not ended: the version it was
 /// written by (`Store::finish_upgrade`).

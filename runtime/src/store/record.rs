@@ -604,6 +604,61 @@ pub fn scan_where_between(
     Ok(page)
 }
 
+/// The window of a binary index's keys in `range` (`[low, high)`, read in key order or
+/// backwards) that `keep` accepts from their uuid and flags: for indexes whose keys end in
+/// the record's uuid in its key form (`compact::Uid::key_bytes`, from byte `uuid_start`) and
+/// whose values begin with the flags.
+pub fn scan_keys(
+    index: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    range: &crate::store::kv::KeyRange,
+    uuid_start: usize,
+    newest_first: bool,
+    window: Window,
+    mut keep: impl FnMut(&str, u8) -> bool,
+) -> StoreResult<Page> {
+    let rows = index.range::<&[u8]>(range.0.as_slice()..range.1.as_slice())?;
+    let rows: Box<dyn Iterator<Item = _>> = if newest_first {
+        Box::new(rows.rev())
+    } else {
+        Box::new(rows)
+    };
+    let mut page = Page::default();
+    let mut matched = 0usize;
+    for row in rows {
+        let (k, v) = row?;
+        let flags = v.value().first().copied().unwrap_or(0);
+        let uuid = key_uuid(k.value(), uuid_start)?;
+        if !keep(&uuid, flags) {
+            continue;
+        }
+        if matched >= window.start {
+            if page.uuids.len() < window.limit {
+                page.uuids.push(uuid);
+            } else {
+                page.more = true;
+                if !window.count_all {
+                    break;
+                }
+            }
+        }
+        matched += 1;
+    }
+    if window.count_all {
+        page.total = Some(matched);
+    }
+    Ok(page)
+}
+
+/// The uuid that ends a binary index key, from byte `start`.
+pub fn key_uuid(key: &[u8], start: usize) -> StoreResult<String> {
+    key.get(start..)
+        .and_then(crate::store::compact::Uid::from_key_bytes)
+        .ok_or_else(|| StoreError::Corrupt {
+            table: "index",
+            detail: "a binary index key that does not end in a uuid".into(),
+        })
+}
+
 impl Page {
     /// The window of a list of uuids already in order.
     pub fn cut(all: Vec<String>, window: Window) -> Page {

@@ -480,13 +480,13 @@ async fn check_store_reports_injected_inconsistencies() {
                 .unwrap();
             // A real entry removed: an obs no longer found by its encounter.
             let mut obs = txn
-                .open_table(TableDefinition::<&str, u8>::new("obs_by_encounter"))
+                .open_table(TableDefinition::<&[u8], &[u8]>::new("obs_encounter"))
                 .unwrap();
             let first = redb::ReadableTable::first(&obs)
                 .unwrap()
-                .map(|(k, _)| k.value().to_string())
+                .map(|(k, _)| k.value().to_vec())
                 .unwrap();
-            obs.remove(first.as_str()).unwrap();
+            obs.remove(first.as_slice()).unwrap();
             // An attachment whose file is gone, and a file that no attachment owns.
             let record = runtime::domains::attachment::AttachmentRecord {
                 v: 1,
@@ -536,7 +536,7 @@ async fn check_store_reports_injected_inconsistencies() {
         "{all}"
     );
     assert!(
-        all.contains("obs_by_encounter") && all.contains("missing entry"),
+        all.contains("obs_encounter") && all.contains("missing entry"),
         "{all}"
     );
     assert!(

@@ -24,8 +24,20 @@ const ENC_BY_VISIT: Index = TableDefinition::new("encounters_by_visit");
 /// period" (added in store version 3; `domains::REGISTRY` rebuilds it for older stores).
 const ENC_BY_TIME: Index = TableDefinition::new("encounters_by_time");
 const OBS: TableDefinition<&str, &[u8]> = TableDefinition::new("obs");
-const OBS_BY_ENCOUNTER: Index = TableDefinition::new("obs_by_encounter");
-const OBS_BY_PATIENT: Index = TableDefinition::new("obs_by_patient");
+/// An encounter's observations (store version 8, binary): key `encounter uuid`
+/// (`compact::Uid::key_bytes` each), value the observation's flags.
+const OBS_BY_ENCOUNTER: CoveringIndex = TableDefinition::new("obs_encounter");
+/// A patient's observations by their datetime (store version 8, binary): key `patient
+/// datetime uuid`, value the flags.
+const OBS_BY_PATIENT: CoveringIndex = TableDefinition::new("obs_patient");
+/// The text-keyed indexes of stores before version 8 (`encounter|uuid`,
+/// `patient|datetime|uuid`, `all|updated|uuid`), dropped when such a store is opened: the
+/// same keys in binary take half the room.
+pub const OBS_INDEXES_BEFORE_8: [Index; 3] = [
+    TableDefinition::new("obs_by_encounter"),
+    TableDefinition::new("obs_by_patient"),
+    TableDefinition::new("obs_by_updated"),
+];
 /// The text-keyed index by patient and concept of stores before version 5, dropped when
 /// such a store is opened (`obs_chart` replaces it).
 pub const OBS_BY_CONCEPT_BEFORE_5: Index = TableDefinition::new("obs_by_patient_concept");
@@ -33,10 +45,10 @@ pub const OBS_BY_CONCEPT_BEFORE_5: Index = TableDefinition::new("obs_by_patient_
 /// binary (`chart_key`), value the observation's flags then its stored bytes.
 const OBS_CHART: CoveringIndex = TableDefinition::new("obs_chart");
 const OBS_BY_GROUP: Index = TableDefinition::new("obs_by_group");
-/// Every observation by when it last changed (`all|updated|uuid`, `last_updated`): FHIR's
-/// `_lastUpdated`, a warehouse's incremental extraction (added in store version 4;
-/// `domains::REGISTRY` rebuilds it for older stores).
-const OBS_BY_UPDATED: Index = TableDefinition::new("obs_by_updated");
+/// Every observation by when it last changed (`updated uuid` in binary, `last_updated`, value
+/// the flags): FHIR's `_lastUpdated`, a warehouse's incremental extraction (added in store
+/// version 4, binary since 8; `domains::REGISTRY` rebuilds it for older stores).
+const OBS_BY_UPDATED: CoveringIndex = TableDefinition::new("obs_updated");
 
 pub const ENCOUNTER_RECORDS: RecordTable = RecordTable {
     name: "encounters",
@@ -54,13 +66,8 @@ pub const ENCOUNTER_RECORDS: RecordTable = RecordTable {
 pub const OBS_RECORDS: RecordTable = RecordTable {
     name: "obs",
     table: OBS,
-    indexes: &[
-        OBS_BY_ENCOUNTER,
-        OBS_BY_PATIENT,
-        OBS_BY_GROUP,
-        OBS_BY_UPDATED,
-    ],
-    covering: &[OBS_CHART],
+    indexes: &[OBS_BY_GROUP],
+    covering: &[OBS_CHART, OBS_BY_ENCOUNTER, OBS_BY_PATIENT, OBS_BY_UPDATED],
     create: create_obs_tables,
     reindex: |txn, bytes| index_obs(txn, None, &decode_obs(bytes)?),
     codec: crate::store::record::RecordCodec {
@@ -147,15 +154,10 @@ fn create_encounter_tables(txn: &WriteTransaction) -> StoreResult<()> {
 
 fn create_obs_tables(txn: &WriteTransaction) -> StoreResult<()> {
     txn.open_table(OBS)?;
-    for t in [
-        OBS_BY_ENCOUNTER,
-        OBS_BY_PATIENT,
-        OBS_BY_GROUP,
-        OBS_BY_UPDATED,
-    ] {
+    txn.open_table(OBS_BY_GROUP)?;
+    for t in [OBS_CHART, OBS_BY_ENCOUNTER, OBS_BY_PATIENT, OBS_BY_UPDATED] {
         txn.open_table(t)?;
     }
-    txn.open_table(OBS_CHART)?;
     Ok(())
 }
 
@@ -211,17 +213,36 @@ pub fn last_updated(o: &ObsRecord) -> &str {
     .fold(o.audit.date_created.as_str(), |latest, t| latest.max(t))
 }
 
-fn obs_keys(o: &ObsRecord) -> [Option<(Index, String)>; 4] {
+/// An observation's binary index keys but the chart's (whose value is the observation).
+fn obs_keys(o: &ObsRecord) -> [Option<(CoveringIndex, Vec<u8>)>; 3] {
+    let by_encounter = o.encounter.as_ref().map(|e| {
+        let mut k = Vec::with_capacity(40);
+        Uid::key_bytes(e, &mut k);
+        Uid::key_bytes(&o.uuid, &mut k);
+        (OBS_BY_ENCOUNTER, k)
+    });
+    let mut by_patient = Vec::with_capacity(48);
+    Uid::key_bytes(&o.person, &mut by_patient);
+    time_key_bytes(&o.datetime, &mut by_patient);
+    Uid::key_bytes(&o.uuid, &mut by_patient);
+    let mut by_updated = Vec::with_capacity(28);
+    time_key_bytes(last_updated(o), &mut by_updated);
+    Uid::key_bytes(&o.uuid, &mut by_updated);
     [
-        o.encounter
-            .as_ref()
-            .map(|e| (OBS_BY_ENCOUNTER, key(&[e, &o.uuid]))),
-        Some((OBS_BY_PATIENT, key(&[&o.person, &o.datetime, &o.uuid]))),
-        o.obs_group
-            .as_ref()
-            .map(|g| (OBS_BY_GROUP, key(&[g, &o.uuid]))),
-        Some((OBS_BY_UPDATED, key(&["all", last_updated(o), &o.uuid]))),
+        by_encounter,
+        Some((OBS_BY_PATIENT, by_patient)),
+        Some((OBS_BY_UPDATED, by_updated)),
     ]
+}
+
+/// The binary index keys under one uuid part (an encounter's, a patient's): `[prefix,
+/// after it)`, and where what follows the prefix begins.
+fn under_uid(uuid: &str) -> (KeyRange, usize) {
+    let mut prefix = Vec::with_capacity(20);
+    Uid::key_bytes(uuid, &mut prefix);
+    let len = prefix.len();
+    let end = after_prefix(&prefix);
+    ((prefix, end), len)
 }
 
 /// The patient-and-concept part of a chart key: every observation of one concept of one
@@ -276,15 +297,24 @@ fn chart_value(o: &ObsRecord) -> Vec<u8> {
 
 fn index_obs(txn: &WriteTransaction, old: Option<&ObsRecord>, o: &ObsRecord) -> StoreResult<()> {
     let mut chart = txn.open_table(OBS_CHART)?;
+    let mut by_group = txn.open_table(OBS_BY_GROUP)?;
+    let group_key = |o: &ObsRecord| o.obs_group.as_ref().map(|g| key(&[g, &o.uuid]));
     if let Some(old) = old {
         for (table, k) in obs_keys(old).into_iter().flatten() {
-            txn.open_table(table)?.remove(k.as_str())?;
+            txn.open_table(table)?.remove(k.as_slice())?;
+        }
+        if let Some(k) = group_key(old) {
+            by_group.remove(k.as_str())?;
         }
         chart.remove(chart_key(old).as_slice())?;
     }
     let f = voided_flag(o.voiding.voided);
     for (table, k) in obs_keys(o).into_iter().flatten() {
-        txn.open_table(table)?.insert(k.as_str(), f)?;
+        txn.open_table(table)?
+            .insert(k.as_slice(), [f].as_slice())?;
+    }
+    if let Some(k) = group_key(o) {
+        by_group.insert(k.as_str(), f)?;
     }
     chart.insert(chart_key(o).as_slice(), chart_value(o).as_slice())?;
     Ok(())
@@ -502,13 +532,14 @@ pub fn obs_of_encounter(
 ) -> StoreResult<Vec<ObsRecord>> {
     let txn = store.begin_read()?;
     let exclude = if include_voided { 0 } else { VOIDED };
-    let page = crate::store::record::scan(
+    let (range, len) = under_uid(encounter);
+    let page = crate::store::record::scan_keys(
         &txn.open_table(OBS_BY_ENCOUNTER)?,
-        encounter,
-        exclude,
+        &range,
+        len,
         false,
         EVERYTHING,
-        |_| true,
+        |_, flags| flags & exclude == 0,
     )?;
     read_all(&txn.open_table(OBS)?, &page.uuids, decode_obs)
 }
@@ -521,25 +552,29 @@ pub fn obs_of_encounters(
     encounters: &[&str],
 ) -> StoreResult<std::collections::HashMap<String, Vec<ObsRecord>>> {
     let txn = store.begin_read()?;
-    let keys = crate::store::record::keys_under_all(
-        &txn.open_table(OBS_BY_ENCOUNTER)?,
-        encounters,
-        VOIDED,
-    )?;
-    let uuids: Vec<String> = keys
-        .iter()
-        .map(|k| crate::store::record::uuid_of(k).to_string())
-        .collect();
+    let ranges: Vec<KeyRange> = encounters.iter().map(|e| under_uid(e).0).collect();
+    // (the encounter's position in `encounters`, the observation's uuid)
+    let mut found: Vec<(usize, String)> = Vec::new();
+    for (k, v) in txn.open_table(OBS_BY_ENCOUNTER)?.rows_in_ranges(&ranges)? {
+        if v.first().is_none_or(|flags| flags & VOIDED != 0) {
+            continue;
+        }
+        let Some(at) = ranges.iter().position(|(low, _)| k.starts_with(low)) else {
+            continue;
+        };
+        let uuid = crate::store::record::key_uuid(&k, ranges[at].0.len())?;
+        found.push((at, uuid));
+    }
+    let uuids: Vec<String> = found.iter().map(|(_, u)| u.clone()).collect();
     let mut by_encounter: std::collections::HashMap<String, Vec<ObsRecord>> = encounters
         .iter()
         .map(|e| (e.to_string(), Vec::new()))
         .collect();
-    for (key, o) in keys
+    for ((at, _), o) in found
         .iter()
         .zip(read_all(&txn.open_table(OBS)?, &uuids, decode_obs)?)
     {
-        let encounter = key.split('|').next().unwrap_or_default();
-        if let Some(list) = by_encounter.get_mut(encounter) {
+        if let Some(list) = by_encounter.get_mut(encounters[*at]) {
             list.push(o);
         }
     }
@@ -632,16 +667,18 @@ pub fn list_obs(
                 .and_then(|b| decode_obs(b.value()).ok())
                 .is_some_and(|o| admits_record(&o))
     };
-    let keep = |k: &str| admits(k.rsplit('|').next().unwrap_or_default());
     let page = match (&q.encounter, &q.patient) {
-        (Some(e), _) => crate::store::record::scan(
-            &txn.open_table(OBS_BY_ENCOUNTER)?,
-            e,
-            exclude,
-            false,
-            window,
-            keep,
-        )?,
+        (Some(e), _) => {
+            let (range, len) = under_uid(e);
+            crate::store::record::scan_keys(
+                &txn.open_table(OBS_BY_ENCOUNTER)?,
+                &range,
+                len,
+                false,
+                window,
+                |uuid, flags| flags & exclude == 0 && admits(uuid),
+            )?
+        }
         (None, Some(p)) if !q.concepts.is_empty() => {
             // The chart's index holds the observations: each concept's run read at once
             // (only the dates asked, when asked), merged newest first, then cut.
@@ -699,24 +736,43 @@ pub fn list_obs(
             };
             return Ok((out, page));
         }
-        (None, Some(p)) => crate::store::record::scan(
-            &txn.open_table(OBS_BY_PATIENT)?,
-            p,
-            exclude,
-            true,
-            window,
-            keep,
-        )?,
-        (None, None) => match &q.updated {
-            Some((from, to)) => crate::store::record::scan_where_between(
-                &txn.open_table(OBS_BY_UPDATED)?,
-                "all",
-                from.as_deref(),
-                to.as_deref(),
-                false,
+        (None, Some(p)) => {
+            let (range, len) = under_uid(p);
+            // After the patient, the datetime's 8 bytes, then the uuid.
+            crate::store::record::scan_keys(
+                &txn.open_table(OBS_BY_PATIENT)?,
+                &range,
+                len + 8,
+                true,
                 window,
-                |k, flags| flags & exclude == 0 && keep(k),
-            )?,
+                |uuid, flags| flags & exclude == 0 && admits(uuid),
+            )?
+        }
+        (None, None) => match &q.updated {
+            Some((from, to)) => {
+                // Inclusive at both ends: every key of the instant `to` sorts before the
+                // key after its 8 bytes.
+                let mut low = Vec::new();
+                if let Some(from) = from {
+                    time_key_bytes(from, &mut low);
+                }
+                let high = match to {
+                    Some(to) => {
+                        let mut k = Vec::new();
+                        time_key_bytes(to, &mut k);
+                        after_prefix(&k)
+                    }
+                    None => vec![u8::MAX; 9],
+                };
+                crate::store::record::scan_keys(
+                    &txn.open_table(OBS_BY_UPDATED)?,
+                    &(low, high),
+                    8,
+                    false,
+                    window,
+                    |uuid, flags| flags & exclude == 0 && admits(uuid),
+                )?
+            }
             None => Page::default(),
         },
     };
@@ -769,7 +825,19 @@ pub const MERGE_ENCOUNTERS: crate::store::record::MergeMove = crate::store::reco
 /// Where a merge finds a patient's records of this table (voided ones included).
 pub const MERGE_OBS: crate::store::record::MergeMove = crate::store::record::MergeMove {
     table: &OBS_RECORDS,
-    of_patient: |store, patient| crate::store::record::uuids_under(store, OBS_BY_PATIENT, patient),
+    of_patient: |store, patient| {
+        let txn = store.begin_read()?;
+        let (range, len) = under_uid(patient);
+        let page = crate::store::record::scan_keys(
+            &txn.open_table(OBS_BY_PATIENT)?,
+            &range,
+            len + 8,
+            false,
+            EVERYTHING,
+            |_, _| true,
+        )?;
+        Ok(page.uuids)
+    },
     adjust: None,
     counted_as: Some("observations"),
 };
@@ -930,8 +998,9 @@ mod tests {
             assert_eq!(list_obs(&s, &query, all).unwrap().0, vec![o.clone()]);
             // As version 3 left it: no entry by change.
             s.write(|txn| {
-                txn.open_table(OBS_BY_UPDATED)?
-                    .remove(key(&["all", last_updated(&o), &o.uuid]).as_str())?;
+                let [.., by_updated] = obs_keys(&o);
+                let (table, k) = by_updated.unwrap();
+                txn.open_table(table)?.remove(k.as_slice())?;
                 Ok(())
             })
             .unwrap();
@@ -978,7 +1047,8 @@ mod tests {
                     0u8,
                 )?;
                 for (table, k) in obs_keys(&old).into_iter().flatten() {
-                    txn.open_table(table)?.insert(k.as_str(), 0u8)?;
+                    txn.open_table(table)?
+                        .insert(k.as_slice(), [0u8].as_slice())?;
                 }
                 Ok(())
             })
@@ -1128,7 +1198,8 @@ mod tests {
                 txn.open_table(OBS)?
                     .insert(left.uuid.as_str(), encode_obs_v1(&left).as_slice())?;
                 for (table, k) in obs_keys(&left).into_iter().flatten() {
-                    txn.open_table(table)?.insert(k.as_str(), 0u8)?;
+                    txn.open_table(table)?
+                        .insert(k.as_slice(), [0u8].as_slice())?;
                 }
                 Ok(())
             })
@@ -1160,6 +1231,117 @@ mod tests {
     }
 
     /// A patient's observations of one concept, all of them, counted.
+    /// A store written by version 7: the observations' indexes by encounter, patient and
+    /// last change in text; upgraded, they answer as before, in binary.
+    #[test]
+    fn a_version_7_store_gets_its_observation_indexes_in_binary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let mut first = record(
+            "0b3c5a7e-0000-4c6b-8a9e-0d1c2b3a4f5e",
+            ObsValue::Numeric(61.5),
+            false,
+        );
+        first.encounter = Some("0b3c5a7e-1111-4c6b-8a9e-0d1c2b3a4f5e".into());
+        let mut second = first.clone();
+        second.uuid = "0b3c5a7e-0001-4c6b-8a9e-0d1c2b3a4f5e".into();
+        second.datetime = "2026-11-02T10:00:00.000Z".into();
+        second.audit.date_created = "2026-11-02T10:00:01.000Z".into();
+        let mut voided = first.clone();
+        voided.uuid = "0b3c5a7e-0002-4c6b-8a9e-0d1c2b3a4f5e".into();
+        voided.voiding.voided = true;
+        let all = Window {
+            start: 0,
+            limit: 10,
+            count_all: true,
+        };
+        let uuids = |found: Vec<ObsRecord>| found.into_iter().map(|o| o.uuid).collect::<Vec<_>>();
+        {
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+            let obs = [&first, &second, &voided];
+            write(
+                &s,
+                &Change {
+                    encounter: None,
+                    obs: obs.iter().map(|o| (None, *o)).collect(),
+                },
+            )
+            .unwrap();
+            // As version 7 left them: text keys, and no binary index.
+            s.write(|txn| {
+                for t in [OBS_BY_ENCOUNTER, OBS_BY_PATIENT, OBS_BY_UPDATED] {
+                    txn.delete_table(t)?;
+                }
+                let [by_encounter, by_patient, by_updated] = OBS_INDEXES_BEFORE_8;
+                for o in obs {
+                    let f = voided_flag(o.voiding.voided);
+                    let e = o.encounter.as_deref().unwrap();
+                    txn.open_table(by_encounter)?
+                        .insert(key(&[e, &o.uuid]).as_str(), f)?;
+                    txn.open_table(by_patient)?
+                        .insert(key(&[&o.person, &o.datetime, &o.uuid]).as_str(), f)?;
+                    txn.open_table(by_updated)?
+                        .insert(key(&["all", last_updated(o), &o.uuid]).as_str(), f)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            s.set_meta("schema_version", "7").unwrap();
+        }
+        let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+        assert_eq!(s.meta("upgrading_from").unwrap(), None);
+        let by_patient = ObsQuery {
+            patient: Some(first.person.clone()),
+            ..ObsQuery::default()
+        };
+        let (found, page) = list_obs(&s, &by_patient, all).unwrap();
+        assert_eq!(
+            uuids(found),
+            [second.uuid.clone(), first.uuid.clone()],
+            "newest first, voided left out"
+        );
+        assert_eq!(page.total, Some(2));
+        let by_encounter = ObsQuery {
+            encounter: first.encounter.clone(),
+            ..ObsQuery::default()
+        };
+        assert_eq!(
+            uuids(list_obs(&s, &by_encounter, all).unwrap().0),
+            [first.uuid.clone(), second.uuid.clone()]
+        );
+        let encounter = first.encounter.as_deref().unwrap();
+        let of = obs_of_encounters(&s, &[encounter, "another"]).unwrap();
+        assert_eq!(uuids(of[encounter].clone()), [first.uuid.clone(), second.uuid.clone()]);
+        assert!(of["another"].is_empty());
+        assert_eq!(obs_of_encounter(&s, encounter, true).unwrap().len(), 3);
+        // Changed on the first of November, inclusive at both ends.
+        let first_day = ObsQuery {
+            updated: Some((
+                Some("2026-11-01T10:00:01.000Z".into()),
+                Some("2026-11-01T11:00:00.000Z".into()),
+            )),
+            ..ObsQuery::default()
+        };
+        assert_eq!(
+            uuids(list_obs(&s, &first_day, all).unwrap().0),
+            [first.uuid.clone()]
+        );
+        {
+            let txn = s.begin_read().unwrap();
+            for index in OBS_INDEXES_BEFORE_8 {
+                assert!(
+                    txn.open_table(index)
+                        .map_or(true, |t| t.is_empty().unwrap())
+                );
+            }
+        }
+        // A merge finds every one of the patient's observations, the voided one too.
+        assert_eq!((MERGE_OBS.of_patient)(&s, &first.person).unwrap().len(), 3);
+        drop(s);
+        let report = crate::store::check::check_store(&path, &crate::domains::REGISTRY).unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+    }
+
     fn chart_query(patient: &str, concept: &str) -> (ObsQuery, Window) {
         let query = ObsQuery {
             patient: Some(patient.into()),
