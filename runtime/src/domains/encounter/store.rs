@@ -1311,7 +1311,10 @@ mod tests {
         );
         let encounter = first.encounter.as_deref().unwrap();
         let of = obs_of_encounters(&s, &[encounter, "another"]).unwrap();
-        assert_eq!(uuids(of[encounter].clone()), [first.uuid.clone(), second.uuid.clone()]);
+        assert_eq!(
+            uuids(of[encounter].clone()),
+            [first.uuid.clone(), second.uuid.clone()]
+        );
         assert!(of["another"].is_empty());
         assert_eq!(obs_of_encounter(&s, encounter, true).unwrap().len(), 3);
         // Changed on the first of November, inclusive at both ends.
