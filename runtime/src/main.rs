@@ -248,12 +248,14 @@ fn check_store(config: &Config) -> ExitCode {
                     t.disk_bytes as f64 / 1e6
                 );
             }
-            println!(
-                "file {:.1} MB: pages in use {:.1} MB, free room {:.1} MB",
-                report.file_bytes as f64 / 1e6,
-                report.allocated_bytes as f64 / 1e6,
-                report.file_bytes.saturating_sub(report.allocated_bytes) as f64 / 1e6
-            );
+            if report.allocated_bytes > 0 {
+                println!(
+                    "file {:.1} MB: pages in use {:.1} MB, free room {:.1} MB",
+                    report.file_bytes as f64 / 1e6,
+                    report.allocated_bytes as f64 / 1e6,
+                    report.file_bytes.saturating_sub(report.allocated_bytes) as f64 / 1e6
+                );
+            }
             for p in &report.problems {
                 println!("{p}");
             }

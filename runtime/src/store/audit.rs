@@ -179,7 +179,7 @@ pub struct WriteEntry {
 pub struct AuditEntry {
     /// The write's uuid for its first entry; for the others, the write's uuid with its last
     /// six hexadecimal digits replaced by the entry's number (a write's uuid is made with
-    /// them zero).
+    /// them zero), past 16,777,215 entries the write's uuid and `-n`.
     pub uuid: String,
     pub at: String,
     pub user: Option<String>,
@@ -269,8 +269,11 @@ pub struct Change {
 /// with `{`).
 const COMPACT: u8 = 0xA7;
 
+/// The limit bounds what a damaged length could make decoding allocate; bincode counts
+/// the decoded entries' memory (about a hundred bytes each), so a write of millions of
+/// entries (a merge of a patient with millions of records) still reads back.
 fn binary_config() -> impl bincode::config::Config {
-    bincode::config::standard().with_limit::<{ 64 << 20 }>()
+    bincode::config::standard().with_limit::<{ 1 << 30 }>()
 }
 
 /// `AuditWrite` as stored: uuids and the time compact, each table and patient named once
@@ -511,7 +514,7 @@ pub fn new_write_uuid() -> String {
 fn entry_uuid(write: &str, n: usize) -> String {
     match n {
         0 => write.to_string(),
-        _ if write.len() == 36 && write.is_char_boundary(30) => {
+        _ if n < 1 << 24 && write.len() == 36 && write.is_char_boundary(30) => {
             format!("{}{:06x}", &write[..30], n & 0xff_ffff)
         }
         _ => format!("{write}-{n}"),
@@ -786,7 +789,7 @@ impl AuditQuery {
     }
 }
 
-/// One page of entries, newest first (a write's entries in the order it made them).
+/// One page of entries, newest write first (a write's entries by table, then record).
 pub fn list(store: &Store, q: &AuditQuery, window: Window) -> StoreResult<(Vec<AuditEntry>, Page)> {
     let txn = store.begin_read()?;
     let writes = txn.open_table(TABLE)?;
@@ -991,7 +994,7 @@ mod tests {
             patient: Some("p1".into()),
             ..Default::default()
         };
-        // Newest write first, a write's entries in their order; every window of the
+        // Newest write first, a write's entries by record; every window of the
         // listing, its total counted without reading the writes skipped.
         let (all, page) = listing(&s, &by_p1, 0, 10);
         assert_eq!(all, ["v5", "v6", "v1", "v2", "v3"]);

@@ -744,6 +744,13 @@ impl Store {
                             .map_or(older, |earlier| earlier.min(older));
                         meta.insert(UPGRADING_FROM, from.to_string().as_str())?;
                         meta.insert("schema_version", SCHEMA_VERSION.to_string().as_str())?;
+                        // An upgrade an older build began and did not end placed its
+                        // cursors for its own passes, which wrote less than this build's:
+                        // the passes start again from the first record (they are
+                        // idempotent), so no record keeps only the older build's entries.
+                        for table in store.registry.records {
+                            meta.remove(format!("upgrade_cursor:{}", table.name).as_str())?;
+                        }
                         Ok(())
                     }
                     None => {

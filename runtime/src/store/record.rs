@@ -605,16 +605,17 @@ pub fn scan_where_between(
 }
 
 /// The window of a binary index's keys in `range` (`[low, high)`, read in key order or
-/// backwards) that `keep` accepts from their uuid and flags: for indexes whose keys end in
-/// the record's uuid in its key form (`compact::Uid::key_bytes`, from byte `uuid_start`) and
-/// whose values begin with the flags.
+/// backwards) that `keep` accepts from their uuid part and flags: for indexes whose keys
+/// end in the record's uuid in its key form (`compact::Uid::key_bytes`, from byte
+/// `uuid_start`) and whose values begin with the flags. Only the page's uuids are made
+/// text (a counted listing walks every key).
 pub fn scan_keys(
     index: &impl ReadableTable<&'static [u8], &'static [u8]>,
     range: &crate::store::kv::KeyRange,
     uuid_start: usize,
     newest_first: bool,
     window: Window,
-    mut keep: impl FnMut(&str, u8) -> bool,
+    mut keep: impl FnMut(&[u8], u8) -> bool,
 ) -> StoreResult<Page> {
     let rows = index.range::<&[u8]>(range.0.as_slice()..range.1.as_slice())?;
     let rows: Box<dyn Iterator<Item = _>> = if newest_first {
@@ -627,13 +628,13 @@ pub fn scan_keys(
     for row in rows {
         let (k, v) = row?;
         let flags = v.value().first().copied().unwrap_or(0);
-        let uuid = key_uuid(k.value(), uuid_start)?;
-        if !keep(&uuid, flags) {
+        let key = k.value();
+        if !keep(key.get(uuid_start..).unwrap_or_default(), flags) {
             continue;
         }
         if matched >= window.start {
             if page.uuids.len() < window.limit {
-                page.uuids.push(uuid);
+                page.uuids.push(key_uuid(key, uuid_start)?);
             } else {
                 page.more = true;
                 if !window.count_all {
