@@ -433,29 +433,13 @@ fn index_key(prefix: Option<&str>, at: &str, write: &str) -> Vec<u8> {
     k
 }
 
-/// A count as an index value (LEB128).
-fn count_bytes(mut n: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(2);
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return out;
-        }
-        out.push(byte | 0x80);
-    }
+/// A count as an index value (bincode's variable-length integer: one byte below 251).
+fn count_bytes(n: u64) -> Vec<u8> {
+    bincode::encode_to_vec(n, bincode::config::standard()).unwrap_or_default()
 }
 
 fn count_of(bytes: &[u8]) -> u64 {
-    let mut n = 0u64;
-    for (i, b) in bytes.iter().take(10).enumerate() {
-        n |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            break;
-        }
-    }
-    n
+    bincode::decode_from_slice(bytes, bincode::config::standard()).map_or(0, |(n, _)| n)
 }
 
 /// How many of the write's entries each key of one index stands for, in key order.

@@ -1244,16 +1244,7 @@ mod tests {
     fn a_version_7_store_gets_its_observation_indexes_in_binary() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.redb");
-        let mut first = record(
-            "0b3c5a7e-0000-4c6b-8a9e-0d1c2b3a4f5e",
-            ObsValue::Numeric(61.5),
-            false,
-        );
-        first.encounter = Some("0b3c5a7e-1111-4c6b-8a9e-0d1c2b3a4f5e".into());
-        let mut second = first.clone();
-        second.uuid = "0b3c5a7e-0001-4c6b-8a9e-0d1c2b3a4f5e".into();
-        second.datetime = "2026-11-02T10:00:00.000Z".into();
-        second.audit.date_created = "2026-11-02T10:00:01.000Z".into();
+        let (first, second) = two_obs_of_one_encounter();
         let mut voided = first.clone();
         voided.uuid = "0b3c5a7e-0002-4c6b-8a9e-0d1c2b3a4f5e".into();
         voided.voiding.voided = true;
@@ -1334,7 +1325,7 @@ mod tests {
         };
         assert_eq!(
             uuids(list_obs(&s, &first_day, all).unwrap().0),
-            [first.uuid.clone()]
+            std::slice::from_ref(&first.uuid)
         );
         {
             let txn = s.begin_read().unwrap();
@@ -1358,14 +1349,7 @@ mod tests {
     fn an_upgrade_an_older_build_left_unfinished_starts_again() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.redb");
-        let mut first = record(
-            "0b3c5a7e-0000-4c6b-8a9e-0d1c2b3a4f5e",
-            ObsValue::Numeric(61.5),
-            false,
-        );
-        first.encounter = Some("0b3c5a7e-1111-4c6b-8a9e-0d1c2b3a4f5e".into());
-        let mut second = first.clone();
-        second.uuid = "0b3c5a7e-0001-4c6b-8a9e-0d1c2b3a4f5e".into();
+        let (first, second) = two_obs_of_one_encounter();
         {
             let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
             let change = Change {
@@ -1403,6 +1387,21 @@ mod tests {
         drop(s);
         let report = crate::store::check::check_store(&path, &crate::domains::REGISTRY).unwrap();
         assert!(report.problems.is_empty(), "{:?}", report.problems);
+    }
+
+    /// Two observations of one encounter, the second a day later.
+    fn two_obs_of_one_encounter() -> (ObsRecord, ObsRecord) {
+        let mut first = record(
+            "0b3c5a7e-0000-4c6b-8a9e-0d1c2b3a4f5e",
+            ObsValue::Numeric(61.5),
+            false,
+        );
+        first.encounter = Some("0b3c5a7e-1111-4c6b-8a9e-0d1c2b3a4f5e".into());
+        let mut second = first.clone();
+        second.uuid = "0b3c5a7e-0001-4c6b-8a9e-0d1c2b3a4f5e".into();
+        second.datetime = "2026-11-02T10:00:00.000Z".into();
+        second.audit.date_created = "2026-11-02T10:00:01.000Z".into();
+        (first, second)
     }
 
     /// A patient's observations of one concept, all of them, counted.
