@@ -293,34 +293,45 @@ pub fn render_report(diagnostics: &[Diagnostic], color: bool) -> String {
     /// (code, message): one finding, whatever its place.
     type Key<'a> = (&'a str, &'a str);
     // While an OCL archive cannot be read, the concepts it defines cannot be told from
-    // missing ones: unknown-concept findings are counted, not shown (the list, and so
-    // JSON output, exit status and baselines, keeps them).
-    let withheld = if diagnostics.iter().any(is_unreadable_archive) {
-        diagnostics
-            .iter()
-            .filter(|d| d.code == Code::UnknownConcept.id())
-            .count()
-    } else {
-        0
-    };
+    // missing ones: the unknown-concept findings are still shown (most name concepts no
+    // archive defines), and each unreadable archive says how many of them it may explain.
+    let unknown: Vec<&str> = diagnostics
+        .iter()
+        .filter_map(unknown_concept_reference)
+        .collect();
+    let archive_note = (!unknown.is_empty() && diagnostics.iter().any(is_unreadable_archive))
+        .then(|| {
+            let distinct: std::collections::BTreeSet<String> =
+                unknown.iter().map(|r| r.to_ascii_uppercase()).collect();
+            format!(
+                "{} unknown-concept error(s) ({} distinct concepts) are reported: some may name concepts this archive defines; fix the archive and check again to tell them apart",
+                unknown.len(),
+                distinct.len()
+            )
+        });
     let mut shown: BTreeMap<Key, usize> = BTreeMap::new();
     // Finding → file → how many were folded, in first-seen order of findings.
     let mut folded: Vec<(Key, BTreeMap<&str, usize>)> = Vec::new();
     let mut folded_index: BTreeMap<Key, usize> = BTreeMap::new();
     let mut out = String::new();
-    for d in diagnostics {
-        if withheld > 0 && d.code == Code::UnknownConcept.id() {
-            continue;
-        }
+    // The unreadable archives come first, so their note is read before the findings it
+    // qualifies.
+    let archives_first = diagnostics
+        .iter()
+        .filter(|d| archive_note.is_some() && is_unreadable_archive(d))
+        .chain(
+            diagnostics
+                .iter()
+                .filter(|d| archive_note.is_none() || !is_unreadable_archive(d)),
+        );
+    for d in archives_first {
         let key = (d.code.as_str(), d.message.as_str());
         let n = shown.entry(key).or_default();
         *n += 1;
         if *n <= FOLD_AFTER {
-            if withheld > 0 && is_unreadable_archive(d) {
+            if let Some(note) = archive_note.as_ref().filter(|_| is_unreadable_archive(d)) {
                 let mut d = d.clone();
-                d.notes.push(format!(
-                    "{withheld} unknown-concept error(s) not shown: the concepts of an unreadable archive cannot be told apart from missing ones; fix the archive and check again"
-                ));
+                d.notes.push(note.clone());
                 out.push_str(&render_human(&d, color));
             } else {
                 out.push_str(&render_human(d, color));
