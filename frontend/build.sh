@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Assembles and builds the OpenMRS 3 front end from npm, with pinned versions, into a folder
-# (default frontend/spa), then adds the distribution's config.json and logo.png.
+# (default frontend/spa), then adds the distribution's config.json (over its translations.json)
+# and logo.png.
 # The same steps run in frontend/Dockerfile; this script is for tests and for people
 # without Docker. Needs Node.js 22 or newer and npm (tools/node.sh provides them). No telemetry.
 # Usage: bash frontend/build.sh [target-folder]
@@ -30,7 +31,15 @@ node_modules/.bin/openmrs build --build-config spa-build-config.json --target "$
 node local-modules.mjs "$target"
 [ -f "$target/index.html" ] || { echo "the build produced no index.html" >&2; exit 1; }
 # A key the built modules' schemas do not define would be ignored in the browser.
+node check-config-keys.mjs "$target" config/translations.json
 node check-config-keys.mjs "$target" config/config.json
-cp config/config.json "$target/config.json"
+# The distribution's translations lie under its configuration, as the compiler merges them
+# (objects key by key, anything else replaced).
+node -e 'const fs = require("fs");
+  const merge = (b, o) => { for (const [k, v] of Object.entries(o)) {
+    b[k] = v && typeof v === "object" && !Array.isArray(v) && b[k] && typeof b[k] === "object" && !Array.isArray(b[k]) ? merge(b[k], v) : v; } return b; };
+  const [t, c, out] = process.argv.slice(1);
+  fs.writeFileSync(out, JSON.stringify(merge(JSON.parse(fs.readFileSync(t)), JSON.parse(fs.readFileSync(c))), null, 2) + "\n");' \
+  config/translations.json config/config.json "$target/config.json"
 cp assets/logo.png "$target/logo.png"
 echo "front end built in $(cd "$target" && pwd)"

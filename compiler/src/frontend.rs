@@ -1,6 +1,9 @@
-//! The front-end configuration: `frontend/config/config.json`, deep-merged with a site's
-//! `sites/<site>/frontend/config.json` (objects merge, arrays and scalars are replaced,
-//! as O3 merges config files), then checked against the compiled metadata: module keys,
+//! The front-end configuration: the distribution's translations
+//! (`frontend/config/translations.json`, beneath everything), the dependencies'
+//! configuration files, `frontend/config/config.json`, and a site's
+//! `sites/<site>/frontend/config.json`, deep-merged in that order (objects merge, arrays
+//! and scalars are replaced, as O3 merges config files), then checked against the compiled
+//! metadata: module keys, translation overrides' place and shape,
 //! `…Uuid` / `…Uuids` settings resolving to an entity of the right kind, brand colours,
 //! `enabled` toggles, and the logo.
 
@@ -206,6 +209,43 @@ impl Checker<'_> {
         self.files.last().map_or(Loc::None, |f| f.whole())
     }
 
+    /// `Translation overrides` sit directly under a module (the framework refuses them
+    /// anywhere else, on every page) and map locales to string tables.
+    fn check_translations(&self, at: &[&str], value: &Value, sink: &mut Sink) {
+        if at.len() != 2 {
+            sink.emit(
+                Code::FrontendConfig,
+                &self.locate(at, None),
+                format!(
+                    "'{TRANSLATION_OVERRIDES}' inside '{}': the front end accepts them only directly under a module",
+                    at[..at.len() - 1].join(".")
+                ),
+            )
+            .help = Some(format!(
+                "move them to \"{}\": {{\"{TRANSLATION_OVERRIDES}\": …}}",
+                at[0]
+            ));
+            return;
+        }
+        let well_formed = value.as_object().is_some_and(|locales| {
+            locales.values().all(|table| {
+                table
+                    .as_object()
+                    .is_some_and(|t| t.values().all(Value::is_string))
+            })
+        });
+        if !well_formed {
+            sink.emit(
+                Code::FrontendConfig,
+                &self.locate(at, None),
+                format!("'{}' must map locales to tables of strings", at.join(".")),
+            )
+            .help = Some(format!(
+                "write \"{TRANSLATION_OVERRIDES}\": {{\"fr\": {{\"key\": \"texte\"}}}}"
+            ));
+        }
+    }
+
     fn check_uuid(&self, path: &[&str], key: &str, value: &str, sink: &mut Sink) {
         let key = if key.is_empty() {
             path.iter()
@@ -253,6 +293,10 @@ impl Checker<'_> {
         let key = key.as_str();
         let path = keys.join(".");
         let at: Vec<&str> = keys.iter().map(String::as_str).collect();
+        if key == TRANSLATION_OVERRIDES {
+            self.check_translations(&at, value, sink);
+            return;
+        }
         match value {
             Value::Object(map) => {
                 for (k, v) in map {
@@ -348,6 +392,32 @@ fn is_module_key(k: &str) -> bool {
     part(org) && part(name)
 }
 
+const TRANSLATION_OVERRIDES: &str = "Translation overrides";
+
+/// The distribution's translations file holds nothing but translation overrides: a
+/// setting there would apply under every package's configuration without being seen.
+fn only_translations(text: &Arc<TextFile>, map: &Map<String, Value>, sink: &mut Sink) {
+    for (module, settings) in map {
+        let others = settings
+            .as_object()
+            .map(|s| s.keys().filter(|k| *k != TRANSLATION_OVERRIDES).collect())
+            .unwrap_or_else(|| vec![module]);
+        for key in others {
+            let quoted = format!("\"{key}\"");
+            let loc = text
+                .text
+                .find(&quoted)
+                .map_or(text.whole(), |i| text.loc(i, quoted.len()));
+            sink.emit(
+                Code::FrontendConfig,
+                &loc,
+                format!("'{module}' in the translations file holds '{key}', which is not a translation override"),
+            )
+            .help = Some("settings go in frontend/config/config.json; this file holds only \"Translation overrides\"".into());
+        }
+    }
+}
+
 pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend {
     let mut merged = Value::Object(Map::new());
     let mut files = Vec::new();
@@ -370,6 +440,9 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
                             .into(),
                     );
                 }
+            }
+            if &*file.display == crate::vfs::TRANSLATIONS_PATH {
+                only_translations(&text, &map, sink);
             }
             files.push(text);
             deep_merge(&mut merged, Value::Object(map));

@@ -71,11 +71,15 @@ pub struct ExtraFile {
     pub bytes: Vec<u8>,
 }
 
+/// The distribution's translation overrides of the front-end modules it ships.
+pub const TRANSLATIONS_PATH: &str = "frontend/config/translations.json";
+
 #[derive(Debug, Default)]
 pub struct Project {
     /// After overlay, sorted by `rel`.
     pub files: Vec<InputFile>,
-    /// Front-end configuration files, first to last: the dependencies'
+    /// Front-end configuration files, first to last: the distribution's translations
+    /// (`frontend/config/translations.json`), the dependencies'
     /// `frontend_configuration/*.json`, `frontend/config/config.json`, the site's.
     pub frontend_configs: Vec<ExtraFile>,
     pub logo: Option<ExtraFile>,
@@ -226,11 +230,15 @@ pub fn load(
             read_capped(&path, &display, sink).map(|bytes| ExtraFile { display, bytes })
         })?
     };
-    let mut frontend_paths: Vec<PathBuf> = packages
-        .dependencies
-        .iter()
-        .flat_map(|d| d.frontend_files.iter().cloned())
-        .collect();
+    // The distribution's translations of the modules it ships lie under every
+    // configuration, so a package's own `config.json` keeps them (its keys still win).
+    let mut frontend_paths = vec![root.join(TRANSLATIONS_PATH)];
+    frontend_paths.extend(
+        packages
+            .dependencies
+            .iter()
+            .flat_map(|d| d.frontend_files.iter().cloned()),
+    );
     frontend_paths.push(root.join("frontend/config/config.json"));
     if let Some(dir) = &site_root {
         frontend_paths.push(dir.join("frontend/config.json"));

@@ -409,3 +409,34 @@ fn an_order_type_parent_cycle_or_unknown_reference_is_reported() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn the_distributions_translations_lie_under_any_configuration() {
+    // An implementer's own config.json, without a single translation override, keeps the
+    // distribution's French; where it translates a string itself, its text wins.
+    let png = crate::fixture::tiny_png();
+    let project = materialize(&format!(
+        "//- openmrs_config/visittypes/v.csv\nUuid,Name\n{A},Outpatient\n\
+         //- frontend/config/translations.json\n{{\"@openmrs/esm-login-app\":{{\"Translation overrides\":{{\"fr\":{{\"logout\":\"Déconnexion\",\"login\":\"Connexion\"}}}}}}}}\n\
+         //- frontend/config/config.json\n{{\"@openmrs/esm-login-app\":{{\"chooseLocation\":{{\"numberToShow\":8}},\"Translation overrides\":{{\"fr\":{{\"login\":\"Se connecter\"}}}}}}}}\n"
+    ));
+    crate::fixture::write(project.root(), "frontend/assets/logo.png", &png);
+    let compiled = compiler::compile(project.root(), &Selection::distro(), &compiler::NoProgress);
+    assert!(
+        compiled.diagnostics.is_empty(),
+        "{:?}",
+        compiled.diagnostics
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&compiled.content.frontend_config).unwrap();
+    let login = &config["@openmrs/esm-login-app"];
+    assert_eq!(
+        login["Translation overrides"]["fr"]["logout"],
+        "Déconnexion"
+    );
+    assert_eq!(
+        login["Translation overrides"]["fr"]["login"],
+        "Se connecter"
+    );
+    assert_eq!(login["chooseLocation"]["numberToShow"], 8);
+}
