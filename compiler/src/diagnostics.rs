@@ -86,6 +86,7 @@ codes! {
     UnsupportedModule = "W0017", "unsupported-module", Warning;
     OrphanMapping = "W0018", "orphan-mapping", Warning;
     MissingDictionary = "W0019", "missing-dictionary", Warning;
+    EnglishName = "W0020", "english-name", Warning;
 }
 
 /// One reported problem.

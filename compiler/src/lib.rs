@@ -18,6 +18,7 @@ pub mod csvtable;
 pub mod diagnostics;
 pub mod domains;
 pub mod embed;
+pub mod french;
 pub mod frontend;
 pub mod link;
 pub mod packages;

@@ -403,6 +403,58 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         content.autogeneration_options.push(e.value);
     }
 
+    // Names a French build shows, checked once the default locale is known.
+    let mut shown_names = Vec::new();
+    let mut shown = |kind, name: &str, display: Option<&model::Localized>, loc: &Loc| {
+        shown_names.push(crate::french::ShownName {
+            kind,
+            name: name.to_string(),
+            display: display.cloned(),
+            loc: loc.clone(),
+        })
+    };
+    for e in visit_types.items.values().filter(|e| !e.value.retired) {
+        shown(
+            "visit type",
+            &e.value.name,
+            Some(&e.value.display),
+            e.at("name"),
+        );
+    }
+    for e in encounter_types.items.values().filter(|e| !e.value.retired) {
+        shown(
+            "encounter type",
+            &e.value.name,
+            Some(&e.value.display),
+            e.at("name"),
+        );
+    }
+    for e in person_attribute_types
+        .items
+        .values()
+        .filter(|e| !e.value.retired)
+    {
+        let display = Some(&e.value.display);
+        shown(
+            "person attribute type",
+            &e.value.name,
+            display,
+            e.at("name"),
+        );
+    }
+    for e in attribute_types.items.values().filter(|e| !e.value.retired) {
+        let display = Some(&e.value.display);
+        shown("attribute type", &e.value.name, display, e.at("name"));
+    }
+    for e in payment_modes.items.values().filter(|e| !e.value.retired) {
+        shown("payment mode", &e.value.name, None, e.at("name"));
+    }
+    for e in services.billable_services.items.values() {
+        if !e.value.retired {
+            shown("billable service", &e.value.name, None, e.at("name"));
+        }
+    }
+
     // Encounter and person metadata.
     content.visit_types = visit_types.into_sorted();
     content.encounter_roles = encounter_roles.into_sorted();
@@ -644,6 +696,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         .collect();
     gps.sort_by(|a, b| a.0.property.cmp(&b.0.property));
     content.locales = check_global_properties(&gps, &index, sink);
+    crate::french::check_names(&content.locales.default, &shown_names, sink);
     content.address_template = match address_template {
         Some(t) => Some(t.value),
         None => gps

@@ -409,8 +409,17 @@ impl Ctx<'_> {
         out
     }
 
+    /// An entry with its name's cell recorded, where the row has one (checks of names
+    /// point at it).
     pub fn entry<T>(&self, value: T) -> Entry<T> {
-        Entry::new(value, self.layer, self.row_loc())
+        let mut e = Entry::new(value, self.layer, self.row_loc());
+        if let Some(column) = ["name", "service name"]
+            .into_iter()
+            .find(|c| self.get(c).is_some())
+        {
+            e.cells.insert("name", self.loc(column));
+        }
+        e
     }
 
     /// An entry with the listed fields' cells recorded for later diagnostics.
