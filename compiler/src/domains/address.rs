@@ -265,6 +265,37 @@ pub fn parse_template_property(value: &str, loc: &Loc, sink: &mut Sink) -> Optio
         );
         return None;
     }
+    // Text where the template holds only elements is left over from the code that wrote
+    // it (a Java string concatenation pasted in, `\\n" + "`): OpenMRS fails to read such a
+    // template, and the registration form loses its address fields.
+    let sections = std::iter::once(&root).chain(root.children.iter().filter(|c| {
+        [
+            "nameMappings",
+            "sizeMappings",
+            "lineByLineFormat",
+            "requiredElements",
+            "elementDefaults",
+            "elementRegex",
+            "elementRegexFormats",
+        ]
+        .contains(&c.name.as_str())
+    }));
+    for section in sections {
+        let stray = section.text.trim();
+        if !stray.is_empty() {
+            sink.emit(
+                Code::InvalidGlobalProperty,
+                loc,
+                format!(
+                    "'layout.address.format' has stray text in <{}>: `{stray}`",
+                    section.name
+                ),
+            )
+            .help = Some(
+                "this looks like a fragment of the code that built the template: keep only its elements, e.g. <requiredElements><string>cityVillage</string></requiredElements>".into(),
+            );
+        }
+    }
     let properties = |name: &str| -> Vec<(String, String)> {
         root.child(name)
             .map(|m| {
