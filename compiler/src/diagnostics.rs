@@ -87,6 +87,7 @@ codes! {
     OrphanMapping = "W0018", "orphan-mapping", Warning;
     MissingDictionary = "W0019", "missing-dictionary", Warning;
     EnglishName = "W0020", "english-name", Warning;
+    UnrecordedColumn = "W0021", "unrecorded-column", Warning;
 }
 
 /// One reported problem.

@@ -12,7 +12,7 @@ use crate::source::{Loc, TextFile};
 use crate::vfs::{ExtraFile, Project};
 use model::Content;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Largest logo accepted.
@@ -171,7 +171,64 @@ fn entity_kinds(content: &Content) -> HashMap<&str, &'static str> {
 
 struct Checker<'a> {
     kinds: HashMap<&'a str, &'static str>,
+    form_names: std::collections::HashSet<&'a str>,
     files: Vec<Arc<TextFile>>,
+}
+
+/// The concepts each encounter type's forms record, for the encounter lists' columns.
+struct RecordedConcepts<'a> {
+    content: &'a Content,
+    /// Concept uuid, or `SOURCE:CODE` in capitals → concept uuid.
+    concept_of: HashMap<String, &'a str>,
+}
+
+impl<'a> RecordedConcepts<'a> {
+    fn new(content: &'a Content) -> Self {
+        let mut concept_of = HashMap::new();
+        for c in &content.concepts {
+            concept_of.insert(c.uuid.to_ascii_lowercase(), c.uuid.as_str());
+            for m in &c.mappings {
+                let reference = format!("{}:{}", m.source, m.code).to_ascii_uppercase();
+                concept_of.entry(reference).or_insert(c.uuid.as_str());
+            }
+        }
+        RecordedConcepts {
+            content,
+            concept_of,
+        }
+    }
+
+    fn concept(&self, reference: &str) -> Option<&'a str> {
+        self.concept_of
+            .get(&reference.to_ascii_lowercase())
+            .or_else(|| self.concept_of.get(&reference.to_ascii_uppercase()))
+            .copied()
+    }
+
+    /// The concepts recorded by the forms of `encounter_type` and the forms listed.
+    fn by_forms(&self, encounter_type: &str, listed: &[&str]) -> (usize, HashSet<&'a str>) {
+        let mut concepts = HashSet::new();
+        let mut forms = 0;
+        for form in self.content.forms.iter().filter(|f| {
+            f.encounter_type.as_deref() == Some(encounter_type) || listed.contains(&f.uuid.as_str())
+        }) {
+            forms += 1;
+            if let Ok(schema) = serde_json::from_str::<Value>(&form.schema_json) {
+                crate::domains::forms::collect_concept_refs(&schema, "", &mut |c, _| {
+                    if let Some(uuid) = self.concept(c) {
+                        concepts.insert(uuid);
+                    }
+                });
+            }
+        }
+        (forms, concepts)
+    }
+}
+
+/// A uuid, or CIEL's 36-character form (`5096AAAA…`): settings named `concept` or
+/// `encounterType` also take names, which are not checked here.
+fn looks_like_uuid(s: &str) -> bool {
+    s.len() == 36 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
 impl Checker<'_> {
@@ -182,7 +239,7 @@ impl Checker<'_> {
             let mut at = 0;
             let mut found = true;
             let mut last = (0, 0);
-            for key in path {
+            for key in path.iter().filter(|k| !k.is_empty()) {
                 let quoted = format!("\"{key}\"");
                 match f.text[at..].find(&quoted) {
                     Some(i) => {
@@ -207,6 +264,95 @@ impl Checker<'_> {
             return f.loc(last.0, last.1);
         }
         self.files.last().map_or(Loc::None, |f| f.whole())
+    }
+
+    /// An encounter list's tab (an object with `encounterType` and `columns`) shows, per
+    /// column, the observations of its concept in the tab's encounters: a concept that no
+    /// form of that encounter type (nor of its `formList`) records leaves the column empty.
+    fn encounter_lists(
+        &self,
+        keys: &mut Vec<String>,
+        value: &Value,
+        recorded: &RecordedConcepts,
+        sink: &mut Sink,
+    ) {
+        match value {
+            Value::Object(map) => {
+                if let (Some(Value::String(encounter_type)), Some(Value::Array(columns))) =
+                    (map.get("encounterType"), map.get("columns"))
+                {
+                    self.tab_columns(keys, map, encounter_type, columns, recorded, sink);
+                }
+                for (k, v) in map {
+                    keys.push(k.clone());
+                    self.encounter_lists(keys, v, recorded, sink);
+                    keys.pop();
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    keys.push(String::new());
+                    self.encounter_lists(keys, v, recorded, sink);
+                    keys.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn tab_columns(
+        &self,
+        keys: &[String],
+        tab: &Map<String, Value>,
+        encounter_type: &str,
+        columns: &[Value],
+        recorded: &RecordedConcepts,
+        sink: &mut Sink,
+    ) {
+        let listed: Vec<&str> = tab
+            .get("formList")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.get("uuid").and_then(Value::as_str))
+            .collect();
+        let (forms, concepts) = recorded.by_forms(encounter_type, &listed);
+        if forms == 0 {
+            // No form at all: the unknown encounter type or form is reported already.
+            return;
+        }
+        for column in columns {
+            let shown: Vec<&str> = ["concept", "multipleConcepts", "fallbackConcepts"]
+                .iter()
+                .filter_map(|k| column.get(*k))
+                .flat_map(|v| match v {
+                    Value::String(s) => vec![s.as_str()],
+                    Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            let known: Vec<&str> = shown.iter().filter_map(|c| recorded.concept(c)).collect();
+            // Unknown concepts are reported by the reference check; a column with none is
+            // a date or an action.
+            if known.is_empty() || known.iter().any(|c| concepts.contains(c)) {
+                continue;
+            }
+            let id = column.get("id").and_then(Value::as_str).unwrap_or("?");
+            let mut at: Vec<&str> = keys.iter().map(String::as_str).collect();
+            at.extend(["columns", "concept"]);
+            let d = sink.emit(
+                Code::UnrecordedColumn,
+                &self.locate(&at, Some(shown[0])),
+                format!(
+                    "Column '{id}' shows concept '{}', which no form of its encounter type records",
+                    shown[0]
+                ),
+            );
+            d.notes.push(format!(
+                "{forms} form(s) record encounters of type '{encounter_type}' or are listed in the tab's formList"
+            ));
+            d.help = Some("name a concept one of these forms asks, or add the question to the form; as written the column stays empty (`--`)".into());
+        }
     }
 
     /// `Translation overrides` sit directly under a module (the framework refuses them
@@ -256,8 +402,18 @@ impl Checker<'_> {
         } else {
             key
         };
-        let expected = kind_of(key);
+        // An encounter list's `formList: [{"uuid": …}]` names forms by a bare `uuid`.
+        let expected = if key == "uuid" && path.contains(&"formList") {
+            "form"
+        } else {
+            kind_of(key)
+        };
         let loc = self.locate(path, Some(value));
+        let key = if expected == "form" && key == "uuid" {
+            "formList"
+        } else {
+            key
+        };
         match self.kinds.get(value) {
             None if expected == "concept" => {
                 sink.unknown_concept(&loc, value)
@@ -272,6 +428,8 @@ impl Checker<'_> {
                 )
                 .help = Some(if expected == "any" {
                     "use the uuid of an entity defined in openmrs_config/".into()
+                } else if expected == "form" {
+                    "a form's uuid follows its name and version (Initializer derives it from both): a form given a new version has a new uuid, so name the form as the content defines it now".into()
                 } else {
                     format!("use the uuid of a {expected}")
                 });
@@ -325,6 +483,22 @@ impl Checker<'_> {
                     self.walk(keys, v, sink);
                     keys.pop();
                 }
+            }
+            Value::String(s)
+                if (key == "concept" || key == "encounterType") && looks_like_uuid(s)
+                    || key == "uuid" && at.contains(&"formList") =>
+            {
+                self.check_uuid(&at, key, s, sink);
+            }
+            Value::String(s) if key == "formName" && !self.form_names.contains(s.as_str()) => {
+                sink.emit(
+                    Code::UnknownReference,
+                    &self.locate(&at, Some(s)),
+                    format!("Setting 'formName' names the form '{s}', which the content does not define"),
+                )
+                .help = Some(
+                    "name a form as its JSON's \"name\" writes it (forms are matched by their exact name)".into(),
+                );
             }
             Value::String(s) if key.ends_with("Uuid") => {
                 if s.is_empty() {
@@ -450,6 +624,7 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
     }
     let checker = Checker {
         kinds: entity_kinds(content),
+        form_names: content.forms.iter().map(|f| f.name.as_str()).collect(),
         files,
     };
     if let Value::Object(map) = &merged {
@@ -463,6 +638,13 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
                 continue;
             }
             checker.walk(&mut vec![module.clone()], settings, sink);
+        }
+    }
+
+    if let Value::Object(map) = &merged {
+        let recorded = RecordedConcepts::new(content);
+        for (module, settings) in map {
+            checker.encounter_lists(&mut vec![module.clone()], settings, &recorded, sink);
         }
     }
 

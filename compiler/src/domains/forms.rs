@@ -246,7 +246,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// Visits every object; an object with `questionOptions` is a question.
-fn collect_concept_refs(v: &Value, question: &str, found: &mut impl FnMut(&str, &str)) {
+pub(crate) fn collect_concept_refs(v: &Value, question: &str, found: &mut impl FnMut(&str, &str)) {
     match v {
         Value::Object(map) => {
             let id = map.get("id").and_then(Value::as_str).unwrap_or(question);
