@@ -1,6 +1,7 @@
 //! The outermost layer of every request: the request's log span and its one log line, the
 //! gateway's request id echoed on the answer, and the `WWW-Authenticate` challenge on 401
-//! answers unless the client sent `Disable-WWW-Authenticate: true`.
+//! answers unless the client sent `Disable-WWW-Authenticate: true`, and `Connection: close`
+//! on an answer given before the request's body was read (the connection cannot be kept).
 //!
 //! One hand-written layer rather than tower-http's trace and request-id layers and an axum
 //! middleware: together those cost about a quarter of a small read's throughput. When the
@@ -12,7 +13,8 @@ use axum::response::Response;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Instant;
 use tower::{Layer, Service};
@@ -78,6 +80,7 @@ where
             // them): no log line each; the export's own requests are logged.
             return Box::pin(inner.call(req));
         }
+        let (req, body_read) = track_body(req);
         let headers = req.headers();
         let request_id = headers.get(REQUEST_ID).cloned();
         let challenge = (!challenge_disabled(headers)).then(|| self.challenge.clone());
@@ -95,6 +98,13 @@ where
             async move {
                 let mut res = answer.await?;
                 finish(&mut res, request_id, challenge);
+                if body_read.is_some_and(|read| !read.load(Ordering::Acquire)) {
+                    // The answer came before the request's body was read (a GET with a
+                    // body, a write refused first): the connection cannot carry another
+                    // request, so the client is told rather than finding it dropped.
+                    res.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
                 if let Some(began) = began {
                     tracing::info!(
                         status = res.status().as_u16(),
@@ -106,6 +116,53 @@ where
             }
             .instrument(span),
         )
+    }
+}
+
+/// A request with a body gets it wrapped, to learn whether the handler read it to its end;
+/// one without (most reads) is left as it is.
+fn track_body(req: Request) -> (Request, Option<Arc<AtomicBool>>) {
+    use axum::body::HttpBody;
+    if req.body().is_end_stream() {
+        return (req, None);
+    }
+    let read = Arc::new(AtomicBool::new(false));
+    let req = req.map(|inner| {
+        axum::body::Body::new(TrackedBody {
+            inner,
+            read: read.clone(),
+        })
+    });
+    (req, Some(read))
+}
+
+/// A request body that records when it has been read to its end.
+struct TrackedBody {
+    inner: axum::body::Body,
+    read: Arc<AtomicBool>,
+}
+
+impl axum::body::HttpBody for TrackedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.read.store(true, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

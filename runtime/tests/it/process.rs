@@ -839,3 +839,80 @@ fn a_shutdown_closes_idle_and_silent_connections_instead_of_waiting_for_them() {
     assert_eq!(&answer, b"HTTP/1.1 200");
     assert!(terminate(&mut server.0).success());
 }
+
+/// Reads one answer off a kept-alive connection: (head, body).
+fn read_answer(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).ok()?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    s.read_exact(&mut body).ok()?;
+    Some((head, body))
+}
+
+#[test]
+fn a_request_body_the_answer_did_not_need_never_silently_drops_the_connection() {
+    // A GET with a body (which no handler reads), and a write refused before its body was
+    // read: either the connection stays usable for the next request, or the answer says
+    // `Connection: close`; never a kept-alive connection dropped without a word.
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = limited(dir.path(), port, "100", "30");
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("admin:{PASSWORD}"));
+    let small = "{\"ignored\": \"x\"}".to_string();
+    let large = small.repeat(4096);
+    let signed_in = format!("Authorization: Basic {auth}\r\n");
+    for (method, path, authorization, body) in [
+        ("GET", "/openmrs/ws/rest/v1/session", &signed_in, &small),
+        ("GET", "/openmrs/ws/rest/v1/session", &signed_in, &large),
+        (
+            "POST",
+            "/openmrs/ws/rest/v1/patient",
+            &String::new(),
+            &small,
+        ),
+        (
+            "POST",
+            "/openmrs/ws/rest/v1/patient",
+            &String::new(),
+            &large,
+        ),
+    ] {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let first = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{authorization}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(first.as_bytes()).unwrap();
+        let (head, _) = read_answer(&mut s).expect("the first answer");
+        let said_close = head
+            .lines()
+            .any(|l| l.to_ascii_lowercase().replace(' ', "") == "connection:close");
+        let second = format!(
+            "GET /openmrs/ws/rest/v1/session HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {auth}\r\n\r\n"
+        );
+        let usable = s.write_all(second.as_bytes()).is_ok()
+            && read_answer(&mut s).is_some_and(|(h, _)| h.starts_with("HTTP/1.1 200"));
+        assert!(
+            usable || said_close,
+            "{method} {path}: the connection was dropped without `Connection: close`\n{head}"
+        );
+    }
+    assert!(terminate(&mut server.0).success());
+}
