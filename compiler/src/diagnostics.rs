@@ -88,6 +88,7 @@ codes! {
     MissingDictionary = "W0019", "missing-dictionary", Warning;
     EnglishName = "W0020", "english-name", Warning;
     UnrecordedColumn = "W0021", "unrecorded-column", Warning;
+    ForeignDefault = "W0022", "foreign-default", Warning;
 }
 
 /// One reported problem.

@@ -89,6 +89,7 @@ fn kind_of(key: &str) -> &'static str {
         ("providerrole", "encounter role"),
         ("relationshiptype", "relationship type"),
         ("location", "location"),
+        ("cashpoint", "cash point"),
         ("form", "form"),
         ("program", "program"),
         ("queue", "queue"),
@@ -163,6 +164,11 @@ fn entity_kinds(content: &Content) -> HashMap<&str, &'static str> {
     add(&mut k, content.roles.iter().map(|x| &x.uuid), "role");
     add(
         &mut k,
+        content.cash_points.iter().map(|x| &x.uuid),
+        "cash point",
+    );
+    add(
+        &mut k,
         content.location_tags.iter().map(|x| &x.uuid),
         "location tag",
     );
@@ -173,6 +179,50 @@ struct Checker<'a> {
     kinds: HashMap<&'a str, &'static str>,
     form_names: std::collections::HashSet<&'a str>,
     files: Vec<Arc<TextFile>>,
+}
+
+/// Settings whose defaults, in the pinned module, are another health system's: left unset,
+/// they show on a facility's screens or name records it does not have. (module, setting,
+/// what the module falls back to.)
+const FOREIGN_DEFAULTS: &[(&str, &str, &str)] = &[
+    (
+        "@openmrs/esm-billing-app",
+        "defaultCurrency",
+        "KES, the Kenyan shilling",
+    ),
+    (
+        "@openmrs/esm-billing-app",
+        "country",
+        "\"Kenya\", printed on every invoice",
+    ),
+    (
+        "@openmrs/esm-billing-app",
+        "postBilledItems",
+        "a cash point, cashier and price of another installation, which bills then name",
+    ),
+];
+
+/// Warns of each setting of `FOREIGN_DEFAULTS` the merged configuration leaves unset, for
+/// the modules it configures (and does not turn off).
+fn foreign_defaults(checker: &Checker, merged: &Value, sink: &mut Sink) {
+    for (module, setting, fallback) in FOREIGN_DEFAULTS {
+        let Some(settings) = merged.get(*module) else {
+            continue;
+        };
+        if settings.get("enabled") == Some(&Value::Bool(false)) || settings.get(*setting).is_some()
+        {
+            continue;
+        }
+        let loc = checker.locate(&[module], None);
+        sink.emit(
+            Code::ForeignDefault,
+            &loc,
+            format!("'{module}' leaves '{setting}' unset: the front end falls back to {fallback}"),
+        )
+        .help = Some(format!(
+            "set \"{setting}\" under \"{module}\" in frontend/config/config.json, or turn the module off with \"enabled\": false"
+        ));
+    }
 }
 
 /// The concepts each encounter type's forms record, for the encounter lists' columns.
@@ -485,7 +535,8 @@ impl Checker<'_> {
                 }
             }
             Value::String(s)
-                if (key == "concept" || key == "encounterType") && looks_like_uuid(s)
+                if (key == "concept" || key == "encounterType" || key == "cashPoint")
+                    && looks_like_uuid(s)
                     || key == "uuid" && at.contains(&"formList") =>
             {
                 self.check_uuid(&at, key, s, sink);
@@ -641,6 +692,7 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
         }
     }
 
+    foreign_defaults(&checker, &merged, sink);
     if let Value::Object(map) = &merged {
         let recorded = RecordedConcepts::new(content);
         for (module, settings) in map {
