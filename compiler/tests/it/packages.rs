@@ -233,3 +233,47 @@ fn a_version_problem_is_reported_once() {
         ["E0006 Version 'next-one' of content package 'a' is not a version"]
     );
 }
+
+#[test]
+fn a_programme_keeps_the_workflows_and_states_its_dependency_defines() {
+    // The programme, its workflow and states come from a dependency; the base names the
+    // programme again (its own description), as a national package over the reference
+    // application's does: the enrolment still offers the dependency's states.
+    const P: &str = "5d1c0b7e-3a4d-4c1e-8b2f-6d5e4c3b2a11";
+    const W: &str = "6e2d1c8f-4b5e-4d2f-9c3a-7e6f5d4c3b22";
+    let project = materialize(&format!(
+        "//- content.properties\nname=facility\nversion=1.0.0\ncontent.refapp=1.x\n\
+         //- content-packages/refapp/content.properties\nname=refapp\nversion=1.2.0\n\
+         //- content-packages/refapp/openmrs_config/concepts/c.csv\nUuid,Fully specified name:en,Data class,Data type\n\
+         {A},HIV program,Misc,N/A\n{B},HIV treatment status,Misc,N/A\n{C},On ART,Misc,N/A\n\
+         //- content-packages/refapp/openmrs_config/programs/p.csv\nUuid,Name,Description,Program concept\n{P},HIV,refapp,{A}\n\
+         //- content-packages/refapp/openmrs_config/programworkflows/w.csv\nUuid,Program,Workflow concept\n{W},{P},{B}\n\
+         //- content-packages/refapp/openmrs_config/programworkflowstates/s.csv\nUuid,Workflow,State concept,Initial,Terminal\n\
+         7f3e2d9a-5c6f-4e3a-8d4b-8f7a6e5d4c33,{W},{C},true,false\n\
+         //- openmrs_config/programs/p.csv\nUuid,Name,Description,Program concept\n{P},HIV,national,{A}\n"
+    ));
+    let c = compiler::compile(project.root(), &Selection::distro(), &compiler::NoProgress);
+    let found: Vec<String> = problems(&c)
+        .into_iter()
+        .filter(|p| !p.starts_with("E0208"))
+        .collect();
+    assert!(found.is_empty(), "{found:?}");
+    let programme = c.content.programs.iter().find(|p| p.uuid == P).unwrap();
+    assert_eq!(programme.description.as_deref(), Some("national"));
+    let workflows: Vec<&str> = c
+        .content
+        .program_workflows
+        .iter()
+        .filter(|w| w.program == P)
+        .map(|w| w.uuid.as_str())
+        .collect();
+    assert_eq!(workflows, [W]);
+    let states: Vec<&str> = c
+        .content
+        .program_workflow_states
+        .iter()
+        .filter(|s| s.workflow == W)
+        .map(|s| s.concept.as_str())
+        .collect();
+    assert_eq!(states, [C]);
+}
