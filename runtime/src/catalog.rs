@@ -22,6 +22,9 @@ pub struct Catalog {
     role_privileges: HashMap<String, Arc<HashSet<String>>>,
     /// Serialized answers to reads of this catalog's content (see `RenderCache`).
     pub rendered: RenderCache,
+    /// The dispensing app's `dispenseBehavior.restrictTotalQuantityDispensed`: whether a
+    /// prescription's dispenses are capped at its quantity and refills.
+    pub dispense_total_restricted: bool,
 }
 
 /// Serialized JSON answers for reads whose result depends only on the catalog and the
@@ -59,6 +62,18 @@ impl RenderCache {
     }
 }
 
+/// A `true` at `path` in the compiled front-end configuration (absent or unreadable: false,
+/// the modules' default).
+fn front_end_flag(config: &str, path: &[&str]) -> bool {
+    let Ok(config) = serde_json::from_str::<serde_json::Value>(config) else {
+        return false;
+    };
+    path.iter()
+        .try_fold(&config, |v, key| v.get(key))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
 fn index<T>(items: &[T], key: impl Fn(&T) -> String) -> HashMap<String, usize> {
     items.iter().enumerate().map(|(i, x)| (key(x), i)).collect()
 }
@@ -75,6 +90,14 @@ impl Catalog {
             person_attribute_type_by_uuid: index(&c.person_attribute_types, |t| t.uuid.clone()),
             tag_by_uuid: index(&c.location_tags, |t| t.uuid.clone()),
             rendered: RenderCache::default(),
+            dispense_total_restricted: front_end_flag(
+                &c.frontend_config,
+                &[
+                    "@openmrs/esm-dispensing-app",
+                    "dispenseBehavior",
+                    "restrictTotalQuantityDispensed",
+                ],
+            ),
             role_privileges: c
                 .roles
                 .iter()

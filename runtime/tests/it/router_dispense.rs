@@ -226,7 +226,34 @@ async fn a_prescription_is_dispensed_completed_and_leaves_the_active_worklist() 
 }
 
 #[tokio::test]
+async fn without_the_dispensing_apps_restriction_the_total_is_not_capped() {
+    // The distribution's content turns `restrictTotalQuantityDispensed` on; the same
+    // content with it off dispenses past the prescription, as OpenMRS does by default.
+    let mut bundle = model::decode(runtime::embedded::EMBEDDED_BUNDLE).unwrap();
+    let mut config: Value = serde_json::from_str(&bundle.content.frontend_config).unwrap();
+    config["@openmrs/esm-dispensing-app"]["dispenseBehavior"] =
+        json!({"allowModifyingPrescription": true, "restrictTotalQuantityDispensed": false});
+    bundle.content.frontend_config = config.to_string();
+    let st = state_with(model::encode(&bundle.header, &bundle.content), test_store());
+    assert!(!st.catalog.load().dispense_total_restricted);
+    let mut c = Client::admin(st.clone()).await;
+    let p = prescribed(&mut c, &st, "520009", 0).await;
+    let req = of_type(&details(&mut c, &p).await, "MedicationRequest")[0].clone();
+    for quantity in [15.0, 10.0] {
+        let r = send_json(
+            &mut c,
+            "POST",
+            &format!("{FHIR}/MedicationDispense"),
+            &dispense(&p, &req, "completed", quantity),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    }
+}
+
+#[tokio::test]
 async fn no_more_is_dispensed_than_the_prescription_and_its_refills_allow() {
+    assert!(state().catalog.load().dispense_total_restricted);
     let st = state();
     let mut c = Client::admin(st.clone()).await;
     let p = prescribed(&mut c, &st, "520002", 1).await;

@@ -485,15 +485,19 @@ fn check(state: &AppState, d: &mut DispenseRecord, inv: &mut Invalid) -> ApiResu
         && let Some(details) = &o.drug
         && let Some(ordered) = details.quantity
     {
-        // A prescription that states a quantity is handed over in quantities, and never
-        // more than it allows with its refills (in its unit).
+        // A prescription that states a quantity is handed over in quantities; where the
+        // dispensing app restricts the total, never more than it allows with its refills
+        // (in its unit).
         match d.quantity {
             None => inv.field(
                 "quantity",
                 "error.null",
                 "The prescription states a quantity: say how much is handed over",
             ),
-            Some(q) if details.quantity_units == d.quantity_units => {
+            Some(q)
+                if details.quantity_units == d.quantity_units
+                    && state.catalog.load().dispense_total_restricted =>
+            {
                 let allowed = ordered * f64::from(1 + details.num_refills.unwrap_or(0));
                 let given: f64 = store::of_order(&state.store, &o.uuid)?
                     .iter()

@@ -10,11 +10,12 @@
 //! Rules: a patient and a status; a drug order of that patient, not voided, and not a
 //! discontinuation; an encounter of that patient that stands; the drug and concept of the
 //! content (the concept is the drug's); a quantity is positive and has its unit. Against a
-//! prescription that states a quantity, a completed dispense says how much it hands over,
-//! and the quantities its completed dispenses hand over (in the prescription's unit) never
-//! exceed what it allows: its quantity times one plus its refills. (OpenMRS leaves that cap
-//! to the dispensing app, off by default; here a pharmacy cannot hand over more than was
-//! prescribed without a new prescription.)
+//! prescription that states a quantity, a completed dispense says how much it hands over.
+//! Where the front-end configuration restricts the total dispensed (the dispensing app's
+//! `dispenseBehavior.restrictTotalQuantityDispensed`, off by default, as OpenMRS leaves
+//! it), the quantities a prescription's completed dispenses hand over (in its unit) never
+//! exceed what it allows: its quantity times one plus its refills. The rule is kept on the
+//! server too, so that no client can get round the setting; this distribution turns it on.
 
 pub mod fhir;
 pub mod store;
