@@ -1,6 +1,6 @@
 // Administration, and the end of the day: her address and telephone edited (her estimated age
 // and her province read back), another patient marked deceased with a written cause, a patient
-// list kept with her added and taken off again, a triage room named, a receptionist's account,
+// list kept with her added and taken off again, a triage room named, a queue added, a receptionist's account,
 // her provider and a role made (then her login checked: her provider, what she may and may not
 // do) and her account retired; a duplicate of her registered at another desk found, compared
 // and merged into her record, and her history of changes read; then the chart again, the
@@ -105,6 +105,23 @@ export async function run() {
     await visible(page.getByRole("cell", { name: "Salle de triage 1" }));
     const rooms = await api("GET", "queue-room?v=custom:(name,queue:(display))");
     if (rooms.results[0]?.queue?.display !== "Bondeko - File de triage") throw new Error(`the room was not kept: ${JSON.stringify(rooms)}`);
+  });
+
+  await step("an-administrator-adds-a-queue", async () => {
+    // The same page: a maternity queue at the maternity, which no content package defines.
+    await page.goto(`${base}/openmrs/spa/home/service-queues/admin`);
+    await page.getByRole("button", { name: "Ajouter une file d'attente" }).first().click();
+    await page.locator("#queueName").fill("Bondeko - File de maternité");
+    await page.locator("select#queueServiceType option", { hasText: "Service de maternité" }).waitFor({ state: "attached", timeout: 30000 });
+    await page.locator("select#queueServiceType").selectOption({ label: "Service de maternité" });
+    await page.locator("select#location").selectOption({ label: "Bondeko - Consultation" });
+    await page.locator("#description").fill("Consultations prénatales");
+    await page.locator('button[type="submit"]').click();
+    await visible(page.getByText("File d'attente créée"));
+    const queues = await api("GET", "queue?v=custom:(uuid,name,service:(display),location:(display))");
+    const added = queues.results.find((q) => q.name === "Bondeko - File de maternité");
+    if (added?.service?.display !== "Service de maternité" || added?.location?.display !== "Bondeko - Consultation")
+      throw new Error(`the queue was not kept: ${JSON.stringify(queues)}`);
   });
 
   await step("administer-accounts", async () => {

@@ -495,30 +495,6 @@ pub fn queue_set_members(
         .unwrap_or_default()
 }
 
-pub async fn queues(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    QueryPairs(query): Q,
-) -> ApiResult<Response> {
-    caller.require(&["Get Locations"])?;
-    let catalog = state.catalog.load();
-    let location = param(&query, "location");
-    let items: Vec<QueueRes> = catalog
-        .content
-        .queues
-        .iter()
-        .filter(|q| !q.retired && location.is_none_or(|l| q.location == l))
-        .map(QueueRes)
-        .collect();
-    render_list(
-        &state,
-        &caller,
-        &query,
-        "/queue",
-        items.iter().map(|r| r as &dyn Resource),
-    )
-}
-
 /// `metadatamapping/termmapping[?code=…][&source=…]`: the content's metadata term mappings
 /// (`metadatatermmappings/`), narrowed by code and source; the primary identifier type the
 /// O3 banner asks for (`emr.primaryIdentifierType`) comes from the setting of that name when
@@ -681,39 +657,6 @@ pub async fn address_template(
     })))
 }
 
-/// `GET queue/{uuid}` — privilege: Get Locations.
-pub async fn queue(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(uuid): Path<String>,
-    QueryPairs(query): Q,
-) -> ApiResult<Response> {
-    caller.require(&["Get Locations"])?;
-    let catalog = state.catalog.load();
-    let q = catalog
-        .content
-        .queues
-        .iter()
-        .find(|q| q.uuid == uuid)
-        .ok_or(ApiError::NotFound)?;
-    let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
-    Ok(ok(render(
-        &QueueRes(q),
-        &rep,
-        &caller.ctx(&state, &catalog),
-    )?))
-}
-
-/// `POST queue[/{uuid}]`, `DELETE queue/{uuid}`: queues are the content's (`queues/`), so a
-/// change made here would be lost at the next image; refused with where to make it.
-pub async fn queue_write(caller: Caller) -> ApiResult<Response> {
-    caller.require(&["Manage Queues"])?;
-    Err(ApiError::BadRequest(
-        "Queues are defined by the content package (queues/ of openmrs_config): change them there"
-            .into(),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -748,7 +691,13 @@ mod tests {
         assert!(!members.is_empty());
         let own = queue_set_members(&store, &catalog, Some(&set), STATUS_SET_SETTING);
         assert_eq!(own, members);
-        // No set of its own, none set: nothing is allowed (every entry is refused).
+        // No set of its own: the content's setting names the same set, by SOURCE:CODE.
+        assert_eq!(
+            queue_set_members(&store, &catalog, None, STATUS_SET_SETTING),
+            members
+        );
+        // The setting emptied: nothing is allowed (every entry is refused).
+        set_setting(&store, STATUS_SET_SETTING, "");
         assert!(queue_set_members(&store, &catalog, None, STATUS_SET_SETTING).is_empty());
         let position = catalog
             .content

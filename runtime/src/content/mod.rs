@@ -57,16 +57,6 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
             get(crate::content::metadata::encounter_type),
         )
         .route(
-            &paths.rest("/queue"),
-            get(crate::content::metadata::queues).post(crate::content::metadata::queue_write),
-        )
-        .route(
-            &paths.rest("/queue/{uuid}"),
-            get(crate::content::metadata::queue)
-                .post(crate::content::metadata::queue_write)
-                .delete(crate::content::metadata::queue_write),
-        )
-        .route(
             &paths.rest("/metadatamapping/termmapping"),
             get(crate::content::metadata::term_mappings),
         )

@@ -60,6 +60,7 @@ const RECORD_TABLES: &[RecordTable] = &[
     encounter::store::ENCOUNTER_RECORDS,
     encounter::store::OBS_RECORDS,
     programme::store::RECORDS,
+    queue::store::QUEUE_RECORDS,
     queue::store::RECORDS,
     queue_room::store::RECORDS,
     diagnosis::store::RECORDS,

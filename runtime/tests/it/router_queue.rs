@@ -591,7 +591,7 @@ async fn a_backup_restores_queue_entries_with_their_indexes() {
 }
 
 #[tokio::test]
-async fn queues_are_the_contents_and_there_are_no_rooms() {
+async fn the_contents_queues_are_read_only_and_there_are_no_rooms() {
     let st = state();
     let mut c = Client::admin(st.clone()).await;
     let all = c.get("/openmrs/ws/rest/v1/queue?v=default").await;
@@ -599,16 +599,28 @@ async fn queues_are_the_contents_and_there_are_no_rooms() {
     let one = c.get(&format!("/openmrs/ws/rest/v1/queue/{first}")).await;
     assert_eq!(one.status, StatusCode::OK);
     assert_eq!(one.body["uuid"], first.as_str());
-    let r = c
-        .post("/openmrs/ws/rest/v1/queue", r#"{"name": "Nouvelle"}"#)
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert!(
-        r.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("content package")
-    );
+    for r in [
+        c.post(
+            &format!("/openmrs/ws/rest/v1/queue/{first}"),
+            r#"{"name": "Autre"}"#,
+        )
+        .await,
+        c.send(
+            "DELETE",
+            &format!("/openmrs/ws/rest/v1/queue/{first}"),
+            &[],
+            None,
+        )
+        .await,
+    ] {
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("content package")
+        );
+    }
     let r = c.get("/openmrs/ws/rest/v1/queue-room?v=custom:(uuid,display,name,description,queue:(uuid,display))").await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["results"].as_array().unwrap().len(), 0);
@@ -616,6 +628,154 @@ async fn queues_are_the_contents_and_there_are_no_rooms() {
         .post("/openmrs/ws/rest/v1/queue-room", r#"{"name": "Salle 1"}"#)
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn an_administrator_adds_a_queue_that_serves_patients_and_retires_it() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let consultation = c.get(&format!("{REST}/queue/{CONSULTATION}?v=full")).await;
+    let service = consultation.body["service"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let location = consultation.body["location"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The queue module's rules: a name, a location and a service of the services' set.
+    let r = c.post(&format!("{REST}/queue"), r#"{"name": " "}"#).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    for field in ["name", "location", "service"] {
+        assert!(
+            r.body["error"]["fieldErrors"][field].is_array(),
+            "{field}: {:?}",
+            r.body
+        );
+    }
+    let not_a_service = concept(&st, "DRC-EMR:6011");
+    let r = c
+        .post(
+            &format!("{REST}/queue"),
+            &json!({"name": "Vaccination", "service": {"uuid": not_a_service}, "location": {"uuid": location}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.body["error"]["fieldErrors"]["service"][0]["code"],
+        "Queue.service.invalid"
+    );
+    // As the service-queues admin page posts it.
+    let r = c
+        .post(
+            &format!("{REST}/queue"),
+            &json!({"name": "Vaccination", "description": "Vaccins du PEV", "service": {"uuid": service}, "location": {"uuid": location}}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let queue = r.body["uuid"].as_str().unwrap().to_string();
+    assert_eq!(r.body["display"], "Vaccination");
+    // Listed with the content's, at its location; a patient is queued there with the
+    // statuses and priorities the module's settings name.
+    let listed = c.get(&format!("{REST}/queue?location={location}")).await;
+    let uuids: Vec<&str> = listed.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|q| q["uuid"].as_str())
+        .collect();
+    assert!(
+        uuids.contains(&queue.as_str()) && uuids.contains(&CONSULTATION),
+        "{uuids:?}"
+    );
+    let (patient, visit) = visiting(&mut c, &st, "300091").await;
+    let r = c
+        .post(
+            &format!("{REST}/visit-queue-entry"),
+            &add_body(&st, &patient, &visit, &queue, &ago(5)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let entries = c
+        .get(&format!(
+            "{REST}/queue-entry?queue={queue}&isEnded=false&v=full"
+        ))
+        .await;
+    assert_eq!(
+        entries.body["results"][0]["queue"]["display"],
+        "Vaccination"
+    );
+    // Renamed: the entries show the new name at once.
+    let r = c
+        .post(
+            &format!("{REST}/queue/{queue}"),
+            r#"{"name": "Vaccination (PEV)"}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let entries = c
+        .get(&format!(
+            "{REST}/queue-entry?queue={queue}&isEnded=false&v=full"
+        ))
+        .await;
+    assert_eq!(
+        entries.body["results"][0]["queue"]["display"],
+        "Vaccination (PEV)"
+    );
+    // Not purged while an entry names it; retired, it leaves the list and stays readable.
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/queue/{queue}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/queue/{queue}?reason=fin%20de%20campagne"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let listed = c.get(&format!("{REST}/queue")).await;
+    assert!(
+        !listed.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|q| q["uuid"] == queue.as_str())
+    );
+    let r = c
+        .get(&format!("{REST}/queue/{queue}?v=custom:(uuid,retired)"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["retired"], true);
+    // A queue no entry names is purged.
+    let r = c
+        .post(
+            &format!("{REST}/queue"),
+            &json!({"name": "Provisoire", "service": service, "location": location}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let spare = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/queue/{spare}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        c.get(&format!("{REST}/queue/{spare}")).await.status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]

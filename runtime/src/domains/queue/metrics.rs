@@ -126,9 +126,8 @@ pub(crate) fn queue_metrics_criteria(
 ) -> ApiResult<(String, Criteria)> {
     let catalog = state.catalog.load();
     let named = param(query, "queue").unwrap_or_default().to_string();
-    let queues: Vec<&model::Queue> = catalog
-        .content
-        .queues
+    let all = crate::domains::queue::all_queues(&state.store, &catalog)?;
+    let queues: Vec<&model::Queue> = all
         .iter()
         .filter(|q| q.uuid == named || q.service == named)
         .collect();

@@ -1,5 +1,6 @@
-//! Service-queue entries: a patient waiting in, or being served by, one of the content's
-//! queues (triage, consultation, laboratory, pharmacy…), with a status and a priority from
+//! Service-queue entries: a patient waiting in, or being served by, one of the queues
+//! (triage, consultation, laboratory, pharmacy…: the content's, and those an administrator
+//! adds through the API, `queues.rs`), with a status and a priority from
 //! the queue's concept sets, from `started` until `ended`. Moving a patient on (a
 //! transition) ends the entry and opens a new one that remembers the queue it came from;
 //! undoing the transition voids the new entry and reopens the old one.
@@ -11,6 +12,7 @@
 //! queue (the module's `queue.entry.duplicate.patient`).
 
 pub mod metrics;
+pub mod queues;
 pub mod repr;
 pub mod rest;
 pub mod store;
@@ -25,7 +27,7 @@ use serde::{Deserialize, Serialize};
 pub struct QueueEntryRecord {
     pub v: u32,
     pub uuid: String,
-    /// A queue of the content.
+    /// A queue of the content or of the API.
     pub queue: String,
     pub patient: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,6 +54,45 @@ pub struct QueueEntryRecord {
     pub voiding: Voiding,
 }
 
+/// A queue made through the API (the service-queues admin page's "add a queue"), next to
+/// the content's: the content's are read-only (they come back with every image), these
+/// live in the store. A content queue with the same uuid wins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueDefinition {
+    pub v: u32,
+    /// `retired` mirrors `retiring`.
+    pub queue: model::Queue,
+    pub audit: Audit,
+    pub retiring: Voiding,
+}
+
+/// A queue by uuid: the content's, else one made through the API (retired ones too).
+pub fn find_queue(
+    store: &crate::store::Store,
+    catalog: &crate::catalog::Catalog,
+    uuid: &str,
+) -> crate::store::StoreResult<Option<model::Queue>> {
+    if let Some(q) = catalog.content.queues.iter().find(|q| q.uuid == uuid) {
+        return Ok(Some(q.clone()));
+    }
+    Ok(store::api_queue(store, uuid)?.map(|d| d.queue))
+}
+
+/// Every queue: the content's, then the API's (retired ones too), by name within each.
+pub fn all_queues(
+    store: &crate::store::Store,
+    catalog: &crate::catalog::Catalog,
+) -> crate::store::StoreResult<Vec<model::Queue>> {
+    let mut queues = catalog.content.queues.clone();
+    queues.extend(
+        store::api_queues(store)?
+            .into_iter()
+            .map(|d| d.queue)
+            .filter(|q| !catalog.content.queues.iter().any(|c| c.uuid == q.uuid)),
+    );
+    Ok(queues)
+}
+
 impl QueueEntryRecord {
     /// Whether the two entries' periods meet (an open entry lasts until further notice).
     fn overlaps(&self, other: &QueueEntryRecord) -> bool {
@@ -71,8 +112,8 @@ pub fn allowed(state: &Clinic, set: Option<&str>, setting: &str) -> Vec<String> 
 pub fn validate(state: &Clinic, e: &QueueEntryRecord) -> Invalid {
     let mut inv = Invalid::default();
     let catalog = state.catalog.clone();
-    let queue = catalog.content.queues.iter().find(|q| q.uuid == e.queue);
-    match queue {
+    let queue = find_queue(state.store, &catalog, &e.queue).ok().flatten();
+    match queue.as_ref() {
         None => inv.field("queue", "error.invalid", "Unable to find queue"),
         Some(q) => {
             if !allowed(state, q.status_concept_set.as_deref(), STATUS_SET_SETTING)

@@ -91,12 +91,12 @@ impl Resource for QueueEntryRes<'_> {
     fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
         let e = self.0;
         let queue = |uuid: Option<&str>| {
-            nest(
-                uuid.and_then(|u| ctx.catalog.content.queues.iter().find(|q| q.uuid == u))
-                    .map(QueueRes),
-                rep,
-                ctx,
-            )
+            let found = uuid.and_then(|u| {
+                crate::domains::queue::find_queue(ctx.store, ctx.catalog, u)
+                    .ok()
+                    .flatten()
+            });
+            nest(found.as_ref().map(QueueRes), rep, ctx)
         };
         Some(match name {
             "queue" => queue(Some(&e.queue)),
@@ -161,9 +161,15 @@ impl Resource for QueueEntryRes<'_> {
                 .map(QueueRes)
         };
         let concept = |u: &str| catalog.concept(u).map(ConceptRes);
+        // An API-made queue can change without a reload: written as `prop` writes it, never
+        // from the content's cache.
+        let of_content =
+            |u: Option<&str>| u.is_none_or(|u| catalog.content.queues.iter().any(|q| q.uuid == u));
         match name {
-            "queue" => nested_content_to("queue", Some(&e.queue), rep, ctx, out, queue),
-            "queueComingFrom" => nested_content_to(
+            "queue" if of_content(Some(&e.queue)) => {
+                nested_content_to("queue", Some(&e.queue), rep, ctx, out, queue)
+            }
+            "queueComingFrom" if of_content(e.queue_coming_from.as_deref()) => nested_content_to(
                 "queue",
                 e.queue_coming_from.as_deref(),
                 rep,

@@ -72,12 +72,9 @@ pub(crate) fn concept_param(state: &AppState, s: &str) -> ApiResult<String> {
 
 pub(crate) fn queue_param(state: &AppState, s: &str) -> ApiResult<model::Queue> {
     let catalog = state.catalog.load();
-    catalog
-        .content
-        .queues
-        .iter()
+    crate::domains::queue::all_queues(&state.store, &catalog)?
+        .into_iter()
         .find(|q| q.uuid == s || q.name == s)
-        .cloned()
         .ok_or_else(|| ApiError::BadRequest(format!("Unable to find queue: {s}")))
 }
 
@@ -177,7 +174,8 @@ impl Criteria {
             },
         };
         let catalog = state.catalog.load();
-        let queue_of = |uuid: &str| catalog.content.queues.iter().find(|q| q.uuid == uuid);
+        let queues = crate::domains::queue::all_queues(&state.store, &catalog)?;
+        let queue_of = |uuid: &str| queues.iter().find(|q| q.uuid == uuid);
         let any = |list: &[String], v: Option<&str>| {
             list.is_empty() || v.is_some_and(|v| list.iter().any(|x| x == v))
         };
@@ -927,7 +925,7 @@ pub async fn number(
 /// router by the domains' registry).
 pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::http::AppState>> {
     use axum::routing::{get, post};
-    axum::Router::new()
+    crate::domains::queue::queues::routes(paths)
         .route(
             &paths.rest("/queue-entry"),
             get(crate::domains::queue::rest::search).post(crate::domains::queue::rest::create),

@@ -1,4 +1,5 @@
-//! The queue-entry tables: records by uuid, indexed by patient (`patient|started|uuid`), by
+//! The queues made through the API (one small table, read whole), and the queue-entry
+//! tables: records by uuid, indexed by patient (`patient|started|uuid`), by
 //! visit (`visit|started|uuid`), by start over the whole facility (`all|started|uuid`), and
 //! the entries still waiting or in service (`all|started|uuid`, removed when an entry ends
 //! or is voided), so the queue screens read only today's few open entries however long
@@ -14,6 +15,65 @@ const BY_PATIENT: Index = TableDefinition::new("queue_entries_by_patient");
 const BY_VISIT: Index = TableDefinition::new("queue_entries_by_visit");
 const BY_START: Index = TableDefinition::new("queue_entries_by_start");
 const OPEN: Index = TableDefinition::new("queue_entries_open");
+
+const QUEUES: TableDefinition<&str, &[u8]> = TableDefinition::new("queues");
+
+/// The queues made through the API: one small table keyed by uuid, read whole.
+pub const QUEUE_RECORDS: RecordTable = RecordTable {
+    name: "queues",
+    table: QUEUES,
+    indexes: &[],
+    covering: &[],
+    create: |txn| {
+        txn.open_table(QUEUES)?;
+        Ok(())
+    },
+    reindex: |_, bytes| {
+        crate::store::record::decode::<crate::domains::queue::QueueDefinition>("queues", bytes)
+            .map(drop)
+    },
+    codec: crate::store::record::json_codec::<crate::domains::queue::QueueDefinition>(),
+};
+
+pub(crate) fn api_queues(
+    store: &Store,
+) -> StoreResult<Vec<crate::domains::queue::QueueDefinition>> {
+    let mut queues: Vec<crate::domains::queue::QueueDefinition> =
+        crate::store::record::all_records(store, QUEUES, "queues")?;
+    queues.sort_by(|a, b| (&a.queue.name, &a.queue.uuid).cmp(&(&b.queue.name, &b.queue.uuid)));
+    Ok(queues)
+}
+
+pub(crate) fn api_queue(
+    store: &Store,
+    uuid: &str,
+) -> StoreResult<Option<crate::domains::queue::QueueDefinition>> {
+    let txn = store.begin_read()?;
+    let t = txn.open_table(QUEUES)?;
+    t.get(uuid)?
+        .map(|v| crate::store::record::decode("queues", v.value()))
+        .transpose()
+}
+
+pub(crate) fn put_api_queue(
+    store: &Store,
+    q: &crate::domains::queue::QueueDefinition,
+) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(QUEUES)?.insert(
+            q.queue.uuid.as_str(),
+            crate::store::record::encode(q).as_slice(),
+        )?;
+        Ok(())
+    })
+}
+
+pub(crate) fn purge_api_queue(store: &Store, uuid: &str) -> StoreResult<()> {
+    store.write(|txn| {
+        txn.open_table(QUEUES)?.remove(uuid)?;
+        Ok(())
+    })
+}
 
 pub const RECORDS: RecordTable = RecordTable {
     name: "queue_entries",

@@ -1,9 +1,9 @@
-//! Queue rooms (`queue-room`): the rooms a content queue is served in (consultation room
+//! Queue rooms (`queue-room`): the rooms a queue is served in (consultation room
 //! 1, room 2…), which a facility's administrator makes on the O3 service-queues admin page.
 //! No content folder defines rooms, so they are the store's: one small table keyed by uuid,
 //! read whole (a facility has a handful), carried by backups.
 //!
-//! The queue module's rules: a room has a name and a queue of the content; here its name is
+//! The queue module's rules: a room has a name and a queue in service; here its name is
 //! also unique among the queue's rooms in service. Deleting retires it (with who, when and
 //! why); `?purge=true` removes it. Privileges: Get Queue Rooms to read, Manage Queue Rooms
 //! to create, change and retire, Purge Queue Rooms to purge.
@@ -21,7 +21,7 @@ pub struct QueueRoomRecord {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// A queue of the content.
+    /// A queue (the content's or the API's).
     pub queue: String,
     pub audit: Audit,
     pub retiring: Voiding,

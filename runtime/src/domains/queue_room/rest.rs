@@ -63,16 +63,12 @@ impl Resource for QueueRoomRes {
         Some(match name {
             "name" => json!(r.name),
             "description" => json!(r.description),
-            "queue" => nest(
-                ctx.catalog
-                    .content
-                    .queues
-                    .iter()
-                    .find(|q| q.uuid == r.queue)
-                    .map(QueueRes),
-                rep,
-                ctx,
-            ),
+            "queue" => {
+                let queue = crate::domains::queue::find_queue(ctx.store, ctx.catalog, &r.queue)
+                    .ok()
+                    .flatten();
+                nest(queue.as_ref().map(QueueRes), rep, ctx)
+            }
             "retired" => json!(r.retiring.voided),
             "retireReason" => json!(r.retiring.void_reason),
             "auditInfo" => audit_info(&r.audit, ctx),
@@ -107,21 +103,22 @@ pub async fn search(
         .filter(|l| !l.is_empty())
         .map(str::to_string);
     let q = param(&query, "q").map(str::to_lowercase);
-    let catalog = state.catalog.load();
     let st = state.clone();
-    let rooms: Vec<QueueRoomRecord> = blocking(move || Ok(all(&st.store)?))
-        .await?
+    let (rooms, queues) = blocking(move || {
+        Ok((
+            all(&st.store)?,
+            crate::domains::queue::all_queues(&st.store, &st.catalog.load())?,
+        ))
+    })
+    .await?;
+    let rooms: Vec<QueueRoomRecord> = rooms
         .into_iter()
         .filter(|r| include_all || !r.retiring.voided)
         .filter(|r| queue.as_ref().is_none_or(|q| &r.queue == q))
         .filter(|r| {
-            location.as_ref().is_none_or(|l| {
-                catalog
-                    .content
-                    .queues
-                    .iter()
-                    .any(|q| q.uuid == r.queue && &q.location == l)
-            })
+            location
+                .as_ref()
+                .is_none_or(|l| queues.iter().any(|q| q.uuid == r.queue && &q.location == l))
         })
         .filter(|r| {
             q.as_deref()
@@ -195,16 +192,13 @@ fn apply(
     let catalog = state.catalog.load();
     if room.queue.is_empty() {
         invalid.field("queue", "error.null", "A queue room belongs to a queue");
-    } else if !catalog
-        .content
-        .queues
-        .iter()
-        .any(|q| q.uuid == room.queue && !q.retired)
+    } else if crate::domains::queue::find_queue(&state.store, &catalog, &room.queue)?
+        .is_none_or(|q| q.retired)
     {
         invalid.field(
             "queue",
             "error.invalid",
-            &format!("No queue of the content is '{}'", room.queue),
+            &format!("No queue in service is '{}'", room.queue),
         );
     }
     // Among the rooms in service (a retired room keeps its name without blocking one).
