@@ -24,6 +24,8 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         concept_sources,
         fhir_concept_sources,
         term_mappings,
+        metadata_sets,
+        metadata_set_members,
         concept_classes,
         ocl,
         csv_concepts,
@@ -742,8 +744,110 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         .appointment_service_types
         .sort_by(|a, b| a.uuid.cmp(&b.uuid));
     content.forms.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+    content.metadata_sets = link_metadata_sets(metadata_sets, metadata_set_members, &content, sink);
     content.metadata_term_mappings = link_term_mappings(term_mappings, &content, sink);
     content
+}
+
+/// Whether metadata of a class exists: `None` for a class this distribution does not serve.
+fn metadata_exists(c: &Content, class: &str, uuid: &str) -> Option<bool> {
+    fn has<T>(items: &[T], uuid: &str, of: impl Fn(&T) -> &String) -> bool {
+        items.iter().any(|i| of(i) == uuid)
+    }
+    Some(match class.trim() {
+        "org.openmrs.EncounterType" => has(&c.encounter_types, uuid, |t| &t.uuid),
+        "org.openmrs.VisitType" => has(&c.visit_types, uuid, |t| &t.uuid),
+        "org.openmrs.EncounterRole" => has(&c.encounter_roles, uuid, |t| &t.uuid),
+        "org.openmrs.PatientIdentifierType" => has(&c.patient_identifier_types, uuid, |t| &t.uuid),
+        "org.openmrs.PersonAttributeType" => has(&c.person_attribute_types, uuid, |t| &t.uuid),
+        "org.openmrs.RelationshipType" => has(&c.relationship_types, uuid, |t| &t.uuid),
+        "org.openmrs.Location" => has(&c.locations, uuid, |t| &t.uuid),
+        "org.openmrs.LocationTag" => has(&c.location_tags, uuid, |t| &t.uuid),
+        "org.openmrs.Concept" => c.concept(uuid).is_some(),
+        "org.openmrs.ConceptSource" => has(&c.concept_sources, uuid, |t| &t.uuid),
+        "org.openmrs.Form" => has(&c.forms, uuid, |t| &t.uuid),
+        "org.openmrs.OrderType" => has(&c.order_types, uuid, |t| &t.uuid),
+        "org.openmrs.CareSetting" => has(&c.care_settings, uuid, |t| &t.uuid),
+        "org.openmrs.Program" => has(&c.programs, uuid, |t| &t.uuid),
+        "org.openmrs.Role" => has(&c.roles, uuid, |t| &t.uuid),
+        "org.openmrs.Privilege" => has(&c.privileges, uuid, |t| &t.uuid),
+        "org.openmrs.module.metadatamapping.MetadataSet" => {
+            has(&c.metadata_sets, uuid, |t| &t.uuid)
+        }
+        _ => return None,
+    })
+}
+
+/// The help of a class this distribution does not serve.
+const SERVED_CLASSES: &str = "a class such as org.openmrs.EncounterType, org.openmrs.Location, org.openmrs.PatientIdentifierType or org.openmrs.module.metadatamapping.MetadataSet";
+
+/// Initializer's `metadatasets` and `metadatasetmembers`: each member in a set of the
+/// content, naming metadata of a class this distribution serves (not a set) that exists.
+fn link_metadata_sets(
+    sets: Registry<crate::domains::metadata::Retirable<model::MetadataSet>>,
+    members: Registry<
+        crate::domains::metadata::Retirable<crate::domains::metadata::LoadedSetMember>,
+    >,
+    content: &Content,
+    sink: &mut Sink,
+) -> Vec<model::MetadataSet> {
+    let mut out: BTreeMap<String, model::MetadataSet> = sets
+        .items
+        .into_values()
+        .filter(|e| !e.value.retired)
+        .map(|e| (e.value.value.uuid.clone(), e.value.value))
+        .collect();
+    for (_, entry) in members.items {
+        if entry.value.retired {
+            continue;
+        }
+        let m = &entry.value.value;
+        let class = m.member.class_name.trim();
+        if class == "org.openmrs.module.metadatamapping.MetadataSet" {
+            sink.emit(
+                Code::InvalidValue,
+                entry.at("class"),
+                "A metadata set cannot be a member of a metadata set",
+            );
+            continue;
+        }
+        match metadata_exists(content, class, &m.member.metadata_uuid) {
+            None => {
+                sink.emit(
+                    Code::InvalidValue,
+                    entry.at("class"),
+                    format!("'{class}' is not a metadata class this distribution serves"),
+                )
+                .help = Some(SERVED_CLASSES.into());
+                continue;
+            }
+            Some(false) => {
+                let short = class.rsplit('.').next().unwrap_or(class);
+                sink.unknown_reference(entry.at("metadata"), short, &m.member.metadata_uuid);
+                continue;
+            }
+            Some(true) => {}
+        }
+        match out.get_mut(&m.set) {
+            Some(set) => set.members.push(model::MetadataSetMember {
+                class_name: class.to_string(),
+                ..m.member.clone()
+            }),
+            None => {
+                sink.unknown_reference(entry.at("set"), "MetadataSet", &m.set);
+            }
+        }
+    }
+    let mut out: Vec<model::MetadataSet> = out.into_values().collect();
+    for set in &mut out {
+        set.members.sort_by(|a, b| {
+            a.sort_weight
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b.sort_weight.unwrap_or(f64::MAX))
+                .then_with(|| a.uuid.cmp(&b.uuid))
+        });
+    }
+    out
 }
 
 /// Initializer's `metadatatermmappings`: each names metadata of a class this distribution
@@ -753,33 +857,7 @@ fn link_term_mappings(
     content: &Content,
     sink: &mut Sink,
 ) -> Vec<MetadataTermMapping> {
-    fn has<T>(items: &[T], uuid: &str, of: impl Fn(&T) -> &String) -> bool {
-        items.iter().any(|i| of(i) == uuid)
-    }
-    let exists = |class: &str, uuid: &str| -> Option<bool> {
-        let c = content;
-        Some(match class.trim() {
-            "org.openmrs.EncounterType" => has(&c.encounter_types, uuid, |t| &t.uuid),
-            "org.openmrs.VisitType" => has(&c.visit_types, uuid, |t| &t.uuid),
-            "org.openmrs.EncounterRole" => has(&c.encounter_roles, uuid, |t| &t.uuid),
-            "org.openmrs.PatientIdentifierType" => {
-                has(&c.patient_identifier_types, uuid, |t| &t.uuid)
-            }
-            "org.openmrs.PersonAttributeType" => has(&c.person_attribute_types, uuid, |t| &t.uuid),
-            "org.openmrs.RelationshipType" => has(&c.relationship_types, uuid, |t| &t.uuid),
-            "org.openmrs.Location" => has(&c.locations, uuid, |t| &t.uuid),
-            "org.openmrs.LocationTag" => has(&c.location_tags, uuid, |t| &t.uuid),
-            "org.openmrs.Concept" => c.concept(uuid).is_some(),
-            "org.openmrs.ConceptSource" => has(&c.concept_sources, uuid, |t| &t.uuid),
-            "org.openmrs.Form" => has(&c.forms, uuid, |t| &t.uuid),
-            "org.openmrs.OrderType" => has(&c.order_types, uuid, |t| &t.uuid),
-            "org.openmrs.CareSetting" => has(&c.care_settings, uuid, |t| &t.uuid),
-            "org.openmrs.Program" => has(&c.programs, uuid, |t| &t.uuid),
-            "org.openmrs.Role" => has(&c.roles, uuid, |t| &t.uuid),
-            "org.openmrs.Privilege" => has(&c.privileges, uuid, |t| &t.uuid),
-            _ => return None,
-        })
-    };
+    let exists = |class: &str, uuid: &str| metadata_exists(content, class, uuid);
     let mut out: Vec<MetadataTermMapping> = Vec::new();
     for (_, entry) in rows.items {
         if entry.value.retired {
@@ -800,12 +878,12 @@ fn link_term_mappings(
                 sink.emit(
                     Code::InvalidValue,
                     entry.at("class"),
-                    format!("'{}' is not a metadata class this distribution serves", m.class_name),
+                    format!(
+                        "'{}' is not a metadata class this distribution serves",
+                        m.class_name
+                    ),
                 )
-                .help = Some(
-                    "a class such as org.openmrs.EncounterType, org.openmrs.Location or org.openmrs.PatientIdentifierType"
-                        .into(),
-                );
+                .help = Some(SERVED_CLASSES.into());
                 continue;
             }
             Some(false) => {

@@ -87,6 +87,29 @@ pub struct MetadataTermMapping {
     pub metadata_uuid: String,
 }
 
+/// A named set of metadata (the metadata mapping module's `MetadataSet`, Initializer's
+/// `metadatasets`): the EMR API names its extra patient identifier types by one, through
+/// the term mapping `emr.extraPatientIdentifierTypes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetadataSet {
+    pub uuid: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Its members, by sort weight then uuid.
+    pub members: Vec<MetadataSetMember>,
+}
+
+/// One member of a metadata set (Initializer's `metadatasetmembers`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetadataSetMember {
+    pub uuid: String,
+    /// The Java class of the metadata (`org.openmrs.PatientIdentifierType`).
+    pub class_name: String,
+    /// The metadata's uuid (checked at build time to exist in that class).
+    pub metadata_uuid: String,
+    pub sort_weight: Option<f64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FhirConceptSource {
     pub uuid: String,

@@ -125,6 +125,8 @@ pub struct Content {
     pub dispositions: Vec<Disposition>,
     /// Metadata term mappings, sorted by source and code.
     pub metadata_term_mappings: Vec<MetadataTermMapping>,
+    /// Metadata sets with their members, by uuid.
+    pub metadata_sets: Vec<MetadataSet>,
     /// Report definitions (`reports/`), by uuid.
     pub reports: Vec<reports::ReportDefinition>,
     pub queues: Vec<Queue>,
@@ -203,6 +205,7 @@ impl Content {
             ("concept_sources", self.concept_sources.len()),
             ("fhir_concept_sources", self.fhir_concept_sources.len()),
             ("metadata_term_mappings", self.metadata_term_mappings.len()),
+            ("metadata_sets", self.metadata_sets.len()),
             ("concept_classes", self.concept_classes.len()),
             ("concept_datatypes", self.concept_datatypes.len()),
             ("concept_map_types", self.concept_map_types.len()),

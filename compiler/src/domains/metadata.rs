@@ -39,6 +39,39 @@ pub const TERM_MAPPING_COLUMNS: Columns = Columns {
     required: &["mapping source", "mapping code", "metadata class name"],
 };
 
+/// Initializer's `metadatasets`: a set's name and description.
+pub const METADATA_SET_COLUMNS: Columns = Columns {
+    known: &["name", "description"],
+    prefixes: &[],
+    required: &[],
+};
+
+/// Initializer's `metadatasetmembers`: a set, and the class and uuid of one member.
+pub const METADATA_SET_MEMBER_COLUMNS: Columns = Columns {
+    known: &[
+        "name",
+        "description",
+        "metadata set uuid",
+        "metadata class",
+        "metadata uuid",
+        "sort weight",
+    ],
+    prefixes: &[],
+    required: &["metadata set uuid", "metadata class", "metadata uuid"],
+};
+
+/// A metadata set or member as a layer states it; a retired row takes a lower layer's out.
+pub struct Retirable<T> {
+    pub value: T,
+    pub retired: bool,
+}
+
+/// A member with its set's uuid, as written.
+pub struct LoadedSetMember {
+    pub set: String,
+    pub member: model::MetadataSetMember,
+}
+
 /// A term mapping as a layer states it; a retired row takes a lower layer's out.
 pub struct LoadedTermMapping {
     pub mapping: MetadataTermMapping,
@@ -102,6 +135,8 @@ pub fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         "conceptsources" => return load_source(ctx, loaded, sink),
         "fhirconceptsources" => return load_fhir_source(ctx, loaded, sink),
         "metadatatermmappings" => return load_term_mapping(ctx, loaded, sink),
+        "metadatasets" => return load_metadata_set(ctx, loaded, sink),
+        "metadatasetmembers" => return load_metadata_set_member(ctx, loaded, sink),
         _ => {}
     }
     let Some(name) = ctx.required("name", sink) else {
@@ -357,6 +392,61 @@ pub fn load_term_mapping(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
         ],
     );
     loaded.term_mappings.insert(uuid, entry, sink);
+}
+
+fn load_metadata_set(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
+    let name = ctx.string("name");
+    let Some(uuid) = ctx.uuid(UuidRule::Metadata, name.as_deref().unwrap_or(""), sink) else {
+        return;
+    };
+    let value = Retirable {
+        value: model::MetadataSet {
+            uuid: uuid.clone(),
+            name,
+            description: ctx.string("description"),
+            members: Vec::new(),
+        },
+        retired: ctx.retired(sink),
+    };
+    loaded.metadata_sets.insert(uuid, ctx.entry(value), sink);
+}
+
+fn load_metadata_set_member(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
+    let (Some(set), Some(class_name), Some(metadata_uuid)) = (
+        ctx.required("metadata set uuid", sink),
+        ctx.required("metadata class", sink),
+        ctx.required("metadata uuid", sink),
+    ) else {
+        return;
+    };
+    let Some(uuid) = ctx.uuid(
+        UuidRule::Metadata,
+        &format!("{set}/{class_name}/{metadata_uuid}"),
+        sink,
+    ) else {
+        return;
+    };
+    let value = Retirable {
+        value: LoadedSetMember {
+            set,
+            member: model::MetadataSetMember {
+                uuid: uuid.clone(),
+                class_name,
+                metadata_uuid,
+                sort_weight: ctx.f64("sort weight", sink),
+            },
+        },
+        retired: ctx.retired(sink),
+    };
+    let entry = ctx.entry_with(
+        value,
+        &[
+            ("set", "metadata set uuid"),
+            ("class", "metadata class"),
+            ("metadata", "metadata uuid"),
+        ],
+    );
+    loaded.metadata_set_members.insert(uuid, entry, sink);
 }
 
 fn load_relationship_type(ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {

@@ -37,6 +37,8 @@ pub struct Loaded {
     pub concept_sources: Registry<ConceptSource>,
     pub fhir_concept_sources: Registry<FhirConceptSource>,
     pub term_mappings: Registry<metadata::LoadedTermMapping>,
+    pub metadata_sets: Registry<metadata::Retirable<model::MetadataSet>>,
+    pub metadata_set_members: Registry<metadata::Retirable<metadata::LoadedSetMember>>,
     pub concept_classes: Registry<ConceptClass>,
     pub ocl: ocl::OclLoaded,
     /// Concepts from CSV files (they override OCL concepts with the same uuid).
@@ -118,6 +120,8 @@ const DOMAINS: &[(&str, &str)] = &[
     ("appointmentservicetypes", "csv"),
     ("dispositions", "json"),
     ("metadatatermmappings", "csv"),
+    ("metadatasets", "csv"),
+    ("metadatasetmembers", "csv"),
     ("reports", "json"),
 ];
 
@@ -268,6 +272,8 @@ fn columns_of(domain: &str) -> &'static Columns {
         "conceptsources" => &metadata::SOURCE_COLUMNS,
         "fhirconceptsources" => &metadata::FHIR_SOURCE_COLUMNS,
         "metadatatermmappings" => &metadata::TERM_MAPPING_COLUMNS,
+        "metadatasets" => &metadata::METADATA_SET_COLUMNS,
+        "metadatasetmembers" => &metadata::METADATA_SET_MEMBER_COLUMNS,
         "encountertypes" => &metadata::ENCOUNTER_TYPE_COLUMNS,
         "relationshiptypes" => &metadata::RELATIONSHIP_COLUMNS,
         "personattributetypes" => &metadata::PERSON_ATTRIBUTE_COLUMNS,

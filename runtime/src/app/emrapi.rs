@@ -3,10 +3,11 @@
 //! pickers (the tags that mark visit and login locations) read.
 //!
 //! The EMR API module maps each of these to metadata through metadata-mapping terms
-//! (`org.openmrs.module.emrapi: emr.atFacilityVisitType`…). Here the content does it with
-//! settings of the same names: `emr.atFacilityVisitType` holds a visit type's uuid, and so
-//! on. A property whose setting is unset, or names nothing of the right kind, is `null`; so
-//! is every property the distribution does not use. Dispositions are the content's
+//! (`org.openmrs.module.emrapi: emr.atFacilityVisitType`…), which the content gives in
+//! `metadatatermmappings/`, or settings of the same names (`emr.atFacilityVisitType` holding
+//! a visit type's uuid, and so on). A property whose mapping and setting are unset, or name
+//! nothing of the right kind, is `null` (`[]` for the extra identifier types, the members of
+//! a metadata set); so is every property the distribution does not use. Dispositions are the content's
 //! `dispositions/`, and the disposition descriptor's concepts those mapped in the module's
 //! concept source (`org.openmrs.module.emrapi: Disposition`…), as the module finds them.
 //!
@@ -36,6 +37,9 @@ enum Kind {
     Concept,
     PersonAttributeType,
     IdentifierType,
+    /// Identifier types: the members of the metadata set a term mapping (or the setting)
+    /// names, or a setting's comma-separated uuids.
+    IdentifierTypes,
     /// From the content's `dispositions/` and the concepts mapped in the EMR API module's
     /// source, not from a setting.
     Dispositions,
@@ -74,7 +78,7 @@ properties!(
     ("dispositions", Dispositions),
     ("emrApiConceptSource", Unused),
     ("exitFromInpatientEncounterType", EncounterType),
-    ("extraPatientIdentifierTypes", Unused),
+    ("extraPatientIdentifierTypes", IdentifierTypes),
     ("fullPrivilegeLevel", Unused),
     ("highPrivilegeLevel", Unused),
     ("identifierTypesToSearch", Unused),
@@ -144,7 +148,10 @@ impl Resource for ConfigurationRes<'_> {
             return Some(dispositions(name, ctx));
         }
         let Some(uuid) = self.state.emr_metadata(&format!("emr.{name}")) else {
-            return Some(Value::Null);
+            return Some(match kind {
+                Kind::IdentifierTypes => Value::Array(Vec::new()),
+                _ => Value::Null,
+            });
         };
         let uuid = uuid.trim();
         let content = &ctx.catalog.content;
@@ -180,6 +187,27 @@ impl Resource for ConfigurationRes<'_> {
                 .catalog
                 .identifier_type(uuid)
                 .map(|t| nested(Some(&IdentifierTypeRes(t)), rep, ctx)),
+            Kind::IdentifierTypes => {
+                let uuids: Vec<&str> = match content.metadata_sets.iter().find(|s| s.uuid == uuid) {
+                    Some(set) => set
+                        .members
+                        .iter()
+                        .filter(|m| m.class_name == "org.openmrs.PatientIdentifierType")
+                        .map(|m| m.metadata_uuid.as_str())
+                        .collect(),
+                    None => uuid.split(',').map(str::trim).collect(),
+                };
+                let types: Vec<IdentifierTypeRes> = uuids
+                    .iter()
+                    .filter_map(|u| ctx.catalog.identifier_type(u))
+                    .map(IdentifierTypeRes)
+                    .collect();
+                Some(crate::http::repr::nested_list(
+                    types.iter().map(|t| t as &dyn Resource),
+                    rep,
+                    ctx,
+                ))
+            }
             Kind::Unused | Kind::Dispositions => None,
         };
         Some(value.unwrap_or(Value::Null))

@@ -1,6 +1,6 @@
 //! The content's read-only resources, as the REST and FHIR APIs show them: concepts,
 //! locations, forms, the named metadata, reference ranges, the address hierarchy, identifier
-//! and attribute types. Nothing here writes.
+//! and attribute types, metadata term mappings and sets. Nothing here writes.
 
 pub mod addresshierarchy;
 pub mod concept;
@@ -8,6 +8,7 @@ pub mod fhir;
 pub mod form;
 pub mod location;
 pub mod metadata;
+pub mod metadata_sets;
 pub mod person_types;
 pub mod reference_range;
 
@@ -59,6 +60,18 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         .route(
             &paths.rest("/metadatamapping/termmapping"),
             get(crate::content::metadata::term_mappings),
+        )
+        .route(
+            &paths.rest("/metadatamapping/metadataset"),
+            get(crate::content::metadata_sets::list),
+        )
+        .route(
+            &paths.rest("/metadatamapping/metadataset/{uuid}"),
+            get(crate::content::metadata_sets::read),
+        )
+        .route(
+            &paths.rest("/metadatamapping/metadataset/{uuid}/members"),
+            get(crate::content::metadata_sets::members),
         )
         .route(&paths.rest("/form"), get(crate::content::form::search))
         .route(&paths.rest("/form/{uuid}"), get(crate::content::form::read))

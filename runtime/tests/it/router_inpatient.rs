@@ -469,3 +469,94 @@ async fn the_emr_api_is_configured_by_metadata_term_mappings() {
         r.body
     );
 }
+
+#[tokio::test]
+async fn the_emr_api_takes_its_extra_identifier_types_from_a_metadata_set() {
+    // As the national package configures it: a term mapping names a metadata set, whose
+    // members are identifier types.
+    let types = "Uuid,Void/Retire,Name,Description\n\
+        7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0501,,Numéro national,\n\
+        7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0502,,Numéro de la carte CMU,\n\
+        7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0503,,Ancien numéro,\n";
+    let sets = "Uuid,Void/Retire,Name,Description\n\
+        7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0510,,Identifiants supplémentaires,\n";
+    let members = "Uuid,Void/Retire,Metadata set uuid,Metadata class,Metadata uuid,Sort weight\n\
+        ,,7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0510,org.openmrs.PatientIdentifierType,7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0502,2\n\
+        ,,7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0510,org.openmrs.PatientIdentifierType,7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0501,1\n";
+    let mappings = "Uuid,Void/Retire,Mapping source,Mapping code,Metadata class name,Metadata Uuid\n\
+        ,,org.openmrs.module.emrapi,emr.extraPatientIdentifierTypes,org.openmrs.module.metadatamapping.MetadataSet,7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0510\n";
+    let bundle = bundle_of(&[
+        ("openmrs_config/patientidentifiertypes/types.csv", types),
+        ("openmrs_config/metadatasets/sets.csv", sets),
+        ("openmrs_config/metadatasetmembers/members.csv", members),
+        ("openmrs_config/metadatatermmappings/emrapi.csv", mappings),
+    ]);
+    let mut c = Client::admin(state_with(bundle, crate::common::test_store())).await;
+    let r = c
+        .get(&format!(
+            "{REST}/emrapi/configuration?v=custom:(extraPatientIdentifierTypes:(uuid,display))"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let extra: Vec<(&str, &str)> = r.body["extraPatientIdentifierTypes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["uuid"].as_str().unwrap(), t["display"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        extra,
+        [
+            ("7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0501", "Numéro national"),
+            (
+                "7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0502",
+                "Numéro de la carte CMU"
+            )
+        ]
+    );
+    // The metadata mapping module's resources.
+    let r = c
+        .get(&format!("{REST}/metadatamapping/metadataset?v=default"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["results"][0]["name"], "Identifiants supplémentaires");
+    let set = "7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0510";
+    let r = c
+        .get(&format!(
+            "{REST}/metadatamapping/metadataset/{set}/members?v=custom:(metadataUuid,sortWeight)"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let members: Vec<(&str, f64)> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["metadataUuid"].as_str().unwrap(),
+                m["sortWeight"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        members,
+        [
+            ("7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0501", 1.0),
+            ("7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0502", 2.0)
+        ]
+    );
+    assert_eq!(
+        c.get(&format!("{REST}/metadatamapping/metadataset/{set}"))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        c.get(&format!(
+            "{REST}/metadatamapping/metadataset/7a0e6c1e-3a51-4f0e-9d2b-1c5e8f0a0599/members"
+        ))
+        .await
+        .status,
+        StatusCode::NOT_FOUND
+    );
+}
