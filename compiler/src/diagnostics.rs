@@ -89,6 +89,7 @@ codes! {
     EnglishName = "W0020", "english-name", Warning;
     UnrecordedColumn = "W0021", "unrecorded-column", Warning;
     ForeignDefault = "W0022", "foreign-default", Warning;
+    UnshippedModule = "W0023", "unshipped-module", Warning;
 }
 
 /// One reported problem.

@@ -181,6 +181,73 @@ struct Checker<'a> {
     files: Vec<Arc<TextFile>>,
 }
 
+/// Configuration keys that are no module of the build but belong to the app shell.
+const SHELL_KEYS: &[&str] = &[
+    "core",
+    "@openmrs/esm-app-shell",
+    "@openmrs/esm-styleguide",
+    "@openmrs/esm-devtools-app",
+    "@openmrs/esm-implementer-tools-app",
+];
+
+/// The front-end modules the image ships (`frontend/spa-modules.json`, the distribution's
+/// own modules' names), or `None` without that file (a bare content project).
+fn shipped_modules(project: &Project) -> Option<std::collections::BTreeSet<String>> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut pinned = false;
+    for file in &project.shipped_modules {
+        let Ok(json) = serde_json::from_slice::<Value>(&file.bytes) else {
+            continue;
+        };
+        if &*file.display == crate::vfs::SHIPPED_MODULES_PATH {
+            pinned = true;
+            for list in ["frontendModules", "optionalFrontendModules"] {
+                if let Some(Value::Object(modules)) = json.get(list) {
+                    names.extend(modules.keys().cloned());
+                }
+            }
+        } else if let Some(name) = json.get("name").and_then(Value::as_str) {
+            names.insert(name.to_string());
+        }
+    }
+    pinned.then_some(names)
+}
+
+/// Warns of each module the configuration configures that the image does not ship: its
+/// settings do nothing, and the screens that expected it show raw translation keys or
+/// nothing at all.
+fn unshipped_modules(project: &Project, checker: &Checker, merged: &Value, sink: &mut Sink) {
+    let (Some(shipped), Value::Object(map)) = (shipped_modules(project), merged) else {
+        return;
+    };
+    for (module, settings) in map {
+        if shipped.contains(module) || SHELL_KEYS.contains(&module.as_str()) {
+            continue;
+        }
+        if settings.get("enabled") == Some(&Value::Bool(false)) {
+            continue;
+        }
+        let keys: Vec<&str> = settings
+            .as_object()
+            .map(|s| s.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let d = sink.emit(
+            Code::UnshippedModule,
+            &checker.locate(&[module], None),
+            format!("'{module}' is configured, but this distribution does not ship it"),
+        );
+        d.notes.push(format!(
+            "its settings have no effect: {}",
+            if keys.is_empty() {
+                "(none)".to_string()
+            } else {
+                keys.join(", ")
+            }
+        ));
+        d.help = Some("remove its configuration, or add the module to frontend/spa-modules.json (and check the runtime serves what it calls)".into());
+    }
+}
+
 /// Settings whose defaults, in the pinned module, are another health system's: left unset,
 /// they show on a facility's screens or name records it does not have. (module, setting,
 /// what the module falls back to.)
@@ -693,6 +760,7 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
     }
 
     foreign_defaults(&checker, &merged, sink);
+    unshipped_modules(project, &checker, &merged, sink);
     if let Value::Object(map) = &merged {
         let recorded = RecordedConcepts::new(content);
         for (module, settings) in map {

@@ -74,6 +74,9 @@ pub struct ExtraFile {
 /// The distribution's translation overrides of the front-end modules it ships.
 pub const TRANSLATIONS_PATH: &str = "frontend/config/translations.json";
 
+/// The pinned front-end modules the image is built with.
+pub const SHIPPED_MODULES_PATH: &str = "frontend/spa-modules.json";
+
 #[derive(Debug, Default)]
 pub struct Project {
     /// After overlay, sorted by `rel`.
@@ -83,6 +86,9 @@ pub struct Project {
     /// `frontend_configuration/*.json`, `frontend/config/config.json`, the site's.
     pub frontend_configs: Vec<ExtraFile>,
     pub logo: Option<ExtraFile>,
+    /// `frontend/spa-modules.json` and the distribution's own modules' `package.json`
+    /// (`frontend/modules/*/`): which front-end modules the image ships.
+    pub shipped_modules: Vec<ExtraFile>,
     /// The content packages laid down, first to last.
     pub layers: Vec<model::PackageLayer>,
     /// Hex SHA-256 over the selection and every input (path and bytes).
@@ -248,6 +254,20 @@ pub fn load(
         .filter_map(|p| read_extra(p, sink))
         .collect();
     project.logo = read_extra(root.join("frontend/assets/logo.png"), sink);
+    // The front-end modules the distribution ships: the pinned npm ones and its own.
+    let mut module_files: Vec<PathBuf> = vec![root.join(SHIPPED_MODULES_PATH)];
+    if let Ok(dirs) = std::fs::read_dir(root.join("frontend/modules")) {
+        let mut own: Vec<PathBuf> = dirs
+            .filter_map(|d| d.ok())
+            .map(|d| d.path().join("package.json"))
+            .collect();
+        own.sort();
+        module_files.extend(own);
+    }
+    project.shipped_modules = module_files
+        .into_iter()
+        .filter_map(|p| read_extra(p, sink))
+        .collect();
     // Package descriptors decide the layers, so they count as inputs too.
     let descriptors = &packages.descriptors;
 
@@ -263,6 +283,7 @@ pub fn load(
         .frontend_configs
         .iter()
         .chain(&project.logo)
+        .chain(&project.shipped_modules)
         .chain(descriptors);
     for e in extras {
         hash_file(&mut hasher, &e.display, &e.bytes);
