@@ -19,6 +19,9 @@ COPY openmrs_config ./openmrs_config
 COPY sites ./sites
 COPY frontend/config ./frontend/config
 COPY frontend/assets ./frontend/assets
+# Which front-end modules the image ships, which the configuration check reads.
+COPY frontend/spa-modules.json ./frontend/
+COPY frontend/modules ./frontend/modules
 # Check first, so a content error is reported in full, then build the runtime, which
 # compiles the same content into its binary.
 RUN cargo build --release --locked -p compiler \

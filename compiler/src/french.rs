@@ -37,7 +37,6 @@ const ENGLISH_ONLY: &[&str] = &[
     "counselling",
     "delivery",
     "discharge",
-    "dispense",
     "dispensing",
     "doctor",
     "drug",
@@ -63,7 +62,6 @@ const ENGLISH_ONLY: &[&str] = &[
     "immunization",
     "inpatient",
     "insurance",
-    "lab",
     "labor",
     "labour",
     "level",
@@ -83,7 +81,6 @@ const ENGLISH_ONLY: &[&str] = &[
     "payment",
     "pharmacy",
     "phone",
-    "planning",
     "postnatal",
     "pregnancy",
     "pregnant",
@@ -101,7 +98,6 @@ const ENGLISH_ONLY: &[&str] = &[
     "treatment",
     "unknown",
     "visit",
-    "vital",
     "vitals",
     "waiting",
     "waiver",
@@ -198,6 +194,9 @@ mod tests {
             "Attribution de lit",
             "Goutte épaisse",
             "Téléphone de la personne à contacter",
+            "Planification familiale",
+            "Planning familial",
+            "Signe vital",
         ] {
             assert_eq!(english_word(french), None, "{french}");
         }

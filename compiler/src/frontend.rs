@@ -295,31 +295,28 @@ fn foreign_defaults(checker: &Checker, merged: &Value, sink: &mut Sink) {
 /// The concepts each encounter type's forms record, for the encounter lists' columns.
 struct RecordedConcepts<'a> {
     content: &'a Content,
-    /// Concept uuid, or `SOURCE:CODE` in capitals → concept uuid.
-    concept_of: HashMap<String, &'a str>,
 }
 
 impl<'a> RecordedConcepts<'a> {
     fn new(content: &'a Content) -> Self {
-        let mut concept_of = HashMap::new();
-        for c in &content.concepts {
-            concept_of.insert(c.uuid.to_ascii_lowercase(), c.uuid.as_str());
-            for m in &c.mappings {
-                let reference = format!("{}:{}", m.source, m.code).to_ascii_uppercase();
-                concept_of.entry(reference).or_insert(c.uuid.as_str());
-            }
-        }
-        RecordedConcepts {
-            content,
-            concept_of,
-        }
+        RecordedConcepts { content }
     }
 
+    /// A concept by uuid, `SOURCE:CODE` or a name only one concept has, as forms name them.
     fn concept(&self, reference: &str) -> Option<&'a str> {
-        self.concept_of
-            .get(&reference.to_ascii_lowercase())
-            .or_else(|| self.concept_of.get(&reference.to_ascii_uppercase()))
-            .copied()
+        let c = self.content;
+        c.concept_by_reference(reference)
+            .or_else(|| {
+                match c
+                    .indexes
+                    .concept_by_name
+                    .get(&reference.trim().to_lowercase())
+                {
+                    Some(found) if found.len() == 1 => c.concepts.get(found[0] as usize),
+                    _ => None,
+                }
+            })
+            .map(|concept| concept.uuid.as_str())
     }
 
     /// The concepts recorded by the forms of `encounter_type` and the forms listed.
@@ -435,7 +432,8 @@ impl Checker<'_> {
             .collect();
         let (forms, concepts) = recorded.by_forms(encounter_type, &listed);
         if forms == 0 {
-            // No form at all: the unknown encounter type or form is reported already.
+            // No form to compare with (an unknown encounter type or form is reported as a
+            // setting; a known type without forms may be filled by other means).
             return;
         }
         for column in columns {

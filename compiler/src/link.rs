@@ -791,6 +791,12 @@ fn link_metadata_sets(
     content: &Content,
     sink: &mut Sink,
 ) -> Vec<model::MetadataSet> {
+    let retired: BTreeSet<String> = sets
+        .items
+        .values()
+        .filter(|e| e.value.retired)
+        .map(|e| e.value.value.uuid.clone())
+        .collect();
     let mut out: BTreeMap<String, model::MetadataSet> = sets
         .items
         .into_values()
@@ -798,7 +804,8 @@ fn link_metadata_sets(
         .map(|e| (e.value.value.uuid.clone(), e.value.value))
         .collect();
     for (_, entry) in members.items {
-        if entry.value.retired {
+        // A retired set takes its members out with it.
+        if entry.value.retired || retired.contains(&entry.value.value.set) {
             continue;
         }
         let m = &entry.value.value;

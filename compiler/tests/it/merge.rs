@@ -440,3 +440,16 @@ fn the_distributions_translations_lie_under_any_configuration() {
     );
     assert_eq!(login["chooseLocation"]["numberToShow"], 8);
 }
+
+#[test]
+fn a_retired_metadata_set_takes_its_members_out_without_an_error() {
+    let text = format!(
+        "//- openmrs_config/patientidentifiertypes/t.csv\nUuid,Name,Description\n{A},Numéro national,\n\
+         //- openmrs_config/metadatasets/sets.csv\nUuid,Void/Retire,Name\n{B},true,Ancien ensemble\n\
+         //- openmrs_config/metadatasetmembers/m.csv\nUuid,Metadata set uuid,Metadata class,Metadata uuid\n\
+         {C},{B},org.openmrs.PatientIdentifierType,{A}\n"
+    );
+    let (content, problems) = compile(&text, Selection::distro());
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(content.metadata_sets.is_empty());
+}

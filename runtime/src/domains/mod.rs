@@ -120,6 +120,7 @@ pub static REGISTRY: Registry = Registry {
         &ENCOUNTER_DEPENDENTS,
         &ENCOUNTER_NESTING,
         &ORDER_ENCOUNTERS,
+        &QUEUE_DEPENDENTS,
     ],
     reindexed_since: &[
         (3, &encounter::store::ENCOUNTER_RECORDS),
@@ -146,6 +147,11 @@ pub static REGISTRY: Registry = Registry {
 /// What voiding an encounter does to the records that hang on it.
 static ENCOUNTER_DEPENDENTS: encounter::EncounterDependents = encounter::EncounterDependents {
     on_void: &[bed::free_with_voided_encounter],
+};
+
+/// What hangs on a queue, refusing its purge.
+static QUEUE_DEPENDENTS: queue::QueueDependents = queue::QueueDependents {
+    held: &[("Queue rooms", queue_room::rooms_name_queue)],
 };
 
 /// What an encounter's representation nests of other domains.
@@ -375,6 +381,7 @@ mod tests {
                 .extension::<order::repr::OrderEncounters>()
                 .is_some()
         );
-        assert_eq!(REGISTRY.extensions.len(), 5);
+        assert!(REGISTRY.extension::<queue::QueueDependents>().is_some());
+        assert_eq!(REGISTRY.extensions.len(), 6);
     }
 }

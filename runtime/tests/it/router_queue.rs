@@ -763,6 +763,33 @@ async fn an_administrator_adds_a_queue_that_serves_patients_and_retires_it() {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     let spare = r.body["uuid"].as_str().unwrap().to_string();
+    // A room in it holds it too, until the room is purged.
+    let r = c
+        .post(
+            &format!("{REST}/queue-room"),
+            &json!({"name": "Salle provisoire", "queue": spare}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let room = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/queue/{spare}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let r = c
+        .send(
+            "DELETE",
+            &format!("{REST}/queue-room/{room}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
     let r = c
         .send(
             "DELETE",
@@ -1111,4 +1138,56 @@ async fn a_patients_active_visit_queue_entries_are_listed() {
         .get(&format!("{REST}/visit-queue-entry?patient={patient}"))
         .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn managing_queues_is_not_purging_them() {
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let consultation = admin
+        .get(&format!("{REST}/queue/{CONSULTATION}?v=full"))
+        .await;
+    let service = consultation.body["service"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let location = consultation.body["location"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = admin
+        .post(
+            &format!("{REST}/role"),
+            r#"{"name": "Gestion des files", "privileges": ["Manage Queues", "Get Locations"]}"#,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let body = json!({"username": "chef.files", "password": "Files-pass-2026",
+        "person": {"names": [{"givenName": "Paul", "familyName": "Mbuyi"}], "gender": "M"},
+        "roles": ["Gestion des files"]});
+    let r = admin.post(&format!("{REST}/user"), &body.to_string()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let mut manager = Client::new(st.clone());
+    manager.login("chef.files", "Files-pass-2026").await;
+    let r = manager
+        .post(
+            &format!("{REST}/queue"),
+            &json!({"name": "Dépistage", "service": service, "location": location}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let queue = r.body["uuid"].as_str().unwrap().to_string();
+    let r = manager
+        .send(
+            "DELETE",
+            &format!("{REST}/queue/{queue}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
+    let r = manager
+        .send("DELETE", &format!("{REST}/queue/{queue}"), &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
 }

@@ -60,10 +60,62 @@ pub struct QueueEntryRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueDefinition {
     pub v: u32,
-    /// `retired` mirrors `retiring`.
-    pub queue: model::Queue,
+    pub queue: StoredQueue,
     pub audit: Audit,
     pub retiring: Voiding,
+}
+
+/// A queue's fields as the store keeps them: its own type, so that the bundle's `Queue`
+/// may change without making stored queues unreadable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredQueue {
+    pub uuid: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A concept uuid, a member of the set `queue.serviceConceptSetName` names.
+    pub service: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_concept_set: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_concept_set: Option<String>,
+    /// A location uuid of the content.
+    pub location: String,
+    /// Mirrors the definition's `retiring`.
+    #[serde(default)]
+    pub retired: bool,
+}
+
+impl StoredQueue {
+    pub fn model(&self) -> model::Queue {
+        model::Queue {
+            uuid: self.uuid.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            service: self.service.clone(),
+            status_concept_set: self.status_concept_set.clone(),
+            priority_concept_set: self.priority_concept_set.clone(),
+            location: self.location.clone(),
+            retired: self.retired,
+        }
+    }
+}
+
+/// What other domains hang on a queue, which the registry fills: a purge is refused while
+/// any of them names it (as the queue module's foreign keys refuse it).
+pub struct QueueDependents {
+    /// (what the refusal names, whether any record names the queue).
+    pub held: &'static [(&'static str, QueueHolds)],
+}
+
+/// Whether records of a domain name a queue: (store, queue).
+pub type QueueHolds = fn(&crate::store::Store, &str) -> crate::store::StoreResult<bool>;
+
+static NO_QUEUE_DEPENDENTS: QueueDependents = QueueDependents { held: &[] };
+
+/// The queue's dependents registered with the store.
+pub fn queue_dependents(store: &crate::store::Store) -> &'static QueueDependents {
+    store.registry().extension().unwrap_or(&NO_QUEUE_DEPENDENTS)
 }
 
 /// A queue by uuid: the content's, else one made through the API (retired ones too).
@@ -75,7 +127,7 @@ pub fn find_queue(
     if let Some(q) = catalog.content.queues.iter().find(|q| q.uuid == uuid) {
         return Ok(Some(q.clone()));
     }
-    Ok(store::api_queue(store, uuid)?.map(|d| d.queue))
+    Ok(store::api_queue(store, uuid)?.map(|d| d.queue.model()))
 }
 
 /// Every queue: the content's, then the API's (retired ones too), by name within each.
@@ -87,7 +139,7 @@ pub fn all_queues(
     queues.extend(
         store::api_queues(store)?
             .into_iter()
-            .map(|d| d.queue)
+            .map(|d| d.queue.model())
             .filter(|q| !catalog.content.queues.iter().any(|c| c.uuid == q.uuid)),
     );
     Ok(queues)

@@ -3,8 +3,8 @@
 //! in the store. The queue module's rules (`QueueValidator`): a name, a location, and a
 //! service among the members of the set `queue.serviceConceptSetName` names; the status and
 //! priority sets, when given, are concepts. Deleting retires (with who, when and why);
-//! `?purge=true` removes a queue no entry names. Privileges: Get Locations to read, as
-//! before, Manage Queues to change.
+//! `?purge=true` removes a queue no entry or room names. Privileges: Get Locations to read,
+//! as before, Manage Queues to change, Purge Queues to purge.
 
 use crate::content::metadata::QueueRes;
 use crate::domains::queue::store::{api_queue, purge_api_queue, put_api_queue};
@@ -27,6 +27,17 @@ pub const SERVICE_SET_SETTING: &str = "queue.serviceConceptSetName";
 /// The queue module's `queue.name` column.
 const NAME_MAX: usize = 255;
 
+const CREATE_FIELDS: &[&str] = &[
+    "uuid",
+    "name",
+    "description",
+    "location",
+    "service",
+    "statusConceptSet",
+    "priorityConceptSet",
+];
+
+/// An update also retires or restores.
 const FIELDS: &[&str] = &[
     "uuid",
     "name",
@@ -95,7 +106,11 @@ fn content_queue() -> ApiError {
 }
 
 /// Applies a body's fields to a queue and checks it as the queue module does.
-fn apply(state: &AppState, body: &Map<String, Value>, q: &mut model::Queue) -> ApiResult<()> {
+fn apply(
+    state: &AppState,
+    body: &Map<String, Value>,
+    q: &mut crate::domains::queue::StoredQueue,
+) -> ApiResult<()> {
     if let Some(name) = opt_str(body, "name")? {
         q.name = name.trim().to_string();
     }
@@ -189,13 +204,13 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     caller.require(&["Manage Queues"])?;
-    only_known(&body, FIELDS)?;
+    only_known(&body, CREATE_FIELDS)?;
     let user = caller.user_uuid();
     let st = state.clone();
     let queue = blocking(move || {
         let mut definition = QueueDefinition {
             v: 1,
-            queue: model::Queue {
+            queue: crate::domains::queue::StoredQueue {
                 uuid: client_uuid(&body)?,
                 name: String::new(),
                 description: None,
@@ -218,7 +233,7 @@ pub async fn create(
         }
         apply(&st, &body, &mut definition.queue)?;
         put_api_queue(&st.store, &definition)?;
-        Ok(definition.queue)
+        Ok(definition.queue.model())
     })
     .await?;
     answer(
@@ -282,7 +297,7 @@ pub async fn update(
             definition.audit.changed(&user, now);
             put_api_queue(&st.store, &definition)?;
         }
-        Ok(definition.queue)
+        Ok(definition.queue.model())
     })
     .await?;
     answer(
@@ -302,7 +317,12 @@ pub async fn delete(
     Path(uuid): Path<String>,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
-    caller.require(&["Manage Queues"])?;
+    let purge = flag(&query, "purge").unwrap_or(false);
+    caller.require(&[if purge {
+        "Purge Queues"
+    } else {
+        "Manage Queues"
+    }])?;
     if state
         .catalog
         .load()
@@ -313,7 +333,7 @@ pub async fn delete(
     {
         return Err(content_queue());
     }
-    if flag(&query, "purge").unwrap_or(false) {
+    if purge {
         let st = state.clone();
         blocking(move || {
             let _one_writer = st.store.write_lock();
@@ -330,6 +350,13 @@ pub async fn delete(
                 return Err(ApiError::BadRequest(
                     "Queue entries name this queue: retire it instead".into(),
                 ));
+            }
+            for (what, holds) in crate::domains::queue::queue_dependents(&st.store).held {
+                if holds(&st.store, &uuid)? {
+                    return Err(ApiError::BadRequest(format!(
+                        "{what} name this queue: retire it instead"
+                    )));
+                }
             }
             Ok(purge_api_queue(&st.store, &uuid)?)
         })

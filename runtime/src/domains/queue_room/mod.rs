@@ -11,6 +11,14 @@
 pub mod rest;
 pub mod store;
 
+/// Whether a room (in service or retired) names the queue: a queue's purge is refused then.
+pub fn rooms_name_queue(
+    store: &crate::store::Store,
+    queue: &str,
+) -> crate::store::StoreResult<bool> {
+    Ok(store::all(store)?.iter().any(|r| r.queue == queue))
+}
+
 use crate::store::record::{Audit, Voiding};
 use serde::{Deserialize, Serialize};
 
