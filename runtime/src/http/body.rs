@@ -72,9 +72,31 @@ pub fn apply_voided(
     user: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<bool> {
-    match opt_bool(body, "voided", "")? {
+    apply_flag(body, ("voided", "voidReason"), voiding, user, now)
+}
+
+/// `retired` (with `retireReason`) in an update body of metadata made through the API, as
+/// `voided` is for data: `true` retires it, `false` puts it back in service.
+pub fn apply_retired(
+    body: &Map<String, Value>,
+    retiring: &mut crate::store::record::Voiding,
+    user: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<bool> {
+    apply_flag(body, ("retired", "retireReason"), retiring, user, now)
+}
+
+/// A void or retire flag and its reason field; answers whether the record became voided.
+fn apply_flag(
+    body: &Map<String, Value>,
+    (flag, reason_field): (&str, &str),
+    voiding: &mut crate::store::record::Voiding,
+    user: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<bool> {
+    match opt_bool(body, flag, "")? {
         Some(true) if !voiding.voided => {
-            let reason = opt_str(body, "voidReason")?;
+            let reason = opt_str(body, reason_field)?;
             voiding.void(user, now, reason.as_deref().unwrap_or("web service call"));
             Ok(true)
         }

@@ -273,24 +273,7 @@ pub async fn update(
         let mut definition = api_queue(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let before = definition.clone();
         let now = chrono::Utc::now();
-        match body.get("retired") {
-            None | Some(Value::Null) => {}
-            Some(Value::Bool(false)) => definition.retiring = Voiding::default(),
-            Some(Value::Bool(true)) => {
-                if !definition.retiring.voided {
-                    let reason = opt_str(&body, "retireReason")?
-                        .unwrap_or_else(|| "web service call".into());
-                    definition.retiring.void(&user, now, &reason);
-                }
-            }
-            Some(_) => {
-                return Err(ApiError::invalid_field(
-                    "retired",
-                    "error.invalid",
-                    "retired is true or false",
-                ));
-            }
-        }
+        crate::http::body::apply_retired(&body, &mut definition.retiring, &user, now)?;
         definition.queue.retired = definition.retiring.voided;
         apply(&st, &body, &mut definition.queue)?;
         if definition != before {

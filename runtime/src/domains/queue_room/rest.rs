@@ -291,24 +291,7 @@ pub async fn update(
         let before = room.clone();
         let now = chrono::Utc::now();
         // Retired or put back first, so that a room put back in service is checked as one.
-        match body.get("retired") {
-            None | Some(Value::Null) => {}
-            Some(Value::Bool(false)) => room.retiring = Voiding::default(),
-            Some(Value::Bool(true)) => {
-                if !room.retiring.voided {
-                    let reason = opt_str(&body, "retireReason")?
-                        .unwrap_or_else(|| "web service call".into());
-                    room.retiring.void(&user, now, &reason);
-                }
-            }
-            Some(_) => {
-                return Err(ApiError::invalid_field(
-                    "retired",
-                    "error.invalid",
-                    "retired is true or false",
-                ));
-            }
-        }
+        crate::http::body::apply_retired(&body, &mut room.retiring, &user, now)?;
         apply(&st, &body, &mut room, &others)?;
         if room != before {
             room.audit.changed(&user, now);
