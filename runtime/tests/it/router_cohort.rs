@@ -388,3 +388,51 @@ async fn a_backup_restores_lists_and_members_with_their_indexes() {
         assert_eq!(a.body, b.body, "{path}");
     }
 }
+
+async fn current_members(c: &mut Client, list: &str) -> Vec<String> {
+    let url = format!("{REST}/cohortm/cohortmember?cohort={list}&v=full");
+    names(&c.get(&url).await.body)
+}
+
+#[tokio::test]
+async fn a_group_sessions_members_come_with_its_list_as_fast_data_entry_sends_them() {
+    // The fast data entry app's group sessions post the list with `cohortMembers`, then
+    // post it again with the members as they now are.
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let a = patient(&mut c, &st, "Amani", "620001").await;
+    let b = patient(&mut c, &st, "Bahati", "620002").await;
+    let d = patient(&mut c, &st, "Dorcas", "620003").await;
+    let location = location_uuid(&st, "Bondeko - Accueil");
+    let body = json!({"name": "Causerie du mardi", "cohortType": MY_LIST, "location": location,
+        "cohortMembers": [{"patient": a, "startDate": "2026-11-24T09:00:00.000Z"}, {"patient": b, "startDate": "2026-11-24T09:00:00.000Z"}]});
+    let r = c
+        .post(&format!("{REST}/cohortm/cohort"), &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let list = r.body["uuid"].as_str().unwrap().to_string();
+    assert_eq!(
+        current_members(&mut c, &list).await,
+        ["Amani Mwamba", "Bahati Mwamba"]
+    );
+    // Bahati leaves, Dorcas joins; Amani stays on her membership.
+    let body = json!({"cohortMembers": [{"patient": a}, {"patient": d}]});
+    let r = c
+        .post(&format!("{REST}/cohortm/cohort/{list}"), &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        current_members(&mut c, &list).await,
+        ["Amani Mwamba", "Dorcas Mwamba"]
+    );
+    // A member who is no patient: refused, and nothing changes.
+    let body = json!({"cohortMembers": [{"patient": a}, {"patient": "0e1f2a3b-0000-4000-8000-000000000000"}]});
+    let r = c
+        .post(&format!("{REST}/cohortm/cohort/{list}"), &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert_eq!(
+        current_members(&mut c, &list).await,
+        ["Amani Mwamba", "Dorcas Mwamba"]
+    );
+}

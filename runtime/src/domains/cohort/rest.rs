@@ -485,6 +485,126 @@ fn check_cohort(state: &AppState, c: &CohortRecord) -> ApiResult<()> {
     }
 }
 
+/// A list's `cohortMembers` as a body gives them (the fast data entry app's group
+/// sessions): each `{patient, startDate}` (or a patient's uuid), read before the write.
+fn inline_members(body: &Map<String, Value>) -> ApiResult<Option<Vec<(String, Option<String>)>>> {
+    let items = match body.get("cohortMembers") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(ApiError::BadRequest(
+                "cohortMembers: expected a list of members".into(),
+            ));
+        }
+    };
+    let mut members = Vec::new();
+    for item in items {
+        let member = match item {
+            Value::String(patient) => (patient.clone(), None),
+            Value::Object(m) => (
+                opt_ref(m, "patient")?.unwrap_or_default(),
+                opt_datetime(m, "startDate")?,
+            ),
+            _ => (String::new(), None),
+        };
+        if member.0.is_empty() {
+            return Err(ApiError::invalid_field(
+                "cohortMembers",
+                "error.null",
+                "Each member names a patient",
+            ));
+        }
+        members.push(member);
+    }
+    Ok(Some(members))
+}
+
+/// Makes a list's current members those given, as the cohort module's `cohortMembers`
+/// setter does: a member not given is ended now (her membership kept, as every ended one
+/// is); a patient given who is not a current member joins from her start date (or now),
+/// on her earlier membership of the list if she had one. Called under the write lock.
+fn set_members(
+    st: &AppState,
+    cohort: &CohortRecord,
+    given: &[(String, Option<String>)],
+    user: &str,
+) -> ApiResult<()> {
+    if cohort.voiding.voided {
+        return Err(ApiError::BadRequest(
+            "Cannot add patient to ended group.".into(),
+        ));
+    }
+    let now = chrono::Utc::now();
+    let key_now = datetime_key(now);
+    let members = store::members_of(&st.store, &cohort.uuid, false)?;
+    for mut m in members.iter().filter(|m| m.current(&key_now)).cloned() {
+        if !given.iter().any(|(p, _)| *p == m.patient) {
+            m.end_date = Some(key_now.clone());
+            m.audit.changed(user, now);
+            store::put_member(&st.store, &m)?;
+        }
+    }
+    for (patient, start) in given {
+        if members
+            .iter()
+            .any(|m| &m.patient == patient && m.current(&key_now))
+        {
+            continue;
+        }
+        let joined = match members.iter().find(|m| &m.patient == patient) {
+            Some(old) => MemberRecord {
+                end_date: None,
+                audit: {
+                    let mut a = old.audit.clone();
+                    a.changed(user, now);
+                    a
+                },
+                ..old.clone()
+            },
+            None => MemberRecord {
+                v: 1,
+                uuid: uuid::Uuid::new_v4().to_string(),
+                cohort: cohort.uuid.clone(),
+                patient: patient.clone(),
+                start_date: start.clone().or_else(|| Some(key_now.clone())),
+                end_date: None,
+                audit: Audit::new(user, now),
+                voiding: Voiding::default(),
+            },
+        };
+        store::put_member(&st.store, &joined)?;
+    }
+    Ok(())
+}
+
+/// Every member given names a patient who stands (checked before anything is written).
+fn check_given(st: &AppState, given: Option<&Vec<(String, Option<String>)>>) -> ApiResult<()> {
+    for (patient, _) in given.into_iter().flatten() {
+        match st.store.patient(patient)? {
+            Some(p) if !p.voided => {}
+            _ => {
+                return Err(ApiError::invalid_field(
+                    "cohortMembers",
+                    "error.invalid",
+                    &format!("Patient {patient} does not exist"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Attributes of lists, which this server does not keep: accepted only empty.
+fn refuse_attributes(body: &Map<String, Value>) -> ApiResult<()> {
+    match body.get("attributes") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Array(a)) if a.is_empty() => Ok(()),
+        Some(_) => Err(ApiError::BadRequest(
+            "attributes are not set with the list: no list attribute types are defined".into(),
+        )),
+    }
+}
+
 /// Fields of lists that this server does not keep: accepted only empty.
 fn refuse_members_and_attributes(body: &Map<String, Value>) -> ApiResult<()> {
     for field in ["attributes", "cohortMembers"] {
@@ -515,7 +635,8 @@ pub async fn create(
 ) -> ApiResult<Response> {
     caller.require(&["Add Cohorts"])?;
     only_known(&body, COHORT_FIELDS)?;
-    refuse_members_and_attributes(&body)?;
+    refuse_attributes(&body)?;
+    let members = inline_members(&body)?;
     let user = caller.user_uuid();
     let now = chrono::Utc::now();
     let record = CohortRecord {
@@ -557,7 +678,11 @@ pub async fn create(
             ));
         }
         check_cohort(&st, &record)?;
+        check_given(&st, members.as_ref())?;
         store::put_cohort(&st.store, &record)?;
+        if let Some(members) = &members {
+            set_members(&st, &record, members, &record.audit.creator)?;
+        }
         Ok(record)
     })
     .await?;
@@ -581,7 +706,8 @@ pub async fn update(
 ) -> ApiResult<Response> {
     caller.require(&["Edit Cohorts"])?;
     only_known(&body, COHORT_FIELDS)?;
-    refuse_members_and_attributes(&body)?;
+    refuse_attributes(&body)?;
+    let members = inline_members(&body)?;
     let user = caller.user_uuid();
     let name = opt_str(&body, "name")?;
     let description = body
@@ -648,7 +774,16 @@ pub async fn update(
             Some(false) => c.voiding.unvoid(),
             _ => {}
         }
+        check_given(&st, members.as_ref())?;
+        if members.is_some() && c.voiding.voided {
+            return Err(ApiError::BadRequest(
+                "Cannot add patient to ended group.".into(),
+            ));
+        }
         store::put_cohort(&st.store, &c)?;
+        if let Some(members) = &members {
+            set_members(&st, &c, members, &user)?;
+        }
         Ok(c)
     })
     .await?;
