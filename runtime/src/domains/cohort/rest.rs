@@ -485,9 +485,12 @@ fn check_cohort(state: &AppState, c: &CohortRecord) -> ApiResult<()> {
     }
 }
 
+/// A member a list's body gives: her patient and start date (key form).
+type GivenMember = (String, Option<String>);
+
 /// A list's `cohortMembers` as a body gives them (the fast data entry app's group
 /// sessions): each `{patient, startDate}` (or a patient's uuid), read before the write.
-fn inline_members(body: &Map<String, Value>) -> ApiResult<Option<Vec<(String, Option<String>)>>> {
+fn inline_members(body: &Map<String, Value>) -> ApiResult<Option<Vec<GivenMember>>> {
     let items = match body.get("cohortMembers") {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(items)) => items,
@@ -526,7 +529,7 @@ fn inline_members(body: &Map<String, Value>) -> ApiResult<Option<Vec<(String, Op
 fn set_members(
     st: &AppState,
     cohort: &CohortRecord,
-    given: &[(String, Option<String>)],
+    given: &[GivenMember],
     user: &str,
 ) -> ApiResult<()> {
     if cohort.voiding.voided {
@@ -578,7 +581,7 @@ fn set_members(
 }
 
 /// Every member given names a patient who stands (checked before anything is written).
-fn check_given(st: &AppState, given: Option<&Vec<(String, Option<String>)>>) -> ApiResult<()> {
+fn check_given(st: &AppState, given: Option<&Vec<GivenMember>>) -> ApiResult<()> {
     for (patient, _) in given.into_iter().flatten() {
         match st.store.patient(patient)? {
             Some(p) if !p.voided => {}
