@@ -89,7 +89,11 @@ grep -q "sites that exist: goma, makala" <<<"$refused" || { echo "$refused"; ech
 # Known problems recorded in a baseline still build an image; a new error still fails it.
 ctx=$(mktemp -d)
 cp -r Cargo.toml Cargo.lock .dockerignore compiler runtime openmrs_config sites content-packages content.properties baselines "$ctx/"
-mkdir -p "$ctx/frontend" && cp -r frontend/config frontend/assets "$ctx/frontend/"
+mkdir -p "$ctx/frontend" && cp -r frontend/config frontend/assets frontend/spa-modules.json "$ctx/frontend/"
+# The modules the image ships, which the compiler reads from their package.json.
+for module in frontend/modules/*/; do
+  mkdir -p "$ctx/$module" && cp "$module/package.json" "$ctx/$module"
+done
 printf 'Uuid,Name,Parent\n4e1f0a52-7c3b-4d8e-9a61-2b5c7d9e0f13,Poste en attente,Zone à créer\n' > "$ctx/openmrs_config/locations/zz-known.csv"
 cargo run -q --release -p compiler -- check --root "$ctx" --write-baseline "$ctx/baselines/known.json" 2>/dev/null || true
 built=$(python3 .ci/dockerfile_check.py Dockerfile "$ctx" --build-arg VALIDATOR_BASELINE=baselines/known.json --cargo-target target 2>&1) \
