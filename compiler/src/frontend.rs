@@ -684,6 +684,14 @@ fn is_module_key(k: &str) -> bool {
 
 const TRANSLATION_OVERRIDES: &str = "Translation overrides";
 
+/// Where a key is first written in a file (the whole file when it cannot be found).
+fn first_key(text: &Arc<TextFile>, key: &str) -> Loc {
+    let quoted = format!("\"{key}\"");
+    text.text
+        .find(&quoted)
+        .map_or(text.whole(), |i| text.loc(i, quoted.len()))
+}
+
 /// The distribution's translations file holds nothing but translation overrides: a
 /// setting there would apply under every package's configuration without being seen.
 fn only_translations(text: &Arc<TextFile>, map: &Map<String, Value>, sink: &mut Sink) {
@@ -693,11 +701,7 @@ fn only_translations(text: &Arc<TextFile>, map: &Map<String, Value>, sink: &mut 
             .map(|s| s.keys().filter(|k| *k != TRANSLATION_OVERRIDES).collect())
             .unwrap_or_else(|| vec![module]);
         for key in others {
-            let quoted = format!("\"{key}\"");
-            let loc = text
-                .text
-                .find(&quoted)
-                .map_or(text.whole(), |i| text.loc(i, quoted.len()));
+            let loc = first_key(text, key);
             sink.emit(
                 Code::FrontendConfig,
                 &loc,
@@ -715,11 +719,7 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
         if let Some((text, map)) = parse(file, sink) {
             for k in map.keys() {
                 if !is_module_key(k) {
-                    let quoted = format!("\"{k}\"");
-                    let loc = text
-                        .text
-                        .find(&quoted)
-                        .map_or(text.whole(), |i| text.loc(i, quoted.len()));
+                    let loc = first_key(&text, k);
                     sink.emit(
                         Code::FrontendConfig,
                         &loc,

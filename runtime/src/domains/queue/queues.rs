@@ -97,12 +97,22 @@ pub async fn read(
     )
 }
 
-/// The refusal of a change to a queue the content defines.
-fn content_queue() -> ApiError {
-    ApiError::BadRequest(
-        "This queue is defined by the content package (queues/ of openmrs_config): change it there"
-            .into(),
-    )
+/// A queue the content defines is changed in the content package, not here.
+fn refuse_content_queue(state: &AppState, uuid: &str) -> ApiResult<()> {
+    if state
+        .catalog
+        .load()
+        .content
+        .queues
+        .iter()
+        .any(|q| q.uuid == uuid)
+    {
+        return Err(ApiError::BadRequest(
+            "This queue is defined by the content package (queues/ of openmrs_config): change it there"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Applies a body's fields to a queue and checks it as the queue module does.
@@ -259,16 +269,7 @@ pub async fn update(
     let user = caller.user_uuid();
     let st = state.clone();
     let queue = blocking(move || {
-        if st
-            .catalog
-            .load()
-            .content
-            .queues
-            .iter()
-            .any(|q| q.uuid == uuid)
-        {
-            return Err(content_queue());
-        }
+        refuse_content_queue(&st, &uuid)?;
         let _one_writer = st.store.write_lock();
         let mut definition = api_queue(&st.store, &uuid)?.ok_or(ApiError::NotFound)?;
         let before = definition.clone();
@@ -306,16 +307,7 @@ pub async fn delete(
     } else {
         "Manage Queues"
     }])?;
-    if state
-        .catalog
-        .load()
-        .content
-        .queues
-        .iter()
-        .any(|q| q.uuid == uuid)
-    {
-        return Err(content_queue());
-    }
+    refuse_content_queue(&state, &uuid)?;
     if purge {
         let st = state.clone();
         blocking(move || {
