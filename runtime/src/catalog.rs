@@ -169,6 +169,20 @@ impl Catalog {
             .map(|&i| &self.content.locations[i])
     }
 
+    /// `start` or its closest ancestor carrying the tag `tag` (a uuid); none when no
+    /// location up the tree has it. Bounded by the number of locations, so a cycle in the
+    /// content cannot loop.
+    pub fn location_or_ancestor_tagged(&self, start: &str, tag: &str) -> Option<&Location> {
+        let mut current = self.location(start)?;
+        for _ in 0..=self.content.locations.len() {
+            if current.tags.iter().any(|t| t == tag) {
+                return Some(current);
+            }
+            current = self.location(current.parent.as_deref()?)?;
+        }
+        None
+    }
+
     pub fn location_tag(&self, uuid: &str) -> Option<&NamedMetadata> {
         self.tag_by_uuid
             .get(uuid)

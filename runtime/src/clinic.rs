@@ -29,6 +29,22 @@ impl<'a> Clinic<'a> {
         emr_metadata(self.store, &self.catalog, code)
     }
 
+    /// The location tag (a uuid) marking the locations visits happen at, a facility: the
+    /// setting `emr.supportsVisitsLocationTag`, else the tag named `Visit Location`.
+    pub fn visit_location_tag(&self) -> Option<String> {
+        self.setting("emr.supportsVisitsLocationTag")
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .or_else(|| {
+                self.catalog
+                    .content
+                    .location_tags
+                    .iter()
+                    .find(|t| t.name == "Visit Location")
+                    .map(|t| t.uuid.clone())
+            })
+    }
+
     /// A true/false setting; `default` when unset or unreadable.
     pub fn bool_setting(&self, property: &str, default: bool) -> bool {
         as_bool(self.setting(property), default)

@@ -292,32 +292,17 @@ pub async fn location_that_supports_visits(
         .ok_or_else(|| ApiError::BadRequest("The location parameter is required".into()))?;
     let catalog = state.catalog.load();
     let tag = state
-        .setting("emr.supportsVisitsLocationTag")
-        .filter(|t| !t.trim().is_empty())
-        .or_else(|| {
-            catalog
-                .content
-                .location_tags
-                .iter()
-                .find(|t| t.name == "Visit Location")
-                .map(|t| t.uuid.clone())
-        })
+        .clinic()
+        .visit_location_tag()
         .ok_or(ApiError::NotFound)?;
-    let mut current = catalog.location(start).ok_or(ApiError::NotFound)?;
-    // Bounded by the number of locations, so a cycle cannot loop.
-    for _ in 0..=catalog.content.locations.len() {
-        if current.tags.iter().any(|t| t == tag.trim()) {
-            let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
-            return Ok(ok(render(
-                &LocationRes(current),
-                &rep,
-                &caller.ctx(&state, &catalog),
-            )?));
-        }
-        match current.parent.as_deref().and_then(|p| catalog.location(p)) {
-            Some(parent) => current = parent,
-            None => break,
-        }
+    catalog.location(start).ok_or(ApiError::NotFound)?;
+    if let Some(found) = catalog.location_or_ancestor_tagged(start, &tag) {
+        let rep = Rep::parse(param(&query, "v"))?.unwrap_or(Rep::Default);
+        return Ok(ok(render(
+            &LocationRes(found),
+            &rep,
+            &caller.ctx(&state, &catalog),
+        )?));
     }
     Err(ApiError::BadRequest(format!(
         "No location supporting visits above {start}"

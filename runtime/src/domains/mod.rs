@@ -4,7 +4,7 @@
 //! encounters), `order` (drug and test orders, the formulary's REST resources, FHIR MedicationRequest), `dispense` (medication dispenses, FHIR MedicationDispense), `programme`
 //! (programme enrolments with their workflow states), `queue` (service-queue entries),
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
-//! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store), `appointment` (appointments of the content's services), `stock` (the pharmacy's
+//! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store), `document` (what is printed for a patient: the identifier sticker), `appointment` (appointments of the content's services), `stock` (the pharmacy's
 //! stock: items, sources, operations and the movements they make) and `role` (roles and
 //! privileges made through the API). The records others hang on are
 //! domains too: `patient`, `account` (users), `session`, `setting` and `idgen`. Each owns
@@ -31,6 +31,7 @@ pub mod cohort;
 pub mod condition;
 pub mod diagnosis;
 pub mod dispense;
+pub mod document;
 pub mod encounter;
 pub mod idgen;
 pub mod immunization;
@@ -327,6 +328,7 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         .merge(provider::rest::routes(paths))
         .merge(appointment::rest::routes(paths))
         .merge(attachment::rest::routes(paths))
+        .merge(document::rest::routes(paths))
         .merge(inpatient::rest::routes(paths))
         .merge(bed::rest::routes(paths))
         .merge(bill::rest::routes(paths))

@@ -27,6 +27,7 @@ mod router_concept;
 mod router_condition;
 mod router_diagnosis;
 mod router_dispense;
+mod router_document;
 mod router_fhir;
 mod router_form;
 mod router_immunization;
