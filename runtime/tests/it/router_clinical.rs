@@ -1637,3 +1637,141 @@ async fn fhir_finds_observations_by_value_group_and_newest_and_encounters_by_dat
     let r = c.get(&format!("{FHIR}/Encounter?location={here}")).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
+
+/// The fast data entry app enters a paper register's page: each encounter comes with its
+/// visit written out in full (a client-made uuid, the visit type, start and stop at the
+/// encounter's time), and OpenMRS saves the visit with the encounter.
+#[tokio::test]
+async fn an_encounter_brings_its_visit_written_out_as_fast_data_entry_sends_it() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "700031").await;
+    let at = location_uuid(&st, "Bondeko - Triage");
+    let when = ago(60 * 24 * 3);
+    let visit_uuid = "5b0c6f5e-7d3a-4c1e-9d8b-2a6f4e1c3b7a";
+    let body = json!({
+        "patient": p,
+        "encounterType": VITALS_TYPE,
+        "location": at,
+        "encounterDatetime": when,
+        "obs": [{"concept": "5089AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "value": 61}],
+        "visit": {
+            "uuid": visit_uuid,
+            "patient": {"uuid": p},
+            "location": {"uuid": at},
+            "visitType": {"uuid": OUTPATIENT},
+            "startDatetime": when,
+            "stopDatetime": when,
+        },
+    });
+    let r = send_json(&mut c, "POST", &format!("{REST}/encounter"), &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["visit"]["uuid"], visit_uuid);
+    let v = c
+        .get(&format!("{REST}/visit/{visit_uuid}?v=custom:(uuid,patient:(uuid),visitType:(uuid),startDatetime,stopDatetime,encounters:(uuid))"))
+        .await;
+    assert_eq!(v.status, StatusCode::OK, "{:?}", v.body);
+    assert_eq!(v.body["patient"]["uuid"], p.as_str());
+    assert_eq!(v.body["visitType"]["uuid"], OUTPATIENT);
+    assert!(!v.body["stopDatetime"].is_null(), "{:?}", v.body);
+    assert_eq!(v.body["encounters"][0]["uuid"], r.body["uuid"]);
+
+    // The same visit again is a reference to it, not a second one.
+    let mut again = body.clone();
+    again["obs"] = json!([]);
+    let r = send_json(&mut c, "POST", &format!("{REST}/encounter"), &again).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["visit"]["uuid"], visit_uuid);
+    let visits = c
+        .get(&format!("{REST}/visit?patient={p}&includeInactive=true"))
+        .await;
+    assert_eq!(visits.body["results"].as_array().unwrap().len(), 1);
+
+    // A written-out visit breaking a visit's rules leaves nothing behind: neither the visit
+    // nor the encounter.
+    let mut bad = body.clone();
+    bad["visit"]["uuid"] = json!("0f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f");
+    bad["visit"]["visitType"] = json!({"uuid": "0f8e2d4c-0000-4000-8000-000000000000"});
+    let r = send_json(&mut c, "POST", &format!("{REST}/encounter"), &bad).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let gone = c
+        .get(&format!(
+            "{REST}/visit/0f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f"
+        ))
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    // One for another patient is refused as a reference to her visit would be.
+    let other = patient(&mut c, &st, "700032").await;
+    let mut foreign = body.clone();
+    foreign["visit"]["uuid"] = json!("1f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f");
+    foreign["visit"]["patient"] = json!({"uuid": other});
+    let r = send_json(&mut c, "POST", &format!("{REST}/encounter"), &foreign).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let gone = c
+        .get(&format!(
+            "{REST}/visit/1f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f"
+        ))
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+
+    // Writing a visit out asks for Add Visits, as making one does.
+    let role = json!({"name": "Saisie sans visites", "description": "Encode des consultations",
+        "privileges": [{"name": "Add Encounters"}, {"name": "Add Observations"}, {"name": "Get Patients"}]});
+    let r = send_json(&mut c, "POST", &format!("{REST}/role"), &role).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let user = json!({"username": "saisie.registre", "password": "Saisie-pass-2026",
+        "person": {"names": [{"givenName": "Marie", "familyName": "Nsimba"}], "gender": "F"},
+        "roles": ["Saisie sans visites"]});
+    let r = send_json(&mut c, "POST", &format!("{REST}/user"), &user).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let mut clerk = Client::new(st.clone());
+    clerk.login("saisie.registre", "Saisie-pass-2026").await;
+    let mut theirs = body.clone();
+    theirs["visit"]["uuid"] = json!("2f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f");
+    let r = send_json(&mut clerk, "POST", &format!("{REST}/encounter"), &theirs).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
+}
+
+/// The active visits app lists the visits of the login room's facility:
+/// `visit?location=<room>&includeParentLocations=true` takes in the visits at the room's
+/// ancestors; without the flag, only those at the room itself.
+#[tokio::test]
+async fn visits_at_a_rooms_facility_are_listed_with_its_parent_locations() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let p = patient(&mut c, &st, "700033").await;
+    let facility = location_uuid(&st, "Centre de santé Bondeko");
+    let room = location_uuid(&st, "Bondeko - Accueil");
+    let body = json!({"patient": p, "visitType": OUTPATIENT, "location": facility, "startDatetime": ago(30)});
+    let r = send_json(&mut c, "POST", &format!("{REST}/visit"), &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let listed = |b: &Value| -> Vec<String> {
+        b["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["uuid"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let at_room = c
+        .get(&format!(
+            "{REST}/visit?location={room}&includeInactive=false"
+        ))
+        .await;
+    assert!(!listed(&at_room.body).contains(&r.body["uuid"].as_str().unwrap().to_string()));
+    let with_parents = c
+        .get(&format!(
+            "{REST}/visit?location={room}&includeParentLocations=true&includeInactive=false&totalCount=true"
+        ))
+        .await;
+    assert_eq!(with_parents.status, StatusCode::OK);
+    assert!(listed(&with_parents.body).contains(&r.body["uuid"].as_str().unwrap().to_string()));
+    // A visit elsewhere (another facility's room) stays out.
+    let elsewhere = location_uuid(&st, "Bondeko - Pharmacie");
+    let at_pharmacy = c
+        .get(&format!(
+            "{REST}/visit?location={elsewhere}&includeInactive=false"
+        ))
+        .await;
+    assert!(listed(&at_pharmacy.body).is_empty());
+}

@@ -162,6 +162,16 @@ fn check_obs_orders(
 }
 
 /// The visit an encounter belongs to: the one named, else none (O3 names it).
+/// The visit a new encounter's body writes out in full (an object with its visit type
+/// rather than a reference), to be made with the encounter: the fast data entry app sends a
+/// paper register's visit so, and OpenMRS saves it with the encounter.
+fn visit_written_out(body: &Map<String, Value>) -> Option<&Map<String, Value>> {
+    match body.get("visit") {
+        Some(Value::Object(v)) if v.contains_key("visitType") => Some(v),
+        _ => None,
+    }
+}
+
 fn load_visit(
     state: &AppState,
     e: &EncounterRecord,
@@ -186,6 +196,9 @@ pub async fn create(
     }
     if has_orders(&body) {
         caller.require(&["Add Orders"])?;
+    }
+    if visit_written_out(&body).is_some() {
+        caller.require(&["Add Visits"])?;
     }
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
@@ -235,12 +248,31 @@ pub(crate) fn create_encounter(
         datetime: opt_datetime(body, "encounterDatetime")?.unwrap_or_else(|| datetime_key(now)),
         location: opt_ref(body, "location")?,
         form: opt_ref(body, "form")?,
-        visit: opt_ref(body, "visit")?,
+        visit: match visit_written_out(body) {
+            Some(_) => None,
+            None => opt_ref(body, "visit")?,
+        },
         providers: providers(st, body)?.unwrap_or_default(),
         audit: audit.clone(),
         voiding: Voiding::default(),
     };
     let mut e = e;
+    // A visit written out in full is made with the encounter, unless it names one already
+    // stored (then it is a reference, as any other).
+    let new_visit = match visit_written_out(body) {
+        Some(v) => match crate::http::body::opt_str(v, "uuid")? {
+            Some(u) if crate::domains::visit::store::get(&st.store, &u)?.is_some() => {
+                e.visit = Some(u);
+                None
+            }
+            _ => {
+                let v = crate::domains::visit::rest::new_visit(st, v, user)?;
+                e.visit = Some(v.uuid.clone());
+                Some(v)
+            }
+        },
+        None => None,
+    };
     if e.visit.is_none() {
         // As OpenMRS's existing-visit assignment does: the patient's open visit that
         // holds the encounter's time, if there is one.
@@ -251,7 +283,10 @@ pub(crate) fn create_encounter(
             .map(|v| v.uuid.clone());
     }
     let mut inv = Invalid::default();
-    let visit = load_visit(st, &e)?;
+    let visit = match &new_visit {
+        Some(v) => Some(v.clone()),
+        None => load_visit(st, &e)?,
+    };
     crate::domains::encounter::validate(&st.clinic(), &e, visit.as_ref(), &mut inv);
     let mut obs = Vec::new();
     for (i, o) in obs_bodies(body)?.into_iter().enumerate() {
@@ -278,6 +313,9 @@ pub(crate) fn create_encounter(
             e.uuid
         )));
     }
+    if let Some(v) = &new_visit {
+        crate::domains::visit::rest::check_new(st, v)?;
+    }
     check_obs_orders(st, &obs, &patient, &drafts)?;
     let placed = order_rest::place_all(
         st,
@@ -289,6 +327,9 @@ pub(crate) fn create_encounter(
     // The encounter, its observations and its orders (a signed order basket) commit
     // together.
     st.store.write(|txn| {
+        if let Some(v) = &new_visit {
+            crate::domains::visit::store::put_in(txn, None, v)?;
+        }
         store::write_in(
             txn,
             &Change {

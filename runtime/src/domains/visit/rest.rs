@@ -235,17 +235,17 @@ fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
     }
 }
 
-pub async fn create(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    QueryPairs(query): QueryPairs,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    caller.require(&["Add Visits"])?;
-    only_known(&body, VISIT_FIELDS)?;
-    let user = caller.user_uuid();
+/// A new visit from a REST-shaped body (`POST visit`, or a visit written out in full inside
+/// a new encounter, as the fast data entry app sends it), checked for its own fields; the
+/// rules that read the patient's other visits (`check_new`) come under the write lock.
+pub(crate) fn new_visit(
+    state: &AppState,
+    body: &Map<String, Value>,
+    user: &str,
+) -> ApiResult<VisitRecord> {
+    only_known(body, VISIT_FIELDS)?;
     let now = Utc::now();
-    let patient = opt_ref(&body, "patient")?
+    let patient = opt_ref(body, "patient")?
         .ok_or_else(|| ApiError::invalid_field("patient", "error.null", "Patient is required"))?;
     match state.store.patient(&patient)? {
         Some(p) if !p.voided => {}
@@ -257,14 +257,14 @@ pub async fn create(
             ));
         }
     }
-    if opt_ref(&body, "visitType")?.is_none() {
+    if opt_ref(body, "visitType")?.is_none() {
         return Err(ApiError::invalid_field(
             "visitType",
             "error.null",
             "Visit type is required",
         ));
     }
-    let uuid = opt_str(&body, "uuid")?.unwrap_or_else(crate::store::record::new_uuid);
+    let uuid = opt_str(body, "uuid")?.unwrap_or_else(crate::store::record::new_uuid);
     let mut v = VisitRecord {
         v: 1,
         uuid,
@@ -274,25 +274,42 @@ pub async fn create(
         indication: None,
         start: datetime_key(now),
         stop: None,
-        audit: Audit::new(&user, now),
+        audit: Audit::new(user, now),
         voiding: Voiding::default(),
         attributes: Vec::new(),
     };
-    apply(&mut v, &body)?;
-    apply_attributes(&mut v, &state.catalog.load(), &body, &user)?;
+    apply(&mut v, body)?;
+    apply_attributes(&mut v, &state.catalog.load(), body, user)?;
+    Ok(v)
+}
+
+/// The rules of a new visit against what is stored (its uuid unused, the patient's other
+/// visits); the caller holds the store's write lock, so that two new visits checked at once
+/// cannot each find none.
+pub(crate) fn check_new(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
+    if store::get(&state.store, &v.uuid)?.is_some() {
+        return Err(ApiError::BadRequest(format!(
+            "A visit with uuid {} already exists",
+            v.uuid
+        )));
+    }
+    check(state, v)
+}
+
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    QueryPairs(query): QueryPairs,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    caller.require(&["Add Visits"])?;
+    let user = caller.user_uuid();
+    let v = new_visit(&state, &body, &user)?;
     let rep = rep_of(&query)?;
     let st = state.clone();
     let v = blocking(move || {
-        // The overlap rule reads the patient's other visits: two new visits checked at once
-        // would each find none.
         let _one_writer = st.store.write_lock();
-        if store::get(&st.store, &v.uuid)?.is_some() {
-            return Err(ApiError::BadRequest(format!(
-                "A visit with uuid {} already exists",
-                v.uuid
-            )));
-        }
-        check(&st, &v)?;
+        check_new(&st, &v)?;
         store::put(&st.store, None, &v)?;
         Ok(v)
     })
@@ -417,6 +434,9 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// `GET visit[?patient=][&includeInactive=][&fromStartDate=][&location=][&visitType=]`;
+/// with `includeParentLocations=true`, visits at the location's ancestors count as at the
+/// location (the active visits app lists the visits of the facility above a login room).
 pub async fn search(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -437,7 +457,32 @@ pub async fn search(
             ),
             None => None,
         },
-        location: param(&query, "location").map(str::to_string),
+        location: param(&query, "location").map(|l| {
+            let catalog = state.catalog.load();
+            // The location's uuid as stored on visits (the parameter may name it).
+            let mut chain = vec![
+                catalog
+                    .location(l)
+                    .map_or(l.to_string(), |x| x.uuid.clone()),
+            ];
+            if flag(&query, "includeParentLocations").unwrap_or(false) {
+                // Bounded by the number of locations, so a cycle in the content cannot loop.
+                let mut at = catalog.location(l);
+                for _ in 0..catalog.content.locations.len() {
+                    match at
+                        .and_then(|x| x.parent.as_deref())
+                        .and_then(|p| catalog.location(p))
+                    {
+                        Some(parent) => {
+                            chain.push(parent.uuid.clone());
+                            at = Some(parent);
+                        }
+                        None => break,
+                    }
+                }
+            }
+            chain
+        }),
         visit_type: param(&query, "visitType").map(str::to_string),
     };
     let paging = Paging::from_query(&query)?;

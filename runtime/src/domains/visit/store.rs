@@ -106,7 +106,9 @@ pub struct VisitQuery {
     pub include_voided: bool,
     /// Key-form lower bound of the start.
     pub from_start: Option<String>,
-    pub location: Option<String>,
+    /// The visit's location is one of these (a location, with its ancestors when the
+    /// listing asks for `includeParentLocations`).
+    pub location: Option<Vec<String>>,
     pub visit_type: Option<String>,
 }
 
@@ -147,7 +149,7 @@ pub fn list(
         };
         q.location
             .as_ref()
-            .is_none_or(|l| v.location.as_ref() == Some(l))
+            .is_none_or(|ls| v.location.as_ref().is_some_and(|l| ls.contains(l)))
             && q.visit_type.as_ref().is_none_or(|t| &v.visit_type == t)
     };
     let page = match &q.patient {
