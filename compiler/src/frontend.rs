@@ -213,6 +213,25 @@ fn shipped_modules(project: &Project) -> Option<std::collections::BTreeSet<Strin
     pinned.then_some(names)
 }
 
+/// Modules a national distribution ships that this one leaves out on purpose, with why: the
+/// warning of a configuration that configures one says so.
+const LEFT_OUT: &[(&str, &str)] = &[
+    (
+        "@openmrs/esm-fast-data-entry-app",
+        "the fast data entry app (1.5.0) adds to a register only a patient holding an identifier \
+         of the reference application's OpenMRS ID type (05a29f94-c0ed-11e2-94be-8c13b969e334) \
+         with a location, and this distribution's patients are numbered with its own type; the \
+         runtime serves what the app sends (an encounter with its visit written out, a group \
+         with its members), for a content whose patients carry that identifier",
+    ),
+    (
+        "@openmrs/esm-patient-flags-app",
+        "the patient flags module computes a patient's flags from SQL, Groovy or CQL criteria \
+         run against OpenMRS's own database, which this runtime does not have: its resources \
+         (patientflags/flag, patientflags/patientflag) are not served",
+    ),
+];
+
 /// Warns of each module the configuration configures that the image does not ship: its
 /// settings do nothing, and the screens that expected it show raw translation keys or
 /// nothing at all.
@@ -244,6 +263,9 @@ fn unshipped_modules(project: &Project, checker: &Checker, merged: &Value, sink:
                 keys.join(", ")
             }
         ));
+        if let Some((_, why)) = LEFT_OUT.iter().find(|(m, _)| m == module) {
+            d.notes.push(format!("left out on purpose: {why}"));
+        }
         d.help = Some("remove its configuration, or add the module to frontend/spa-modules.json (and check the runtime serves what it calls)".into());
     }
 }
