@@ -1021,3 +1021,27 @@ async fn the_registration_form_reads_back_what_it_saved() {
             .contains("/person/")
     );
 }
+
+/// A sub-resource's listing without `v` answers the default representation, as
+/// webservices.rest's sub-resource controller does: the fast data entry app reads each
+/// identifier's `identifierType.uuid` (and its location) from `patient/{uuid}/identifier`.
+#[tokio::test]
+async fn a_patients_identifiers_are_listed_in_their_default_representation() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let created = register(&mut c, &st, "Odile", "Mpoyi", "100107").await;
+    let uuid = created["uuid"].as_str().unwrap();
+    let r = c.get(&format!("{REST}/patient/{uuid}/identifier")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let first = &r.body["results"][0];
+    assert_eq!(
+        first["identifierType"]["uuid"],
+        identifier_type_uuid(&st, "Numéro patient DSE").as_str()
+    );
+    assert!(first["identifier"].is_string(), "{first:?}");
+    assert!(first.get("location").is_some(), "{first:?}");
+    assert!(first.get("preferred").is_some(), "{first:?}");
+    // A representation asked for is still the one answered.
+    let r = c.get(&format!("{REST}/patient/{uuid}/identifier?v=ref")).await;
+    assert!(r.body["results"][0].get("identifierType").is_none());
+}

@@ -154,7 +154,10 @@ fn patient_sub_list(
     query: &[(String, String)],
     items: impl Fn(&crate::store::PatientRecord) -> Vec<Box<dyn Resource + '_>>,
 ) -> ApiResult<Response> {
-    let rep = Rep::parse(param(query, "v"))?.unwrap_or(Rep::Ref);
+    // A sub-resource's listing answers the default representation when none is asked, as
+    // webservices.rest's sub-resource controller does (the fast data entry app reads an
+    // identifier's `identifierType.uuid` from it).
+    let rep = Rep::parse(param(query, "v"))?.unwrap_or(Rep::Default);
     let patient = state.store.patient(uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(state, &catalog);
