@@ -113,7 +113,7 @@ export const summaryWidgets = ["Signes vitaux", "Biométrie", "Enregistrer les s
 // English a French screen must not show: strings the pinned modules have been seen to leave
 // untranslated, and the English of the chart's main labels. The French walk fails on any.
 const ENGLISH = [
-  "Logout", "Log out", "Normal ranges", "View normal ranges", "Patient summary", "Record vitals",
+  "Logout", "Visit Time", "Visit Type", "Gender", "Log out", "Normal ranges", "View normal ranges", "Patient summary", "Record vitals",
   "Start a visit", "Start visit", "End visit", "Active visit", "Vitals and biometrics", "beats/min",
   "breaths/min", "Search patient", "Save and close", "Discard", "Visit type", "Biometrics",
   "You must end the current visit", "This patient already has an active visit", "Form submitted", "Record updated", "Completed forms",

@@ -91,9 +91,22 @@ export async function run() {
       throw new Error(`her membership was not ended: ${JSON.stringify({ list, members })}`);
   });
 
+  await step("the-system-administration-page", async () => {
+    // The administration page the application menu leads to: a card for each module's
+    // administration, in French (the legacy OpenMRS pages this distribution has not are
+    // left out).
+    await followAppMenuLink("Administration du système");
+    await page.waitForURL(/\/spa\/system-administration/, { timeout: 30000 });
+    await visible(page.getByText("Gérer les files d'attente de service"));
+    await visible(page.getByText("Gestion des files d'attente"));
+    if (await page.getByText("Administration du module Legacy").count()) throw new Error("the legacy administration card is shown");
+  });
+
   await step("an-administrator-names-a-triage-room", async () => {
-    // The service-queues admin page: a room for the triage queue, where the nurse calls from.
-    await page.goto(`${base}/openmrs/spa/home/service-queues/admin`);
+    // The service-queues admin page, from its card: a room for the triage queue, where the
+    // nurse calls from.
+    await page.getByText("Gérer les files d'attente de service").click();
+    await page.waitForURL(/\/home\/service-queues\/admin/, { timeout: 30000 });
     await page.getByRole("button", { name: "Ajouter une salle" }).first().click();
     await page.locator("#queueRoomName").fill("Salle de triage 1");
     await page.locator("select#queueRoomLocation").selectOption({ label: "Bondeko - Triage" });

@@ -5,7 +5,7 @@
 // billed) and her place in the triage queue, where the triage nurse calls and serves her.
 // It opens the walk: it needs nothing before it. It leaves state.chartUrl and
 // state.checkInReceipt for the journeys after it.
-import { api, base, page, password, state, step, summaryWidgets, visible } from "../lib.mjs";
+import { api, base, context, page, password, state, step, summaryWidgets, visible } from "../lib.mjs";
 
 export async function run() {
   await step("login-page-in-french", async () => {
@@ -113,6 +113,35 @@ export async function run() {
     state.checkInReceipt = bill.receiptNumber;
     await visible(page.getByText("Bondeko - File de triage"));
     await visible(page.getByText("Priorité normale"));
+  });
+
+  await step("print-her-identifier-sticker", async () => {
+    // The banner's actions: her sticker opens as a PDF in a new tab, for the desk's label
+    // printer. The PDF is checked as the server sent it to that tab.
+    await page.getByRole("button", { name: /Actions/ }).first().click();
+    const asked = context.waitForEvent("request", { predicate: (r) => r.url().includes("/patientdocuments/patientIdSticker?"), timeout: 30000 });
+    const tab = context.waitForEvent("page", { timeout: 30000 });
+    await page.getByRole("menuitem", { name: "Imprimer l'étiquette d'identification" }).click();
+    const url = (await asked).url();
+    await (await tab).close();
+    const uuid = state.chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+    if (!url.includes(`patientUuid=${uuid}`)) throw new Error(`the sticker asked for someone else: ${url}`);
+    const res = await context.request.get(url);
+    const pdf = (await res.body()).toString("latin1");
+    const patient = await api("GET", `patient/${uuid}`);
+    const identifier = patient.identifiers[0].display.split(" = ")[1];
+    if (res.status() !== 200 || res.headers()["content-type"] !== "application/pdf" || !pdf.startsWith("%PDF-") || !pdf.includes("(Gr\xe2ce Kapinga) Tj") || !pdf.includes(`: ${identifier}) Tj`))
+      throw new Error(`the sticker is not her label: ${res.status()} ${res.headers()["content-type"]} ${pdf.slice(0, 300)}`);
+  });
+
+  await step("the-home-page-lists-her-visit", async () => {
+    // The active visits of the facility, on the home page's overview.
+    await page.goto(`${base}/openmrs/spa/home`);
+    await page.getByRole("link", { name: "Vue d'ensemble" }).click();
+    await page.waitForURL(/\/home\/overview/, { timeout: 30000 });
+    await visible(page.getByRole("heading", { name: "Visites en cours" }));
+    const row = page.getByRole("row", { name: /Grâce Kapinga/ });
+    await visible(row.getByText("Consultation externe"));
   });
 
   await step("the-triage-nurse-calls-the-patient", async () => {

@@ -21,6 +21,11 @@ export const allocationLink = getSyncLifecycle(
 export const typesLink = getSyncLifecycle(sideLink('bed-management', 'bed-types', 'bedTypes', 'Bed types'), options);
 export const tagsLink = getSyncLifecycle(sideLink('bed-management', 'bed-tags', 'bedTags', 'Bed tags'), options);
 
+// The home page's overview: the visits under way at the facility (the active visits app's
+// widget) and the day's appointments, which the pinned home app (11.1.0) gives no dashboard
+// of their own (their slot, `homepage-widgets-slot`, is the dashboard's).
+export const homeOverviewLink = getSyncLifecycle(sideLink('home', 'overview', 'homeOverview', 'Overview'), options);
+
 // The stock app's pages. Each link carries the `meta` of the app's own link it replaces
 // (routes.json): the app finds its pages from the metas of this slot's extensions. Its
 // settings page only points to the legacy administration pages, which this distribution
