@@ -1042,6 +1042,8 @@ async fn a_patients_identifiers_are_listed_in_their_default_representation() {
     assert!(first.get("location").is_some(), "{first:?}");
     assert!(first.get("preferred").is_some(), "{first:?}");
     // A representation asked for is still the one answered.
-    let r = c.get(&format!("{REST}/patient/{uuid}/identifier?v=ref")).await;
+    let r = c
+        .get(&format!("{REST}/patient/{uuid}/identifier?v=ref"))
+        .await;
     assert!(r.body["results"][0].get("identifierType").is_none());
 }
