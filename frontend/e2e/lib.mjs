@@ -104,6 +104,13 @@ const MODULE_MARKUP_WARNINGS = [
   { text: /^Button: renderIcon property specified without also providing an iconDescription property\./, module: "openmrs-esm-stock-management-app-" },
 ];
 const markupNotes = new Set();
+// Settings a pinned module's extension reads from its own configuration without its schema
+// declaring them: the framework logs "Unknown config key … Ignoring." and still hands them to
+// the extension (the step that uses one asserts what it renders). The patient chart (12.3.4)
+// reads its encounter list's `tabDefinitions` so.
+const UNDECLARED_EXTENSION_SETTINGS = ["@openmrs/esm-patient-chart-app.tabDefinitions"];
+const undeclaredMessage = (text) =>
+  UNDECLARED_EXTENSION_SETTINGS.some((key) => text === `Unknown config key '${key}' provided. Ignoring.`);
 const consoleErrors = [];
 const raceNotes = new Set();
 
@@ -188,7 +195,7 @@ export async function start() {
     if (m.type() !== "error") return;
     const text = m.text();
     if (SLOW_BROWSER.some((re) => re.test(text))) slowNotes.push(text.slice(0, 200));
-    else if (knownSetting(text)) raceNotes.add(text);
+    else if (knownSetting(text) || undeclaredMessage(text)) raceNotes.add(text);
     else if (MODULE_MARKUP_WARNINGS.some((w) => w.text.test(text) && (m.location()?.url ?? "").includes(w.module))) markupNotes.add(text.slice(0, 120));
     else if (/^Failed to load resource: the server responded with a status of 404/.test(text) && m.location()?.url && expectedFailure(m.location().url)) return;
     else consoleErrors.push(`${text.slice(0, 300)}${m.location()?.url ? ` (${m.location().url})` : ""}`);

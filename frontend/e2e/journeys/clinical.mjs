@@ -106,6 +106,23 @@ export async function run() {
     if (!obs.includes("Stade")) throw new Error(`the WHO stage was not saved: ${obs}`);
   });
 
+  await step("the-hiv-care-dashboard-shows-her-enrolment", async () => {
+    // The chart's HIV care group (the configuration's nav group and dashboard, the patient
+    // chart's encounter list): her enrolment, with the answers the form recorded.
+    // The group opens expanded (`isExpanded`).
+    await page.reload();
+    await visible(page.getByRole("button", { name: "Soins VIH" }));
+    await page.getByRole("link", { name: "Inscription VIH" }).click();
+    await page.waitForURL(/\/chart\/hiv-enrolment/, { timeout: 30000 });
+    await visible(page.getByRole("columnheader", { name: "Stade clinique OMS" }));
+    await visible(page.getByRole("columnheader", { name: "Date d'inscription" }));
+    const row = page.getByRole("row", { name: /Stade OMS 2 adulte/ });
+    await visible(row);
+    // On cotrimoxazole, not referred out.
+    await visible(row.getByRole("cell", { name: "Oui", exact: true }));
+    await visible(row.getByRole("cell", { name: "Non", exact: true }));
+  });
+
   await step("write-a-visit-note", async () => {
     await page.reload();
     await page.getByRole("button", { name: "Note de visite" }).first().click();
