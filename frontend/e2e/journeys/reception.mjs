@@ -129,7 +129,9 @@ export async function run() {
     const res = await context.request.get(url);
     const pdf = (await res.body()).toString("latin1");
     const patient = await api("GET", `patient/${uuid}`);
-    const identifier = patient.identifiers[0].display.split(" = ")[1];
+    // The sticker prints her preferred identifier.
+    const preferred = patient.identifiers.find((i) => i.preferred) ?? patient.identifiers[0];
+    const identifier = preferred.display.split(" = ")[1];
     if (res.status() !== 200 || res.headers()["content-type"] !== "application/pdf" || !pdf.startsWith("%PDF-") || !pdf.includes("(Gr\xe2ce Kapinga) Tj") || !pdf.includes(`: ${identifier}) Tj`))
       throw new Error(`the sticker is not her label: ${res.status()} ${res.headers()["content-type"]} ${pdf.slice(0, 300)}`);
   });

@@ -1700,6 +1700,27 @@ async fn an_encounter_brings_its_visit_written_out_as_fast_data_entry_sends_it()
         ))
         .await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    // One whose encounter breaks the encounter's rules (a time outside the visit it writes
+    // out) leaves no visit either.
+    let mut outside = body.clone();
+    outside["visit"]["uuid"] = json!("3f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f");
+    outside["encounterDatetime"] = json!(ago(60 * 24 * 4));
+    let r = send_json(&mut c, "POST", &format!("{REST}/encounter"), &outside).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let gone = c
+        .get(&format!(
+            "{REST}/visit/3f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f"
+        ))
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    // Only the two encounters made above are hers.
+    let hers = c.get(&format!("{REST}/encounter?patient={p}")).await;
+    assert_eq!(
+        hers.body["results"].as_array().unwrap().len(),
+        2,
+        "{:?}",
+        hers.body
+    );
     // One for another patient is refused as a reference to her visit would be.
     let other = patient(&mut c, &st, "700032").await;
     let mut foreign = body.clone();
@@ -1730,6 +1751,11 @@ async fn an_encounter_brings_its_visit_written_out_as_fast_data_entry_sends_it()
     theirs["visit"]["uuid"] = json!("2f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f");
     let r = send_json(&mut clerk, "POST", &format!("{REST}/encounter"), &theirs).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
+    // Naming the stored visit again, written out as the app sends it, makes nothing new and
+    // asks for no more than the encounter does.
+    let r = send_json(&mut clerk, "POST", &format!("{REST}/encounter"), &again).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["visit"]["uuid"], visit_uuid);
 }
 
 /// The active visits app lists the visits of the login room's facility:
@@ -1766,12 +1792,20 @@ async fn visits_at_a_rooms_facility_are_listed_with_its_parent_locations() {
         .await;
     assert_eq!(with_parents.status, StatusCode::OK);
     assert!(listed(&with_parents.body).contains(&r.body["uuid"].as_str().unwrap().to_string()));
-    // A visit elsewhere (another facility's room) stays out.
-    let elsewhere = location_uuid(&st, "Bondeko - Pharmacie");
-    let at_pharmacy = c
+    // The room named rather than given by uuid finds it the same.
+    let by_name = c
         .get(&format!(
-            "{REST}/visit?location={elsewhere}&includeInactive=false"
+            "{REST}/visit?location=Bondeko%20-%20Accueil&includeParentLocations=true&includeInactive=false"
         ))
         .await;
-    assert!(listed(&at_pharmacy.body).is_empty());
+    assert!(listed(&by_name.body).contains(&r.body["uuid"].as_str().unwrap().to_string()));
+    // Another health zone's ancestors are not the facility's: the visit stays out.
+    let elsewhere = location_uuid(&st, "Zone de santé de Makala");
+    let other_zone = c
+        .get(&format!(
+            "{REST}/visit?location={elsewhere}&includeParentLocations=true&includeInactive=false"
+        ))
+        .await;
+    assert_eq!(other_zone.status, StatusCode::OK);
+    assert!(!listed(&other_zone.body).contains(&r.body["uuid"].as_str().unwrap().to_string()));
 }

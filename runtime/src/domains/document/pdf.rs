@@ -134,16 +134,30 @@ pub fn win_ansi(text: &str) -> Vec<u8> {
             '\u{a0}'..='\u{ff}' => c as u32 as u8,
             '€' => 0x80,
             '‚' => 0x82,
+            'ƒ' => 0x83,
             '„' => 0x84,
             '…' => 0x85,
+            '†' => 0x86,
+            '‡' => 0x87,
+            'ˆ' => 0x88,
+            '‰' => 0x89,
+            'Š' => 0x8a,
+            '‹' => 0x8b,
             'Œ' => 0x8c,
+            'Ž' => 0x8e,
             '‘' => 0x91,
             '’' => 0x92,
             '“' => 0x93,
             '”' => 0x94,
+            '•' => 0x95,
             '–' => 0x96,
             '—' => 0x97,
+            '˜' => 0x98,
+            '™' => 0x99,
+            'š' => 0x9a,
+            '›' => 0x9b,
             'œ' => 0x9c,
+            'ž' => 0x9e,
             'Ÿ' => 0x9f,
             _ => b'?',
         })
@@ -178,8 +192,8 @@ fn fit(text: &[u8], font: Font, size: f32, max_width: f32) -> Vec<u8> {
 
 /// A glyph's advance in thousandths of the font size. Helvetica's published metrics for
 /// the characters a label mostly holds (digits, capitals, lower case, space and the usual
-/// punctuation); any other character is taken as wide as the widest of those, so a line
-/// is never measured shorter than it prints.
+/// punctuation); any other character is taken as wide as Helvetica's widest glyph (`@`,
+/// 1015), so a line is never measured shorter than it prints.
 fn advance(font: Font, b: u8) -> f32 {
     let bold = matches!(font, Font::Bold);
     match b {
@@ -219,7 +233,7 @@ fn advance(font: Font, b: u8) -> f32 {
             }
         }
         b'A'..=b'Z' => 778.0,
-        _ => 1000.0,
+        _ => 1015.0,
     }
 }
 
@@ -283,7 +297,7 @@ mod tests {
         let cut = fit(&win_ansi(long), Font::Bold, 10.0, 60.0);
         assert!(cut.len() < long.len());
         assert_eq!(cut.last(), Some(&0x85));
-        assert_eq!(win_ansi("Ω çà"), b"? \xe7\xe0");
+        assert_eq!(win_ansi("Ω çà Šž•"), b"? \xe7\xe0 \x8a\x9e\x95");
         assert_eq!(num(2.0), "2");
         assert_eq!(num(0.126), "0.13");
         assert_eq!(num(-0.001), "0");

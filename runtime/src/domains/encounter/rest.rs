@@ -161,7 +161,6 @@ fn check_obs_orders(
     Ok(())
 }
 
-/// The visit an encounter belongs to: the one named, else none (O3 names it).
 /// The visit a new encounter's body writes out in full (an object with its visit type
 /// rather than a reference), to be made with the encounter: the fast data entry app sends a
 /// paper register's visit so, and OpenMRS saves it with the encounter.
@@ -172,6 +171,7 @@ fn visit_written_out(body: &Map<String, Value>) -> Option<&Map<String, Value>> {
     }
 }
 
+/// The visit an encounter belongs to: the one named, else none (O3 names it).
 fn load_visit(
     state: &AppState,
     e: &EncounterRecord,
@@ -197,8 +197,16 @@ pub async fn create(
     if has_orders(&body) {
         caller.require(&["Add Orders"])?;
     }
-    if visit_written_out(&body).is_some() {
-        caller.require(&["Add Visits"])?;
+    // Making a visit asks for Add Visits; naming a stored one (the app sends the same visit
+    // again with a second entry) does not.
+    if let Some(v) = visit_written_out(&body) {
+        let stored = match v.get("uuid").and_then(Value::as_str) {
+            Some(u) => crate::domains::visit::store::get(&state.store, u)?.is_some(),
+            None => false,
+        };
+        if !stored {
+            caller.require(&["Add Visits"])?;
+        }
     }
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
@@ -266,7 +274,7 @@ pub(crate) fn create_encounter(
                 None
             }
             _ => {
-                let v = crate::domains::visit::rest::new_visit(st, v, user)?;
+                let v = crate::domains::visit::rest::new_visit(st, v, user, now)?;
                 e.visit = Some(v.uuid.clone());
                 Some(v)
             }

@@ -238,13 +238,15 @@ fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
 /// A new visit from a REST-shaped body (`POST visit`, or a visit written out in full inside
 /// a new encounter, as the fast data entry app sends it), checked for its own fields; the
 /// rules that read the patient's other visits (`check_new`) come under the write lock.
+/// `now` is the time of the request: a visit written out with its encounter starts, when it
+/// names no start, at the same instant as an encounter that names no time.
 pub(crate) fn new_visit(
     state: &AppState,
     body: &Map<String, Value>,
     user: &str,
+    now: chrono::DateTime<Utc>,
 ) -> ApiResult<VisitRecord> {
     only_known(body, VISIT_FIELDS)?;
-    let now = Utc::now();
     let patient = opt_ref(body, "patient")?
         .ok_or_else(|| ApiError::invalid_field("patient", "error.null", "Patient is required"))?;
     match state.store.patient(&patient)? {
@@ -304,7 +306,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     caller.require(&["Add Visits"])?;
     let user = caller.user_uuid();
-    let v = new_visit(&state, &body, &user)?;
+    let v = new_visit(&state, &body, &user, Utc::now())?;
     let rep = rep_of(&query)?;
     let st = state.clone();
     let v = blocking(move || {
@@ -459,12 +461,12 @@ pub async fn search(
         },
         location: param(&query, "location").map(|l| {
             let catalog = state.catalog.load();
-            // The location's uuid as stored on visits (the parameter may name it).
-            let mut chain = vec![
-                catalog
-                    .location(l)
-                    .map_or(l.to_string(), |x| x.uuid.clone()),
-            ];
+            // The parameter as given (a visit may have been made naming its location) and
+            // the location's uuid, as visits store it.
+            let mut chain = vec![l.to_string()];
+            if let Some(x) = catalog.location(l).filter(|x| x.uuid != l) {
+                chain.push(x.uuid.clone());
+            }
             if flag(&query, "includeParentLocations").unwrap_or(false) {
                 // Bounded by the number of locations, so a cycle in the content cannot loop.
                 let mut at = catalog.location(l);
