@@ -1694,6 +1694,12 @@ async fn an_encounter_brings_its_visit_written_out_as_fast_data_entry_sends_it()
     bad["visit"]["visitType"] = json!({"uuid": "0f8e2d4c-0000-4000-8000-000000000000"});
     let r = send_json(&mut c, "POST", &format!("{REST}/encounter"), &bad).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    // Its fields are named inside the encounter's body.
+    assert!(
+        r.body["error"]["fieldErrors"]["visit.visitType"].is_array(),
+        "{:?}",
+        r.body
+    );
     let gone = c
         .get(&format!(
             "{REST}/visit/0f8e2d4c-1a3b-4c5d-8e7f-9a0b1c2d3e4f"

@@ -171,6 +171,20 @@ fn visit_written_out(body: &Map<String, Value>) -> Option<&Map<String, Value>> {
     }
 }
 
+/// A written-out visit's refusal, its fields named inside the encounter's body
+/// (`visit.visitType`), so that the client sees which part of what it sent is wrong.
+fn in_written_out_visit(e: ApiError) -> ApiError {
+    match e {
+        ApiError::Invalid(mut inv) => {
+            for field in &mut inv.fields {
+                field.0 = format!("visit.{}", field.0);
+            }
+            ApiError::Invalid(inv)
+        }
+        other => other,
+    }
+}
+
 /// The visit an encounter belongs to: the one named, else none (O3 names it).
 fn load_visit(
     state: &AppState,
@@ -274,7 +288,8 @@ pub(crate) fn create_encounter(
                 None
             }
             _ => {
-                let v = crate::domains::visit::rest::new_visit(st, v, user, now)?;
+                let v = crate::domains::visit::rest::new_visit(st, v, user, now)
+                    .map_err(in_written_out_visit)?;
                 e.visit = Some(v.uuid.clone());
                 Some(v)
             }
@@ -322,7 +337,7 @@ pub(crate) fn create_encounter(
         )));
     }
     if let Some(v) = &new_visit {
-        crate::domains::visit::rest::check_new(st, v)?;
+        crate::domains::visit::rest::check_new(st, v).map_err(in_written_out_visit)?;
     }
     check_obs_orders(st, &obs, &patient, &drafts)?;
     let placed = order_rest::place_all(
