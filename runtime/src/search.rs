@@ -511,44 +511,19 @@ impl<'a> TermFilter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{IdentifierRecord, NameRecord};
+    use crate::store::IdentifierRecord;
 
     fn patient(uuid: &str, given: &str, family: &str, id: &str, dead: bool) -> PatientRecord {
-        PatientRecord {
-            v: 1,
-            uuid: uuid.into(),
-            gender: "F".into(),
-            birthdate: None,
-            birthdate_estimated: false,
-            dead,
-            death_date: None,
-            cause_of_death: None,
-            cause_of_death_non_coded: None,
-            names: vec![NameRecord {
-                uuid: format!("{uuid}-n"),
-                given_name: Some(given.into()),
-                middle_name: None,
-                family_name: Some(family.into()),
-                family_name2: None,
-                prefix: None,
-                degree: None,
-                preferred: true,
-            }],
-            identifiers: vec![IdentifierRecord {
-                uuid: format!("{uuid}-i"),
-                identifier: id.into(),
-                identifier_type: "t".into(),
-                location: None,
-                preferred: true,
-            }],
-            addresses: vec![],
-            attributes: vec![],
-            voided: false,
-            date_created: String::new(),
-            creator: String::new(),
-            changed: None,
-            voiding: None,
-        }
+        let mut p = PatientRecord::for_test(uuid, given, family);
+        p.dead = dead;
+        p.identifiers.push(IdentifierRecord {
+            uuid: format!("{uuid}-i"),
+            identifier: id.into(),
+            identifier_type: "t".into(),
+            location: None,
+            preferred: true,
+        });
+        p
     }
 
     fn uuids(v: Vec<&str>) -> Vec<String> {

@@ -180,6 +180,42 @@ pub struct PatientRecord {
     pub voiding: Option<PatientVoiding>,
 }
 
+#[cfg(test)]
+impl PatientRecord {
+    /// A woman with one preferred name and nothing else, for tests to add to.
+    pub(crate) fn for_test(uuid: &str, given: &str, family: &str) -> PatientRecord {
+        PatientRecord {
+            v: 1,
+            uuid: uuid.into(),
+            gender: "F".into(),
+            birthdate: None,
+            birthdate_estimated: false,
+            dead: false,
+            death_date: None,
+            cause_of_death: None,
+            cause_of_death_non_coded: None,
+            names: vec![NameRecord {
+                uuid: format!("{uuid}-n"),
+                given_name: Some(given.into()),
+                middle_name: None,
+                family_name: Some(family.into()),
+                family_name2: None,
+                prefix: None,
+                degree: None,
+                preferred: true,
+            }],
+            identifiers: vec![],
+            addresses: vec![],
+            attributes: vec![],
+            voided: false,
+            date_created: String::new(),
+            creator: String::new(),
+            changed: None,
+            voiding: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PatientVoiding {
     pub voided_by: String,
@@ -1161,41 +1197,13 @@ mod tests {
     use super::*;
 
     fn patient(uuid: &str) -> PatientRecord {
-        PatientRecord {
-            v: 1,
-            uuid: uuid.into(),
-            gender: "F".into(),
-            birthdate: None,
-            birthdate_estimated: false,
-            dead: false,
-            death_date: None,
-            cause_of_death: None,
-            cause_of_death_non_coded: None,
-            names: vec![],
-            identifiers: vec![],
-            addresses: vec![],
-            attributes: vec![],
-            voided: false,
-            date_created: String::new(),
-            creator: String::new(),
-            changed: None,
-            voiding: None,
-        }
+        let mut p = PatientRecord::for_test(uuid, "", "");
+        p.names.clear();
+        p
     }
 
     fn named(uuid: &str, given: &str) -> PatientRecord {
-        let mut p = patient(uuid);
-        p.names.push(NameRecord {
-            uuid: format!("{uuid}-n"),
-            given_name: Some(given.into()),
-            middle_name: None,
-            family_name: Some("Mbuyi".into()),
-            family_name2: None,
-            prefix: None,
-            degree: None,
-            preferred: true,
-        });
-        p
+        PatientRecord::for_test(uuid, given, "Mbuyi")
     }
 
     fn by_updated(s: &Store) -> Vec<(String, u8)> {

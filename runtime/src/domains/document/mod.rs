@@ -153,7 +153,7 @@ pub fn code128(data: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{IdentifierRecord, NameRecord};
+    use crate::store::IdentifierRecord;
 
     /// The file's bytes as Latin-1 text, the encoding its strings are in.
     fn latin1(bytes: &[u8]) -> String {
@@ -161,41 +161,16 @@ mod tests {
     }
 
     fn patient() -> PatientRecord {
-        PatientRecord {
-            v: 1,
-            uuid: "p".into(),
-            gender: "F".into(),
-            birthdate: Some("1990-03-12".into()),
-            birthdate_estimated: false,
-            dead: false,
-            death_date: None,
-            cause_of_death: None,
-            cause_of_death_non_coded: None,
-            names: vec![NameRecord {
-                uuid: "n".into(),
-                given_name: Some("Élodie".into()),
-                middle_name: None,
-                family_name: Some("Mbuyi".into()),
-                family_name2: None,
-                prefix: None,
-                degree: None,
-                preferred: true,
-            }],
-            identifiers: vec![IdentifierRecord {
-                uuid: "i".into(),
-                identifier: "100008E".into(),
-                identifier_type: "t".into(),
-                location: None,
-                preferred: true,
-            }],
-            addresses: vec![],
-            attributes: vec![],
-            voided: false,
-            date_created: String::new(),
-            creator: String::new(),
-            changed: None,
-            voiding: None,
-        }
+        let mut p = PatientRecord::for_test("p", "Élodie", "Mbuyi");
+        p.birthdate = Some("1990-03-12".into());
+        p.identifiers.push(IdentifierRecord {
+            uuid: "i".into(),
+            identifier: "100008E".into(),
+            identifier_type: "t".into(),
+            location: None,
+            preferred: true,
+        });
+        p
     }
 
     #[test]
