@@ -151,7 +151,7 @@ fn generate(
     store
         .write(|txn| {
             for i in &items {
-                stock::put_in(txn, stock::ITEMS, &i.uuid, i)?;
+                stock::put_item_in(txn, i)?;
             }
             for b in &batches {
                 stock::put_in(txn, stock::BATCHES, &b.uuid, b)?;

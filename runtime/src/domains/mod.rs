@@ -127,6 +127,7 @@ pub static REGISTRY: Registry = Registry {
         (3, &encounter::store::ENCOUNTER_RECORDS),
         (4, &encounter::store::OBS_RECORDS),
         (8, &encounter::store::OBS_RECORDS),
+        (9, &stock::store::ITEM_RECORDS),
     ],
     recoded_since: &[
         (5, &encounter::store::OBS_RECORDS),

@@ -120,7 +120,7 @@ pub fn values_answer(
     query: &[(String, String)],
     path: &str,
     paging: &Paging,
-    results: &[Value],
+    results: &[impl serde::Serialize],
     total: usize,
 ) -> ApiResult<Response> {
     let request = caller.request_url(state, path, query);

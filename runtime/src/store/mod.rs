@@ -40,8 +40,9 @@ use std::sync::Arc;
 /// written in their compact form (the earlier forms still read). 6: patients by when they
 /// last changed (`patients_by_updated`). 7: the audit trail one record per write, compact,
 /// under binary indexes (`audit`; the entries of older stores still read). 8: the
-/// observations' indexes by encounter, patient and last change in binary.
-pub const SCHEMA_VERSION: u32 = 8;
+/// observations' indexes by encounter, patient and last change in binary. 9: stock items
+/// by drug (`stock_items_by_drug`).
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// The `meta` entry of a store whose upgrade has begun and not ended: the version it was
 /// written by (`Store::finish_upgrade`).

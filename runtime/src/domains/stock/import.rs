@@ -509,7 +509,7 @@ pub async fn import_items(
         }
         st.store.write(|txn| {
             for i in items.iter().filter(|i| changed_items.contains(&i.uuid)) {
-                put_in(txn, ITEMS, &i.uuid, i)?;
+                crate::domains::stock::store::put_item_in(txn, i)?;
             }
             for s in sources.iter().filter(|s| new_sources.contains(&s.uuid)) {
                 put_in(txn, SOURCES, &s.uuid, s)?;

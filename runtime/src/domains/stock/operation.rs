@@ -1459,7 +1459,7 @@ pub async fn act(
 
 /// The unit an item's stock is shown in: its dispensing packaging unit, else a unit of one
 /// base unit (the dispensing app sends it back as the unit of what it dispenses).
-fn display_unit(item: &ItemRecord) -> Option<&PackagingUnit> {
+pub(crate) fn display_unit(item: &ItemRecord) -> Option<&PackagingUnit> {
     item.dispensing_unit_packaging_uom
         .as_deref()
         .and_then(|u| item.unit(u))
@@ -1468,6 +1468,98 @@ fn display_unit(item: &ItemRecord) -> Option<&PackagingUnit> {
                 .iter()
                 .find(|u| !u.voiding.voided && u.factor == Qty::parse("1").unwrap_or_default())
         })
+}
+
+/// An inventory page gathered while the balances are visited in key order: adjacent
+/// balances of one group are summed, and only the groups inside the page's window are
+/// kept (the others are counted for the total).
+struct InventoryPage {
+    start: usize,
+    limit: usize,
+    include_empty: bool,
+    current: Option<((String, String, String), Qty)>,
+    total: usize,
+    shown: Vec<((String, String, String), Qty)>,
+}
+
+impl InventoryPage {
+    fn new(start: usize, limit: usize, include_empty: bool) -> InventoryPage {
+        InventoryPage {
+            start,
+            limit,
+            include_empty,
+            current: None,
+            total: 0,
+            shown: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, party: &str, item: &str, batch: &str, q: Qty) {
+        if let Some(((p, i, b), sum)) = &mut self.current
+            && p == party
+            && i == item
+            && b == batch
+        {
+            *sum = sum.checked_add(q).unwrap_or(*sum);
+            return;
+        }
+        // A group the page does not show lends its strings to the next one.
+        let ((mut p, mut i, mut b), _) = self
+            .close()
+            .unwrap_or_else(|| ((String::new(), String::new(), String::new()), Qty::ZERO));
+        for (to, from) in [(&mut p, party), (&mut i, item), (&mut b, batch)] {
+            to.clear();
+            to.push_str(from);
+        }
+        self.current = Some(((p, i, b), q));
+    }
+
+    /// Ends the current group: kept when inside the window, else answered for reuse.
+    fn close(&mut self) -> Option<((String, String, String), Qty)> {
+        let group = self.current.take()?;
+        if !self.include_empty && group.1 == Qty::ZERO {
+            return Some(group);
+        }
+        self.total += 1;
+        if self.total > self.start && self.shown.len() < self.limit {
+            self.shown.push(group);
+            return None;
+        }
+        Some(group)
+    }
+
+    /// The page's groups and how many there are in all.
+    fn finish(mut self) -> (Vec<((String, String, String), Qty)>, usize) {
+        self.close();
+        (self.shown, self.total)
+    }
+}
+
+/// One row of an inventory answer, written straight to the answer (a page holds 50 of
+/// them; building each as a JSON map first cost more than reading the stock).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InventoryRow<'a> {
+    party_uuid: Option<&'a str>,
+    party_name: Value,
+    location_uuid: Option<&'a str>,
+    stock_item_uuid: &'a str,
+    drug_uuid: Option<&'a str>,
+    drug_name: Option<&'a str>,
+    drug_strength: Option<&'a str>,
+    concept_uuid: Option<&'a str>,
+    concept_name: Value,
+    common_name: Option<&'a str>,
+    acronym: Option<&'a str>,
+    stock_batch_uuid: Option<&'a str>,
+    batch_number: Option<&'a str>,
+    expiration: Value,
+    quantity: Value,
+    #[serde(rename = "quantityUoM")]
+    quantity_uom: Value,
+    #[serde(rename = "quantityUoMUuid")]
+    quantity_uom_uuid: Option<&'a str>,
+    quantity_factor: Value,
 }
 
 /// `GET stockiteminventory[?stockItemUuid=][&drugUuid=][&locationUuid=|&partyUuid=]
@@ -1511,125 +1603,99 @@ pub async fn inventory(
         || flag(&query, "emptyBatch").unwrap_or(false);
     let st = state.clone();
     let p = party_param.clone();
-    // Only what the answer needs is read: the balances of the party; the items only to
-    // find a drug's; the batches only to leave the expired out; then the page's items and
-    // batches by uuid.
-    let (rows, drug_items, expired, l) = blocking(move || {
-        let rows = balances(&st.store, p.as_deref())?;
-        let drug_items: Option<Vec<String>> = match &drug_param {
-            Some(d) => Some(
-                items(&st.store)?
-                    .into_iter()
-                    .filter(|i| i.drug.as_ref() == Some(d))
-                    .map(|i| i.uuid)
-                    .collect(),
-            ),
-            None => None,
-        };
-        let today = crate::wire::today().to_string();
-        let mut expired = std::collections::HashSet::new();
-        if exclude_expired {
-            for b in batches(&st.store)? {
-                if b.expiration.as_deref().is_some_and(|e| e < today.as_str()) {
-                    expired.insert(b.uuid);
-                }
-            }
-        }
-        Ok((rows, drug_items, expired, sources(&st.store)?))
-    })
-    .await?;
     let catalog = state.catalog.load();
     let ctx = caller.ctx(&state, &catalog);
-    let mut grouped: BTreeMap<(String, String, String), Qty> = BTreeMap::new();
-    for b in rows {
-        let is_location = catalog.location(&b.party).is_some();
-        if (party_param.is_none() && !is_location)
-            || item_param.as_ref().is_some_and(|i| i != &b.item)
-            || drug_items.as_ref().is_some_and(|d| !d.contains(&b.item))
-            || batch_param.as_ref().is_some_and(|x| x != &b.batch)
-            || expired.contains(&b.batch)
-        {
-            continue;
-        }
-        let key = (
-            if by_location {
-                b.party.clone()
-            } else {
-                String::new()
-            },
-            b.item.clone(),
-            if by_batch {
-                b.batch.clone()
-            } else {
-                String::new()
-            },
-        );
-        let q = grouped.entry(key).or_insert(Qty::ZERO);
-        *q = q.checked_add(b.quantity).unwrap_or(*q);
-    }
-    let rows: Vec<_> = grouped
-        .into_iter()
-        .filter(|(_, q)| include_empty || *q != Qty::ZERO)
-        .collect();
-    let total = rows.len();
-    let shown: Vec<_> = rows
-        .into_iter()
-        .skip(paging.start)
-        .take(paging.limit)
-        .collect();
-    let st = state.clone();
-    let wanted: Vec<(String, String)> = shown
-        .iter()
-        .map(|((_, i, b), _)| (i.clone(), b.clone()))
-        .collect();
-    let (page_items, page_batches) = blocking(move || {
-        let mut its: std::collections::HashMap<String, ItemRecord> = Default::default();
-        let mut bs: std::collections::HashMap<String, BatchRecord> = Default::default();
-        for (i, b) in &wanted {
-            if !its.contains_key(i)
-                && let Some(x) = crate::domains::stock::store::item(&st.store, i)?
-            {
-                its.insert(i.clone(), x);
-            }
-            if !b.is_empty()
-                && !bs.contains_key(b)
-                && let Some(x) = batch(&st.store, b)?
-            {
-                bs.insert(b.clone(), x);
+    // Only what the answer needs is read: the balances of the party (of a drug's items
+    // alone when asked by drug, one key range each), in key order, which is the answer's
+    // order; then the batches of the rows only to leave the expired out, and the page's
+    // items and batches by uuid.
+    let cat = state.catalog.load_full();
+    let window = (paging.start, paging.limit);
+    let (shown, total, page_items, page_batches, sources_read) = blocking(move || {
+        let narrowed: Option<Vec<String>> = match (&drug_param, &item_param) {
+            (Some(d), Some(i)) => Some(
+                items_of_drug(&st.store, d)?
+                    .into_iter()
+                    .filter(|x| x == i)
+                    .collect(),
+            ),
+            (Some(d), None) => Some(items_of_drug(&st.store, d)?),
+            (None, Some(i)) => Some(vec![i.clone()]),
+            (None, None) => None,
+        };
+        let today = crate::wire::today().to_string();
+        let filter = BalanceFilter {
+            party: p.as_deref(),
+            items: narrowed.as_deref(),
+            batch: batch_param.as_deref(),
+            unexpired_on: exclude_expired.then_some(today.as_str()),
+        };
+        let mut page = InventoryPage::new(window.0, window.1, include_empty);
+        if by_location {
+            // Rows come in key order, so a location's rows of one item are adjacent.
+            visit_balances(&st.store, &filter, |party, item, batch, q| {
+                if p.is_none() && cat.location(party).is_none() {
+                    return;
+                }
+                page.add(party, item, if by_batch { batch } else { "" }, q);
+            })?;
+        } else {
+            let mut by_item: BTreeMap<String, Qty> = BTreeMap::new();
+            visit_balances(&st.store, &filter, |party, item, _, q| {
+                if p.is_none() && cat.location(party).is_none() {
+                    return;
+                }
+                match by_item.get_mut(item) {
+                    Some(g) => *g = g.checked_add(q).unwrap_or(*g),
+                    None => {
+                        by_item.insert(item.to_string(), q);
+                    }
+                }
+            })?;
+            for (item, q) in &by_item {
+                page.add("", item, "", *q);
             }
         }
-        Ok((its, bs))
+        let (shown, total) = page.finish();
+        let item_uuids: Vec<&str> = shown.iter().map(|((_, i, _), _)| i.as_str()).collect();
+        let batch_uuids: Vec<&str> = shown.iter().map(|((_, _, b), _)| b.as_str()).collect();
+        let (its, bs) = items_and_batches(&st.store, &item_uuids, &batch_uuids)?;
+        Ok((shown, total, its, bs, sources(&st.store)?))
     })
     .await?;
-    let sources_read = l;
-    let page: Vec<Value> = shown
-        .into_iter()
+    let page: Vec<InventoryRow> = shown
+        .iter()
         .map(|((party, item_uuid, batch_uuid), q)| {
-            let item = page_items.get(&item_uuid);
-            let batch = page_batches.get(&batch_uuid);
-            let drug = item.and_then(|i| i.drug.as_deref()).and_then(|d| catalog.drug(d));
+            let item = page_items.get(item_uuid);
+            let batch = page_batches.get(batch_uuid);
+            let drug = item
+                .and_then(|i| i.drug.as_deref())
+                .and_then(|d| catalog.drug(d));
             let unit = item.and_then(display_unit);
-            let is_location = catalog.location(&party).is_some();
-            json!({
-                "partyUuid": (!party.is_empty()).then_some(&party),
-                "partyName": party_name(&ctx, &sources_read, (!party.is_empty()).then_some(party.as_str())),
-                "locationUuid": is_location.then_some(&party),
-                "stockItemUuid": item_uuid,
-                "drugUuid": drug.map(|d| &d.uuid),
-                "drugName": drug.map(|d| &d.name),
-                "drugStrength": drug.and_then(|d| d.strength.clone()),
-                "conceptUuid": item.map(|i| &i.concept),
-                "conceptName": concept_name(&ctx, item.map(|i| i.concept.as_str())),
-                "commonName": item.and_then(|i| i.common_name.clone()),
-                "acronym": item.and_then(|i| i.acronym.clone()),
-                "stockBatchUuid": batch.map(|b| &b.uuid),
-                "batchNumber": batch.map(|b| &b.batch_no),
-                "expiration": batch.and_then(|b| b.expiration.as_deref()).map_or(Value::Null, crate::wire::format_date),
-                "quantity": unit.map_or(q, |u| q.per(u.factor)).json(),
-                "quantityUoM": unit.map_or(Value::Null, |u| concept_name(&ctx, Some(&u.packaging_uom))),
-                "quantityUoMUuid": unit.map(|u| &u.uuid),
-                "quantityFactor": unit.map_or(json!(1), |u| u.factor.json()),
-            })
+            let party = (!party.is_empty()).then_some(party.as_str());
+            InventoryRow {
+                party_uuid: party,
+                party_name: party_name(&ctx, &sources_read, party),
+                location_uuid: party.filter(|p| catalog.location(p).is_some()),
+                stock_item_uuid: item_uuid,
+                drug_uuid: drug.map(|d| d.uuid.as_str()),
+                drug_name: drug.map(|d| d.name.as_str()),
+                drug_strength: drug.and_then(|d| d.strength.as_deref()),
+                concept_uuid: item.map(|i| i.concept.as_str()),
+                concept_name: concept_name(&ctx, item.map(|i| i.concept.as_str())),
+                common_name: item.and_then(|i| i.common_name.as_deref()),
+                acronym: item.and_then(|i| i.acronym.as_deref()),
+                stock_batch_uuid: batch.map(|b| b.uuid.as_str()),
+                batch_number: batch.map(|b| b.batch_no.as_str()),
+                expiration: batch
+                    .and_then(|b| b.expiration.as_deref())
+                    .map_or(Value::Null, crate::wire::format_date),
+                quantity: unit.map_or(*q, |u| q.per(u.factor)).json(),
+                quantity_uom: unit
+                    .map_or(Value::Null, |u| concept_name(&ctx, Some(&u.packaging_uom))),
+                quantity_uom_uuid: unit.map(|u| u.uuid.as_str()),
+                quantity_factor: unit.map_or(json!(1), |u| u.factor.json()),
+            }
         })
         .collect();
     values_answer(

@@ -1,7 +1,9 @@
 //! The stock tables.
 //!
 //! - Items, sources, batches and user role scopes: small tables keyed by uuid and read
-//!   whole (a facility has hundreds of items and sources, thousands of batches).
+//!   whole (a facility has hundreds of items and sources, thousands of batches). Items are
+//!   also indexed by drug (`stock_items_by_drug`: `drug|item`), which the dispensing app
+//!   and the order basket ask by.
 //! - Operations, keyed by uuid, listed newest first through `stock_operations_by_date`
 //!   (`all|operation date|uuid`); numbered from a counter in the commit that makes them.
 //! - Transactions, keyed by uuid and never rewritten, listed per item through
@@ -19,10 +21,11 @@ use crate::domains::stock::{
     SourceRecord, TransactionRecord,
 };
 use crate::store::kv::{TableDefinition, WriteTransaction};
-use crate::store::record::{Index, RecordTable, key};
+use crate::store::record::{Index, RecordTable, key, uuid_of};
 use crate::store::{Store, StoreResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::collections::HashMap;
 
 pub const ITEMS: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_items");
 pub(crate) const SOURCES: TableDefinition<&str, &[u8]> = TableDefinition::new("stock_sources");
@@ -71,7 +74,28 @@ macro_rules! small_table {
     };
 }
 
-small_table!(ITEM_RECORDS, ITEMS, "stock_items", ItemRecord);
+const ITEMS_BY_DRUG: Index = TableDefinition::new("stock_items_by_drug");
+
+pub const ITEM_RECORDS: RecordTable = RecordTable {
+    name: "stock_items",
+    table: ITEMS,
+    indexes: &[ITEMS_BY_DRUG],
+    covering: &[],
+    create: |txn| {
+        txn.open_table(ITEMS)?;
+        txn.open_table(ITEMS_BY_DRUG)?;
+        Ok(())
+    },
+    reindex: |txn, bytes| {
+        let i: ItemRecord = crate::store::record::decode("stock_items", bytes)?;
+        if let Some(d) = &i.drug {
+            txn.open_table(ITEMS_BY_DRUG)?
+                .insert(key(&[d, &i.uuid]).as_str(), 0)?;
+        }
+        Ok(())
+    },
+    codec: crate::store::record::json_codec::<ItemRecord>(),
+};
 small_table!(SOURCE_RECORDS, SOURCES, "stock_sources", SourceRecord);
 small_table!(BATCH_RECORDS, BATCHES, "stock_batches", BatchRecord);
 small_table!(SCOPE_RECORDS, SCOPES, "stock_user_role_scopes", ScopeRecord);
@@ -234,6 +258,71 @@ pub fn item(store: &Store, uuid: &str) -> StoreResult<Option<ItemRecord>> {
     get(store, ITEMS, "stock_items", uuid)
 }
 
+/// Writes an item and keeps the index by drug current (a changed drug moves its key).
+pub fn put_item_in(txn: &WriteTransaction, item: &ItemRecord) -> StoreResult<()> {
+    let mut table = txn.open_table(ITEMS)?;
+    let old: Option<ItemRecord> = table
+        .get(item.uuid.as_str())?
+        .map(|v| crate::store::record::decode("stock_items", v.value()))
+        .transpose()?;
+    table.insert(
+        item.uuid.as_str(),
+        crate::store::record::encode(item).as_slice(),
+    )?;
+    let mut by_drug = txn.open_table(ITEMS_BY_DRUG)?;
+    if let Some(d) = old.as_ref().and_then(|o| o.drug.as_ref()) {
+        by_drug.remove(key(&[d, &item.uuid]).as_str())?;
+    }
+    if let Some(d) = &item.drug {
+        by_drug.insert(key(&[d, &item.uuid]).as_str(), 0)?;
+    }
+    Ok(())
+}
+
+/// The uuids of a drug's items, from the index (voided ones too: the caller decides).
+pub fn items_of_drug(store: &Store, drug: &str) -> StoreResult<Vec<String>> {
+    let txn = store.begin_read()?;
+    crate::store::record::keys_under_all(&txn.open_table(ITEMS_BY_DRUG)?, &[drug], 0)
+        .map(|keys| keys.iter().map(|k| uuid_of(k).to_string()).collect())
+}
+
+/// The items and batches an answer names, read in one transaction: those found, by uuid
+/// (an empty uuid is skipped).
+pub fn items_and_batches(
+    store: &Store,
+    items: &[&str],
+    batches: &[&str],
+) -> StoreResult<(HashMap<String, ItemRecord>, HashMap<String, BatchRecord>)> {
+    let txn = store.begin_read()?;
+    let mut found_items = HashMap::new();
+    let table = txn.open_table(ITEMS)?;
+    for &u in items {
+        if u.is_empty() || found_items.contains_key(u) {
+            continue;
+        }
+        if let Some(v) = table.get(u)? {
+            found_items.insert(
+                u.to_string(),
+                crate::store::record::decode::<ItemRecord>("stock_items", v.value())?,
+            );
+        }
+    }
+    let mut found_batches = HashMap::new();
+    let table = txn.open_table(BATCHES)?;
+    for &u in batches {
+        if u.is_empty() || found_batches.contains_key(u) {
+            continue;
+        }
+        if let Some(v) = table.get(u)? {
+            found_batches.insert(
+                u.to_string(),
+                crate::store::record::decode::<BatchRecord>("stock_batches", v.value())?,
+            );
+        }
+    }
+    Ok((found_items, found_batches))
+}
+
 pub fn batch(store: &Store, uuid: &str) -> StoreResult<Option<BatchRecord>> {
     get(store, BATCHES, "stock_batches", uuid)
 }
@@ -389,6 +478,105 @@ pub fn balances(store: &Store, party: Option<&str>) -> StoreResult<Vec<Balance>>
     Ok(out)
 }
 
+/// Which balances `visit_balances` visits.
+#[derive(Default)]
+pub struct BalanceFilter<'a> {
+    /// One party's (`party|…`, one key range), else every party's.
+    pub party: Option<&'a str>,
+    /// Only these items' (a key range each when the party is given).
+    pub items: Option<&'a [String]>,
+    /// Only this batch's.
+    pub batch: Option<&'a str>,
+    /// Leaves out batches expired before this day (`yyyy-mm-dd`): each visited batch is
+    /// read to know.
+    pub unexpired_on: Option<&'a str>,
+}
+
+/// Visits balances in key order (`party|item|batch`, which is an inventory answer's
+/// order) with their quantities, in one read, allocating nothing per balance: a page
+/// keeps only what it shows.
+pub fn visit_balances(
+    store: &Store,
+    filter: &BalanceFilter,
+    mut visit: impl FnMut(&str, &str, &str, Qty),
+) -> StoreResult<()> {
+    let txn = store.begin_read()?;
+    let table = txn.open_table(BALANCES)?;
+    let batches = match filter.unexpired_on {
+        Some(_) => Some(txn.open_table(BATCHES)?),
+        None => None,
+    };
+    let ranges: Vec<(String, String)> = match (filter.party, filter.items) {
+        (Some(p), Some(items)) => {
+            let mut items: Vec<&String> = items.iter().collect();
+            items.sort();
+            items.dedup();
+            items
+                .into_iter()
+                .map(|i| (format!("{p}|{i}|"), format!("{p}|{i}}}")))
+                .collect()
+        }
+        (Some(p), None) => vec![(format!("{p}|"), format!("{p}}}"))],
+        (None, _) => vec![(String::new(), "\u{10ffff}".to_string())],
+    };
+    for (from, to) in &ranges {
+        for r in table.range::<&str>(from.as_str()..to.as_str())? {
+            let (k, v) = r?;
+            let k = k.value();
+            let mut parts = k.splitn(3, '|');
+            let (Some(party), Some(item), Some(batch)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            if filter.batch.is_some_and(|b| b != batch)
+                || (filter.party.is_none()
+                    && filter
+                        .items
+                        .is_some_and(|items| !items.iter().any(|x| x == item)))
+            {
+                continue;
+            }
+            if let (Some(today), Some(batches)) = (filter.unexpired_on, &batches) {
+                let expired = match batches.get(batch)? {
+                    Some(b) => {
+                        crate::store::record::decode::<BatchRecord>("stock_batches", b.value())?
+                            .expiration
+                            .is_some_and(|e| e.as_str() < today)
+                    }
+                    None => false,
+                };
+                if expired {
+                    continue;
+                }
+            }
+            visit(party, item, batch, Qty(v.value()));
+        }
+    }
+    Ok(())
+}
+
+/// An item's balances at some parties (the facility's locations), batch by batch: one
+/// read, a key range per party.
+pub fn balances_of_item(
+    store: &Store,
+    parties: &[&str],
+    item: &str,
+) -> StoreResult<Vec<(String, Qty)>> {
+    let txn = store.begin_read()?;
+    let table = txn.open_table(BALANCES)?;
+    let mut out = Vec::new();
+    for party in parties {
+        let (from, to) = (format!("{party}|{item}|"), format!("{party}|{item}}}"));
+        for r in table.range::<&str>(from.as_str()..to.as_str())? {
+            let (k, v) = r?;
+            if let Some(batch) = k.value().rsplit('|').next() {
+                out.push((batch.to_string(), Qty(v.value())));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// An item's transactions, newest first: the page `keep` accepts from `start`, and how
 /// many it accepts in all. Without a filter (`keep` is `None`) the total is the index's
 /// count and only the page's records are read; a filter reads each of the item's records.
@@ -453,3 +641,63 @@ pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMo
     adjust: None,
     counted_as: None,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store written by version 8 has no index of items by drug: opened by this
+    /// version, it is built from the items, and a changed drug moves the item's key.
+    #[test]
+    fn a_version_8_store_gets_its_items_indexed_by_drug() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let now = chrono::Utc::now();
+        let amoxicillin = ItemRecord::new(
+            "7d1c0a2e-0001-4b6a-9c8d-1e2f3a4b5c6d".into(),
+            Some("drug-amoxicillin".into()),
+            "concept-amoxicillin".into(),
+            "admin",
+            now,
+        );
+        let gloves = ItemRecord::new(
+            "7d1c0a2e-0002-4b6a-9c8d-1e2f3a4b5c6d".into(),
+            None,
+            "concept-gloves".into(),
+            "admin",
+            now,
+        );
+        {
+            let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+            s.write(|txn| {
+                // As version 8 wrote them: the items alone.
+                put_in(txn, ITEMS, &amoxicillin.uuid, &amoxicillin)?;
+                put_in(txn, ITEMS, &gloves.uuid, &gloves)?;
+                txn.delete_table(ITEMS_BY_DRUG)?;
+                Ok(())
+            })
+            .unwrap();
+            s.set_meta("schema_version", "8").unwrap();
+        }
+        let s = Store::open(&path, &crate::domains::REGISTRY).unwrap();
+        assert_eq!(
+            s.meta("schema_version").unwrap(),
+            Some(crate::store::SCHEMA_VERSION.to_string())
+        );
+        assert_eq!(
+            items_of_drug(&s, "drug-amoxicillin").unwrap(),
+            [amoxicillin.uuid.clone()]
+        );
+        let mut changed = amoxicillin.clone();
+        changed.drug = Some("drug-amoxicillin-250".into());
+        s.write(|txn| put_item_in(txn, &changed)).unwrap();
+        assert!(items_of_drug(&s, "drug-amoxicillin").unwrap().is_empty());
+        assert_eq!(
+            items_of_drug(&s, "drug-amoxicillin-250").unwrap(),
+            [amoxicillin.uuid.clone()]
+        );
+        drop(s);
+        let report = crate::store::check::check_store(&path, &crate::domains::REGISTRY).unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+    }
+}
