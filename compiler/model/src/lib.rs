@@ -38,6 +38,10 @@ pub const PROVIDED_MODULES: &[(&str, &str, &str)] = &[
     ("initializer", "Initializer", "2.9.0"),
     // The ward app turns its beds on when this is listed within `>=6.0.0 <8.0.0`.
     ("bedmanagement", "Bed Management", "7.2.0"),
+    // Listed together, they switch on the order basket's stock indicator (its
+    // `InventoryItem` search, answered from this server's own stock).
+    ("stockmanagement", "Stock Management", "2.0.0"),
+    ("fhirproxy", "FHIR Proxy", "1.0.0"),
 ];
 
 /// Which content a bundle was compiled from.

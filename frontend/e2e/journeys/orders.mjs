@@ -1,9 +1,9 @@
-// Orders and the care record: a prescription from the order basket, changed (a revision of
-// the first order), dispensed in the pharmacy app from the pharmacy's stock (the batch the
-// stock journey brought there, its tablets drawn), stopped, renewed from the past treatments,
-// then paused and closed by the pharmacy with reasons from the content; a laboratory test
-// ordered, picked up, resulted and completed in the laboratory app; the result in the chart,
-// flagged.
+// Orders and the care record: a prescription from the order basket (its line showing the
+// drug in stock), changed (a revision of the first order), dispensed in the pharmacy app
+// from the pharmacy's stock (the batch the stock journey brought there, its tablets drawn),
+// stopped, renewed from the past treatments, then paused and closed by the pharmacy with
+// reasons from the content; a laboratory test ordered, picked up, resulted and completed in
+// the laboratory app; the result in the chart, flagged.
 // Needs: the browser logged in at reception on her chart, her visit open; the pharmacy
 // stocked with paracetamol (the stock journey).
 import { api, base, basic, logIn, openTheChart, page, patientUuid, RECEPTION, registerThePatient, startTheVisit, step, visible, workAt } from "../lib.mjs";
@@ -54,7 +54,11 @@ export async function run() {
     await page.locator("input#indication").fill("Fièvre");
     await page.getByRole("button", { name: "Enregistrer cette prescription" }).click();
     await page.getByRole("button", { name: "Enregistrer cette prescription" }).waitFor({ state: "hidden", timeout: 30000 });
-    await signTheBasket({ open: true });
+    // The basket's line says the pharmacy's stock holds the drug (the order basket's
+    // `InventoryItem` search, answered from the stock journey's movements).
+    await page.getByRole("button", { name: "Ordonnance", exact: true }).click();
+    await visible(page.getByText("En stock", { exact: true }));
+    await signTheBasket({ open: false });
     await visible(page.getByText("Traitements en cours"));
     await visible(page.getByText(/trois fois par jour — pour 5 jours/));
     const [order] = (await api("GET", `order?patient=${patientUuid()}&status=active&v=full`)).results;

@@ -24,6 +24,8 @@ pub struct Supported {
     pub delete: bool,
     /// `search` is false for types read by id only.
     pub searchable: bool,
+    /// Whether the CapabilityStatement names it (an R4 statement cannot name an R5 type).
+    pub listed: bool,
 }
 
 const fn read_search(kind: &'static str, search: &'static [&'static str]) -> Supported {
@@ -35,6 +37,7 @@ const fn read_search(kind: &'static str, search: &'static [&'static str]) -> Sup
         patch: false,
         delete: false,
         searchable: true,
+        listed: true,
     }
 }
 
@@ -182,6 +185,12 @@ pub const SUPPORTED: &[Supported] = &[
         )
     },
     read_search("Medication", &["code"]),
+    // An R5 type, answered under this base as OpenMRS's fhirproxy module passes it to an
+    // inventory server beside fhir2: served, not named by fhir2's R4 CapabilityStatement.
+    Supported {
+        listed: false,
+        ..read_search("InventoryItem", &["code"])
+    },
     read_search(
         "DiagnosticReport",
         crate::domains::encounter::diagnostic_report::SEARCH_PARAMS,
@@ -214,10 +223,12 @@ pub fn supported(kind: &str) -> Option<&'static Supported> {
     SUPPORTED.iter().find(|s| s.kind == kind)
 }
 
-/// `GET metadata`: the CapabilityStatement, exactly what `SUPPORTED` says.
+/// `GET metadata`: the CapabilityStatement, exactly what `SUPPORTED` says of the types it
+/// lists.
 pub async fn metadata(State(state): State<Arc<AppState>>) -> Response {
     let resources: Vec<Value> = SUPPORTED
         .iter()
+        .filter(|s| s.listed)
         .map(|s| {
             let mut interactions = vec![json!({"code": "read"})];
             for (on, code) in [

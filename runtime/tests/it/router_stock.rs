@@ -1597,3 +1597,320 @@ async fn stock_items_are_imported_from_a_csv_file_row_by_row() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
 }
+
+/// The uuid of an item's batch by its number.
+async fn batch_uuid(c: &mut Client, item: &str, number: &str) -> String {
+    let batches = c
+        .get(&format!("{SM}/stockbatch?stockItemUuid={item}"))
+        .await
+        .body;
+    batches["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["batchNo"] == number)
+        .unwrap_or_else(|| panic!("{batches}"))["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A batch made to have expired yesterday (no operation can date one so).
+fn expire_yesterday(st: &runtime::http::AppState, batch: &str) {
+    use runtime::domains::stock::store;
+    let mut expired = store::batch(&st.store, batch).unwrap().unwrap();
+    expired.expiration = Some(in_days(-1));
+    st.store
+        .write(|txn| store::put_in(txn, store::BATCHES, batch, &expired))
+        .unwrap();
+}
+
+/// The inventory as the stock pages and the dispensing app ask for it: by location, item
+/// and batch (paged, with its total), by location and item, by item over every location;
+/// narrowed to a drug, an item, a batch; the expired left out when asked.
+#[tokio::test]
+async fn the_inventory_groups_pages_and_narrows_by_drug_item_batch_and_expiry() {
+    const PARACETAMOL: &str = "73577264-62d4-42cf-bd81-c18cb147b3f7";
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+    receive(&mut c, &s, "AMX-A", 3).await;
+    receive(&mut c, &s, "AMX-B", 2).await;
+    // Paracetamol in tablets, 40 at the store and 20 at the pharmacy (opening stock).
+    let r = c
+        .post(
+            &format!("{SM}/stockitem"),
+            &json!({"drugUuid": PARACETAMOL, "hasExpiration": true}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let paracetamol = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{SM}/stockitempackaginguom"),
+            &json!({"stockItemUuid": paracetamol, "packagingUomUuid": CAPSULE, "factor": 1})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let unit = r.body["uuid"].as_str().unwrap().to_string();
+    for (location, quantity) in [(&s.store, 40), (&s.pharmacy, 20)] {
+        let opening = operation(
+            &mut c,
+            json!({"operationTypeUuid": "99999999-9999-9999-9999-999999999999",
+                   "atLocationUuid": location, "sourceUuid": location,
+                   "stockOperationItems": [{"stockItemUuid": paracetamol, "batchNo": "PCM-1",
+                       "expiration": in_days(300), "quantity": quantity,
+                       "stockItemPackagingUOMUuid": unit}]}),
+        )
+        .await;
+        assert_eq!(
+            act(&mut c, &opening, "COMPLETE", None).await.0,
+            StatusCode::CREATED
+        );
+    }
+    let inventory = async |c: &mut Client, query: &str| -> (Vec<(String, String, f64)>, Value) {
+        let r = c
+            .get(&format!("{SM}/stockiteminventory?totalCount=true&{query}"))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{query}: {}", r.body);
+        let rows = r.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["stockItemUuid"].as_str().unwrap().to_string(),
+                    x["batchNumber"].as_str().unwrap_or("").to_string(),
+                    x["quantity"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        (rows, r.body["totalCount"].clone())
+    };
+    let sorted = |mut rows: Vec<(String, String, f64)>| {
+        rows.sort_by(|a, b| (&a.0, &a.1).partial_cmp(&(&b.0, &b.1)).unwrap());
+        rows
+    };
+    let (amx, pcm) = (s.item.clone(), paracetamol.clone());
+    let row = |i: &str, b: &str, q: f64| (i.to_string(), b.to_string(), q);
+
+    // The store by item and batch: three rows, in capsules and tablets.
+    let (all, total) = inventory(&mut c, &format!("locationUuid={}", s.store)).await;
+    assert_eq!(total, 3);
+    assert_eq!(
+        sorted(all.clone()),
+        sorted(vec![
+            row(&amx, "AMX-A", 300.0),
+            row(&amx, "AMX-B", 200.0),
+            row(&pcm, "PCM-1", 40.0)
+        ])
+    );
+    // Paged: two, then the third, the total the same.
+    let (first, total) = inventory(
+        &mut c,
+        &format!("locationUuid={}&limit=2&startIndex=0", s.store),
+    )
+    .await;
+    assert_eq!((first.len(), &total), (2, &json!(3)));
+    let (rest, _) = inventory(
+        &mut c,
+        &format!("locationUuid={}&limit=2&startIndex=2", s.store),
+    )
+    .await;
+    assert_eq!([first, rest].concat(), all, "the pages cut one order");
+    // By location and item; by item over every location.
+    let (by_item, _) = inventory(
+        &mut c,
+        &format!("locationUuid={}&groupBy=LocationStockItem", s.store),
+    )
+    .await;
+    assert_eq!(
+        sorted(by_item),
+        sorted(vec![row(&amx, "", 500.0), row(&pcm, "", 40.0)])
+    );
+    let (everywhere, total) = inventory(&mut c, "groupBy=StockItemOnly").await;
+    assert_eq!(total, 2);
+    assert_eq!(
+        sorted(everywhere),
+        sorted(vec![row(&amx, "", 500.0), row(&pcm, "", 60.0)])
+    );
+    let (rows, total) = inventory(&mut c, "groupBy=LocationStockItem").await;
+    assert_eq!(
+        total, 3,
+        "amoxicillin at the store, paracetamol at both: {rows:?}"
+    );
+    // Narrowed: a drug at the store; a drug and another drug's item; a batch.
+    let (of_drug, _) = inventory(
+        &mut c,
+        &format!("locationUuid={}&drugUuid={AMOXICILLIN}", s.store),
+    )
+    .await;
+    assert_eq!(
+        sorted(of_drug),
+        sorted(vec![row(&amx, "AMX-A", 300.0), row(&amx, "AMX-B", 200.0)])
+    );
+    let (none, total) = inventory(
+        &mut c,
+        &format!("drugUuid={AMOXICILLIN}&stockItemUuid={pcm}"),
+    )
+    .await;
+    assert_eq!((none.len(), total), (0, json!(0)));
+    // Without a location: each location's batch.
+    let (of_drug_everywhere, _) = inventory(&mut c, &format!("drugUuid={PARACETAMOL}")).await;
+    let mut quantities: Vec<f64> = of_drug_everywhere.iter().map(|r| r.2).collect();
+    quantities.sort_by(f64::total_cmp);
+    assert_eq!(quantities, [20.0, 40.0], "{of_drug_everywhere:?}");
+    let batch_b = batch_uuid(&mut c, &amx, "AMX-B").await;
+    let (one, _) = inventory(
+        &mut c,
+        &format!("locationUuid={}&stockBatchUuid={batch_b}", s.store),
+    )
+    .await;
+    assert_eq!(one, vec![row(&amx, "AMX-B", 200.0)]);
+    // Batch B expired yesterday: left out when asked, still counted otherwise.
+    expire_yesterday(&st, &batch_b);
+    let (fresh, total) = inventory(
+        &mut c,
+        &format!("locationUuid={}&excludeExpired=true", s.store),
+    )
+    .await;
+    assert_eq!(total, 2);
+    assert!(fresh.iter().all(|r| r.1 != "AMX-B"), "{fresh:?}");
+    let (with_expired, _) = inventory(&mut c, &format!("locationUuid={}", s.store)).await;
+    assert_eq!(with_expired.len(), 3);
+}
+
+/// The order basket's stock indicator: `InventoryItem?code=` with a drug's uuid (or a
+/// non-drug concept's) answers the facility's stock of its item, expired batches left
+/// out; an unknown code answers an empty searchset; who may ask is the setting's.
+#[tokio::test]
+async fn the_order_basket_sees_a_drugs_stock_as_an_inventory_item() {
+    const FHIR: &str = "/openmrs/ws/fhir2/R4";
+    const GLOVES: &str = "a3e9c1d2-7b4f-4c8a-b6e5-1d2f3a4b5c62";
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let s = setup(&mut c, &st).await;
+    // Before any stock: the item is known, and out of stock.
+    let r = c
+        .get(&format!("{FHIR}/InventoryItem?code={AMOXICILLIN}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["resourceType"], "Bundle");
+    assert_eq!(r.body["type"], "searchset");
+    let item = &r.body["entry"][0]["resource"];
+    assert_eq!(item["resourceType"], "InventoryItem");
+    assert_eq!(item["id"], json!(s.item));
+    assert_eq!(item["status"], "active");
+    assert_eq!(
+        item["code"][0]["coding"][0],
+        json!({"system": "http://fhir.openmrs.org/concept-system/inventory-item",
+               "code": AMOXICILLIN, "display": item["name"][0]["name"]})
+    );
+    assert_eq!(item["netContent"]["value"], 0);
+
+    // Three boxes at the store and 20 capsules at the pharmacy: 320 capsules.
+    receive(&mut c, &s, "AMX-A", 3).await;
+    let opening = operation(
+        &mut c,
+        json!({"operationTypeUuid": "99999999-9999-9999-9999-999999999999",
+               "atLocationUuid": s.pharmacy, "sourceUuid": s.pharmacy,
+               "stockOperationItems": [{"stockItemUuid": s.item, "batchNo": "AMX-P1",
+                   "expiration": in_days(200), "quantity": 20, "stockItemPackagingUOMUuid": s.capsule}]}),
+    )
+    .await;
+    assert_eq!(
+        act(&mut c, &opening, "COMPLETE", None).await.0,
+        StatusCode::CREATED
+    );
+    let net = async |c: &mut Client, code: &str| -> Value {
+        let r = c.get(&format!("{FHIR}/InventoryItem?code={code}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["entry"][0]["resource"]["netContent"].clone()
+    };
+    let content = net(&mut c, AMOXICILLIN).await;
+    assert_eq!(content["value"], 320, "{content}");
+    assert!(content["unit"].is_string(), "{content}");
+    // Read by the item's uuid: the same.
+    let r = c.get(&format!("{FHIR}/InventoryItem/{}", s.item)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["netContent"]["value"], 320);
+    // The pharmacy's batch expired yesterday: no longer counted.
+    let p1 = batch_uuid(&mut c, &s.item, "AMX-P1").await;
+    expire_yesterday(&st, &p1);
+    assert_eq!(net(&mut c, AMOXICILLIN).await["value"], 300);
+
+    // A non-drug item is asked by its concept; a code without an item finds nothing.
+    let r = c
+        .post(
+            &format!("{SM}/stockitem"),
+            &json!({"conceptUuid": GLOVES, "hasExpiration": false}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = c.get(&format!("{FHIR}/InventoryItem?code={GLOVES}")).await;
+    assert_eq!(r.body["total"], 1, "{}", r.body);
+    assert_eq!(
+        r.body["entry"][0]["resource"]["code"][0]["coding"][0]["code"],
+        GLOVES
+    );
+    let r = c
+        .get(&format!(
+            "{FHIR}/InventoryItem?code=0f0e0d0c-0000-4000-8000-000000000000"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["total"], 0);
+    assert!(
+        r.body
+            .get("entry")
+            .is_none_or(|e| e.as_array().unwrap().is_empty())
+    );
+    let r = c
+        .get(&format!("{FHIR}/InventoryItem/{}", "no-such-item"))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.body["resourceType"], "OperationOutcome");
+
+    // A receptionist does not hold the setting's privilege; a clinician does.
+    let mut clerk = registration_clerk(&mut c, &st, "accueil-stock").await;
+    let r = clerk
+        .get(&format!("{FHIR}/InventoryItem?code={AMOXICILLIN}"))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(r.body["resourceType"], "OperationOutcome");
+    let body = json!({"username": "clinicien-stock", "password": "Clinic-pass-2026",
+        "person": {"names": [{"givenName": "Paul", "familyName": "Mbuyi"}], "gender": "M"},
+        "roles": ["Application: Enters Clinical Notes"]});
+    let r = c.post("/openmrs/ws/rest/v1/user", &body.to_string()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let mut clinician = Client::new(st.clone());
+    clinician.login("clinicien-stock", "Clinic-pass-2026").await;
+    assert_eq!(net(&mut clinician, AMOXICILLIN).await["value"], 300);
+    // Without the setting, nobody may ask.
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/systemsetting/fhirproxy.inventory.item.privileges",
+            &json!({"value": ""}).to_string(),
+        )
+        .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    let r = clinician
+        .get(&format!("{FHIR}/InventoryItem?code={AMOXICILLIN}"))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    // The order basket switches its indicator on when both modules are listed.
+    let r = c
+        .get("/openmrs/ws/rest/v1/module?v=custom:(uuid,version)")
+        .await;
+    let ids: Vec<&str> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["uuid"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"stockmanagement") && ids.contains(&"fhirproxy"),
+        "{ids:?}"
+    );
+}

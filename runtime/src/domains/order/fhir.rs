@@ -657,23 +657,28 @@ pub async fn medications(
         .filter(|d| !d.retired && concept.as_ref().is_none_or(|c| &d.concept == c))
         .map(|d| medication_json(&catalog, d, &locale))
         .collect();
-    let w = crate::http::fhir::window(&query);
-    let total = all.len();
-    let page: Vec<Value> = all.into_iter().skip(w.start).take(w.limit).collect();
     Ok(fhir(
         StatusCode::OK,
-        mixed_bundle(
-            &base(&state, &caller),
-            "Medication",
-            &query,
-            &w,
-            Listing {
-                total,
-                matches: page,
-                included: vec![],
-            },
-        ),
+        paged_bundle(&base(&state, &caller), "Medication", &query, all),
     ))
+}
+
+/// A searchset Bundle of every match, cut to the page `_count` and `_getpagesoffset` ask.
+pub fn paged_bundle(base: &str, kind: &str, query: &[(String, String)], all: Vec<Value>) -> Value {
+    let w = crate::http::fhir::window(query);
+    let total = all.len();
+    let page: Vec<Value> = all.into_iter().skip(w.start).take(w.limit).collect();
+    mixed_bundle(
+        base,
+        kind,
+        query,
+        &w,
+        Listing {
+            total,
+            matches: page,
+            included: vec![],
+        },
+    )
 }
 
 /// Whether an order is a ServiceRequest: a test order, not a discontinuation.

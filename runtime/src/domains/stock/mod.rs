@@ -34,9 +34,10 @@
 //! scopes; `operation.rs` operations, their workflow, inventory, history, batches and line
 //! costs; `dispense.rs` the dispensing app's dispenses from stock; `rules.rs` an item's
 //! rules and supplier references; `import.rs` items from a CSV file; `report.rs` the
-//! stock reports run as batch jobs.
+//! stock reports run as batch jobs; `fhir.rs` the order basket's `InventoryItem`.
 
 pub mod dispense;
+pub mod fhir;
 pub mod import;
 pub mod operation;
 pub mod report;

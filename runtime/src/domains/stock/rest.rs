@@ -663,7 +663,7 @@ pub(crate) fn apply_item(
 fn put_item(state: &AppState, item: &ItemRecord) -> ApiResult<()> {
     Ok(state
         .store
-        .write(|txn| put_in(txn, ITEMS, &item.uuid, item))?)
+        .write(|txn| crate::domains::stock::store::put_item_in(txn, item))?)
 }
 
 /// `POST stockitem`: an item for a drug of the content (`drugUuid`) or for a concept
@@ -1747,6 +1747,14 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<Arc<AppState>> {
     use axum::routing::{get, post};
     let p = |s: &str| paths.rest(&format!("/stockmanagement/{s}"));
     axum::Router::new()
+        .route(
+            &paths.fhir("/InventoryItem"),
+            get(crate::domains::stock::fhir::search),
+        )
+        .route(
+            &paths.fhir("/InventoryItem/{id}"),
+            get(crate::domains::stock::fhir::read),
+        )
         .route(&p("stockoperationtype"), get(list_types))
         .route(&p("stockoperationtype/{uuid}"), get(read_type))
         .route(&p("stockitem"), get(list_items).post(create_item))
