@@ -32,7 +32,7 @@ stage 1/3 "the OpenMRS 3 front end (first time: npm downloads, then about 5 minu
 t=$SECONDS
 # shellcheck source=tools/node.sh
 source tools/node.sh
-if [ ! -f "$spa/index.html" ] || [ -n "$(find frontend/config frontend/assets frontend/modules frontend/local-modules.mjs frontend/spa-modules.json frontend/package-lock.json frontend/build.sh -path '*/dist' -prune -o -newer "$spa/index.html" -print 2>/dev/null)" ]; then
+if [ ! -f "$spa/index.html" ] || [ -n "$(find frontend/config frontend/assets frontend/modules frontend/local-modules.mjs frontend/patch-modules.mjs frontend/spa-modules.json frontend/package-lock.json frontend/build.sh -path '*/dist' -prune -o -newer "$spa/index.html" -print 2>/dev/null)" ]; then
   bash frontend/build.sh "$spa"
   took "$t"
 else

@@ -29,6 +29,8 @@ node_modules/.bin/openmrs assemble --manifest --mode config --config spa-assembl
 node_modules/.bin/openmrs build --build-config spa-build-config.json --target "$target"
 # The distribution's own modules (modules/), built and registered next to the npm ones.
 node local-modules.mjs "$target"
+# English that pinned modules write without a translation key, made translatable.
+node patch-modules.mjs "$target"
 [ -f "$target/index.html" ] || { echo "the build produced no index.html" >&2; exit 1; }
 # A key the built modules' schemas do not define would be ignored in the browser.
 node check-config-keys.mjs "$target" config/translations.json

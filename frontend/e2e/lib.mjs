@@ -144,6 +144,8 @@ const ENGLISH = [
   "Bed allocation", "Bed types", "Bed tags", "Add bed", "Bed created successfully", "Select a bed",
   "Queue Number",
   "Patient records", "Duplicates and merge", "Change history", "Compare and merge", "Records merged", "Record to keep",
+  // Carbon's own (frontend/patch-modules.mjs).
+  "Items per page", "of 1 page", "Page of 1", "Filter table", "items selected",
 ];
 let french = true;
 // Whether the screens are to be in French (the walk switches to English before logging out).

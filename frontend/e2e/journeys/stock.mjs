@@ -17,14 +17,13 @@
 // paracetamol 500 mg with its units (tablet, box of 100). Leaves the administrator logged
 // in again, on the patient's chart when the walk has one.
 //
-// The pinned app (3.2.1) writes some of its labels in English whatever the language, with no
-// translation key the configuration could override: the "Start New" menu, the operations
-// table's "Operation" filter and "Number" column, the operation statuses as the server names
-// them, the form's step titles ("Details", "Submit/Complete"), "Responsible Person Required",
-// "Out of Stock", and the action named in the confirmation and its notice ("Submit",
-// "Approve"), and the reports' names, which the app compares with the module's English
-// ones to choose each report's parameters. The French check here
-// covers the labels it does translate, which config.json's overrides complete.
+// The pinned app (3.2.1) writes some of its labels in English with no translation key (the
+// "Start New" menu, the operation statuses, the filters' names, the form's step titles, the
+// action named in a confirmation, a line's availability) and so does its copy of Carbon
+// (pagination, table search): frontend/patch-modules.mjs makes them translation lookups,
+// which config.json's overrides give in French, and the French check here covers them. The
+// reports keep the module's English names: the app compares them with those names to
+// choose each report's parameters.
 import { api, base, logIn, openTheChart, page, state, step, visible } from "../lib.mjs";
 
 const STORE = "984bac3b-db96-459e-b52b-76a59069e6c4";
@@ -46,6 +45,8 @@ const TYPES = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((d) => {
 const ENGLISH = [
   "Next", "Previous", "Submit For Review", "Filter by status", "Loading...", "Batch number", "Expiration date",
   "Purchase Price", "Quantity", "Operation Date", "Responsible Person", "Remarks", "Does the transaction require approval",
+  "Start New", "Operation", "Number", "SUBMITTED", "DISPATCHED", "COMPLETED", "Details", "Submit/Complete", "Submit/Dispatch",
+  "Out of Stock", "Available:", "Approve", "Stock Item Batch Number", "Would you really",
 ];
 async function noEnglishHere() {
   const text = await page.innerText("body");
@@ -130,7 +131,7 @@ export async function run() {
 
   await step("a-delivery-is-received-at-the-central-store", async () => {
     await page.goto(`${base}/openmrs/spa/stock-management/operations`);
-    await page.getByText("Start New").click();
+    await page.getByText("Nouvelle opération", { exact: true }).click();
     await page.getByRole("menuitem", { name: "Réception" }).click();
     await visible(page.getByText("Nouveau : Réception"));
     await page.locator("#sourceUuid").click();
@@ -319,7 +320,7 @@ async function operation(number) {
 async function startNew(type) {
   await page.goto(`${base}/openmrs/spa/stock-management/operations`);
   await visible(page.getByText("Opérations sur les stocks pour suivre les mouvements des stocks."));
-  await page.getByText("Start New").click();
+  await page.getByText("Nouvelle opération", { exact: true }).click();
   await page.getByRole("menuitem", { name: type, exact: true }).click();
   await visible(page.getByText(`Nouveau : ${type}`));
 }
