@@ -1470,6 +1470,10 @@ pub(crate) fn display_unit(item: &ItemRecord) -> Option<&PackagingUnit> {
         })
 }
 
+/// An inventory group's key (party, item, batch; empty where the grouping leaves it out)
+/// and its quantity.
+type Group = ((String, String, String), Qty);
+
 /// An inventory page gathered while the balances are visited in key order: adjacent
 /// balances of one group are summed, and only the groups inside the page's window are
 /// kept (the others are counted for the total).
@@ -1477,9 +1481,9 @@ struct InventoryPage {
     start: usize,
     limit: usize,
     include_empty: bool,
-    current: Option<((String, String, String), Qty)>,
+    current: Option<Group>,
     total: usize,
-    shown: Vec<((String, String, String), Qty)>,
+    shown: Vec<Group>,
 }
 
 impl InventoryPage {
@@ -1515,7 +1519,7 @@ impl InventoryPage {
     }
 
     /// Ends the current group: kept when inside the window, else answered for reuse.
-    fn close(&mut self) -> Option<((String, String, String), Qty)> {
+    fn close(&mut self) -> Option<Group> {
         let group = self.current.take()?;
         if !self.include_empty && group.1 == Qty::ZERO {
             return Some(group);
@@ -1529,7 +1533,7 @@ impl InventoryPage {
     }
 
     /// The page's groups and how many there are in all.
-    fn finish(mut self) -> (Vec<((String, String, String), Qty)>, usize) {
+    fn finish(mut self) -> (Vec<Group>, usize) {
         self.close();
         (self.shown, self.total)
     }

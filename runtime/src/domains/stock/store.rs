@@ -686,7 +686,7 @@ mod tests {
         );
         assert_eq!(
             items_of_drug(&s, "drug-amoxicillin").unwrap(),
-            [amoxicillin.uuid.clone()]
+            std::slice::from_ref(&amoxicillin.uuid)
         );
         let mut changed = amoxicillin.clone();
         changed.drug = Some("drug-amoxicillin-250".into());
@@ -694,7 +694,7 @@ mod tests {
         assert!(items_of_drug(&s, "drug-amoxicillin").unwrap().is_empty());
         assert_eq!(
             items_of_drug(&s, "drug-amoxicillin-250").unwrap(),
-            [amoxicillin.uuid.clone()]
+            std::slice::from_ref(&amoxicillin.uuid)
         );
         drop(s);
         let report = crate::store::check::check_store(&path, &crate::domains::REGISTRY).unwrap();
