@@ -1848,8 +1848,14 @@ async fn the_order_basket_sees_a_drugs_stock_as_an_inventory_item() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let r = c.get(&format!("{FHIR}/InventoryItem?code={GLOVES}")).await;
-    assert_eq!(r.body["total"], 1, "{}", r.body);
+    let r = c
+        .get(&format!("{FHIR}/InventoryItem?code={GLOVES},{GLOVES}"))
+        .await;
+    assert_eq!(
+        r.body["total"], 1,
+        "a code asked twice is one item: {}",
+        r.body
+    );
     assert_eq!(
         r.body["entry"][0]["resource"]["code"][0]["coding"][0]["code"],
         GLOVES
@@ -1872,7 +1878,12 @@ async fn the_order_basket_sees_a_drugs_stock_as_an_inventory_item() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert_eq!(r.body["resourceType"], "OperationOutcome");
 
-    // A receptionist does not hold the setting's privilege; a clinician does.
+    // Nobody logged in: 401; a receptionist does not hold the setting's privilege; a
+    // clinician does.
+    let r = Client::new(st.clone())
+        .get(&format!("{FHIR}/InventoryItem?code={AMOXICILLIN}"))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
     let mut clerk = registration_clerk(&mut c, &st, "accueil-stock").await;
     let r = clerk
         .get(&format!("{FHIR}/InventoryItem?code={AMOXICILLIN}"))

@@ -40,6 +40,8 @@ pub const PRIVILEGES_SETTING: &str = "fhirproxy.inventory.item.privileges";
 /// The caller holds every privilege the setting names; without the setting nobody may ask
 /// (fhirproxy refuses), named in the refusal as the privilege the setting would need.
 fn allowed(state: &AppState, caller: &Caller) -> ApiResult<()> {
+    // Someone not logged in is asked to log in first (401), whatever the setting says.
+    caller.require(&[])?;
     let named: Vec<String> = state
         .setting(PRIVILEGES_SETTING)
         .unwrap_or_default()
@@ -134,7 +136,12 @@ pub async fn search(
         .split(',')
         .map(|c| c.rsplit('|').next().unwrap_or(c).trim().to_string())
         .filter(|c| !c.is_empty())
-        .collect();
+        .fold(Vec::new(), |mut codes, c| {
+            if !codes.contains(&c) {
+                codes.push(c);
+            }
+            codes
+        });
     let st = state.clone();
     let c2 = caller.clone();
     let entries = blocking(move || {

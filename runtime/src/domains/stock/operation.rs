@@ -1607,13 +1607,14 @@ pub async fn inventory(
         || flag(&query, "emptyBatch").unwrap_or(false);
     let st = state.clone();
     let p = party_param.clone();
-    let catalog = state.catalog.load();
+    // One catalog for the location filter and the rows.
+    let catalog = state.catalog.load_full();
     let ctx = caller.ctx(&state, &catalog);
     // Only what the answer needs is read: the balances of the party (of a drug's items
     // alone when asked by drug, one key range each), in key order, which is the answer's
     // order; then the batches of the rows only to leave the expired out, and the page's
     // items and batches by uuid.
-    let cat = state.catalog.load_full();
+    let cat = catalog.clone();
     let window = (paging.start, paging.limit);
     let (shown, total, page_items, page_batches, sources_read) = blocking(move || {
         let narrowed: Option<Vec<String>> = match (&drug_param, &item_param) {
