@@ -6,7 +6,8 @@
 // Before it, examination gloves and paracetamol's reorder level are imported from a CSV
 // file on the items page.
 // The pharmacy asks the store for two boxes (a requisition, approved); the store issues
-// them against it, choosing the batch, and the pharmacy receives them. At the pharmacy, ten
+// them against it, choosing the batch, and the pharmacy receives them; the store transfers
+// a box to another health facility (a transfer out, approved). At the pharmacy, ten
 // tablets lost are adjusted with a reason from the content, and a stock take counts 185 of
 // the 190 recorded: the difference is posted. The pharmacy's stock status is run as a
 // report and its CSV downloaded. The orders journey then dispenses from the pharmacy's
@@ -77,6 +78,8 @@ async function setUpTheStock() {
     operationTypes: TYPES.map((t) => ({ operationTypeUuid: t })),
   });
   await api("POST", "stockmanagement/stocksource", { name: "CDR Kinshasa", acronym: "CDR" });
+  // Another health facility, to which the store may transfer (the module's other parties).
+  await api("POST", "stockmanagement/stocksource", { name: "Centre de santé Makala", acronym: "CS Makala" });
   item = (await api("POST", "stockmanagement/stockitem", { drugUuid: PARACETAMOL, hasExpiration: true, dispensingUnitUuid: TABLET })).uuid;
   await api("POST", "stockmanagement/stockitempackaginguom", { stockItemUuid: item, packagingUomUuid: TABLET, factor: 1 });
   await api("POST", "stockmanagement/stockitempackaginguom", { stockItemUuid: item, packagingUomUuid: BOX, factor: 100 });
@@ -226,6 +229,31 @@ export async function run() {
     if ((await operation(issue.operationNumber)).status !== "COMPLETED") throw new Error("the issue was not completed");
     const at = [await onHand(STORE), await onHand(PHARMACY)];
     if (at[0] !== 300 || at[1] !== 200) throw new Error(`after the issue the store holds ${at[0]} and the pharmacy ${at[1]}, not 300 and 200`);
+  });
+
+  await step("the-store-transfers-a-box-to-another-facility", async () => {
+    // A transfer out: one box of the batch leaves the central store for the Makala health
+    // centre, approved by the manager; the store then holds 200 tablets.
+    await startNew("Transfert sortant");
+    await choose("sourceUuid", "Bondeko - Magasin central");
+    await choose("destinationUuid", "Centre de santé Makala");
+    await page.locator("#responsiblePersonUuid").fill("Super");
+    await page.getByRole("option", { name: "Super User" }).click();
+    await page.getByRole("button", { name: "Suivant" }).click();
+    await page.locator("#search-stock-operation-item").fill("Parac");
+    await page.getByText("Paracétamol 500 mg comprimé").first().click();
+    await page.locator("#stockBatchUuid").click();
+    await page.getByRole("option", { name: /PCM-2026-01/ }).click();
+    await page.locator("#qty").fill("1");
+    await choose("stockItemPackagingUOMUuid", "Boîte - 100");
+    await noEnglishHere();
+    await page.getByRole("button", { name: "Enregistrer" }).last().click();
+    const transfer = await submitted();
+    if (transfer.destinationName !== "Centre de santé Makala") throw new Error(`the transfer goes to ${transfer.destinationName}`);
+    await act(transfer.operationNumber, "Approuver");
+    if ((await operation(transfer.operationNumber)).status !== "COMPLETED") throw new Error("the transfer was not approved");
+    const at = [await onHand(STORE), await onHand(PHARMACY)];
+    if (at[0] !== 200 || at[1] !== 200) throw new Error(`after the transfer the store holds ${at[0]} and the pharmacy ${at[1]}, not 200 and 200`);
   });
 
   await step("ten-tablets-lost-at-the-pharmacy-are-adjusted", async () => {
