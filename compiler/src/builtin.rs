@@ -73,6 +73,7 @@ pub const CORE_PRIVILEGES: &[&str] = &[
     "Edit Users",
     "Edit Visits",
     "Form Entry",
+    "Get Alerts",
     "Get Allergies",
     "Get Care Settings",
     "Get Concept Attribute Types",

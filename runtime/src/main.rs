@@ -221,6 +221,7 @@ fn main() -> ExitCode {
             state.clone(),
             std::time::Duration::from_secs(60),
         );
+        runtime::app::jobs::spawn_stock_rules(state.clone(), std::time::Duration::from_secs(60));
         runtime::app::health::spawn_store_recovery(
             state.clone(),
             std::time::Duration::from_secs(5),

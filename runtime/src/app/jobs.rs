@@ -1,5 +1,5 @@
-//! Jobs the application runs in the background: the auto-close of visits left open, and
-//! the reports' schedules.
+//! Jobs the application runs in the background: the auto-close of visits left open, the
+//! reports' schedules, and the stock rules' evaluation.
 
 use crate::domains::visit::close_stale_visits;
 use crate::http::AppState;
@@ -67,6 +67,39 @@ pub fn spawn_report_schedules(state: std::sync::Arc<AppState>, every: std::time:
                 }
                 Ok(Err(e)) => tracing::error!(%e, "the report schedule job failed"),
                 Err(e) => tracing::error!(%e, "the report schedule job panicked"),
+            }
+        }
+    });
+}
+
+/// Every `every`: evaluates the stock rules that are due (`stock::evaluation`), sending
+/// their alerts.
+pub fn spawn_stock_rules(state: std::sync::Arc<AppState>, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let st = state.clone();
+            match tokio::task::spawn_blocking(move || {
+                let _alone = match st.store.server() {
+                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::Jobs)? {
+                        Some(held) => Some(held),
+                        None => return Ok(Default::default()),
+                    },
+                    None => None,
+                };
+                crate::domains::stock::evaluation::evaluate_due_rules(&st, Utc::now())
+            })
+            .await
+            {
+                Ok(Ok(done)) if done.alerts > 0 => tracing::info!(
+                    rules = done.evaluated,
+                    alerts = done.alerts,
+                    "stock rules at or below their quantity sent alerts"
+                ),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!(%e, "the stock rule evaluation failed"),
+                Err(e) => tracing::error!(%e, "the stock rule evaluation panicked"),
             }
         }
     });

@@ -5,7 +5,8 @@
 //! (programme enrolments with their workflow states), `queue` (service-queue entries),
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
 //! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store), `document` (what is printed for a patient: the identifier sticker), `appointment` (appointments of the content's services), `stock` (the pharmacy's
-//! stock: items, sources, operations and the movements they make) and `role` (roles and
+//! stock: items, sources, operations and the movements they make), `alert` (alerts
+//! addressed to users: the stock rules' warnings) and `role` (roles and
 //! privileges made through the API). The records others hang on are
 //! domains too: `patient`, `account` (users), `session`, `setting` and `idgen`. Each owns
 //! its record types, its redb tables and secondary indexes, its validation and its REST
@@ -21,6 +22,7 @@
 //! a restore rebuilds the indexes from them.
 
 pub mod account;
+pub mod alert;
 pub mod allergy;
 pub mod appointment;
 pub mod attachment;
@@ -94,6 +96,7 @@ const RECORD_TABLES: &[RecordTable] = &[
     stock::store::TRANSACTION_RECORDS,
     stock::store::JOB_RECORDS,
     stock::store::JOB_FILE_RECORDS,
+    alert::store::RECORDS,
     crate::store::audit::RECORDS,
 ];
 
@@ -339,6 +342,7 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         .merge(idgen::rest::routes(paths))
         .merge(setting::rest::routes(paths))
         .merge(stock::rest::routes(paths))
+        .merge(alert::rest::routes(paths))
         .merge(immunization::fhir::routes(paths))
         .merge(dispense::fhir::routes(paths))
 }

@@ -1386,3 +1386,100 @@ fn two_runtimes_opening_an_older_database_together_upgrade_it_once() {
         );
     }
 }
+
+/// Two runtimes evaluating the stock rules at the same moment (their jobs' lock aside):
+/// the rule is evaluated once and its users get one alert, not one from each.
+#[test]
+fn two_runtimes_evaluating_the_stock_rules_at_once_send_one_alert() {
+    use crate::common::{Client, state_with};
+    use runtime::domains::stock::evaluation::evaluate_due_rules;
+    const AMOXICILLIN: &str = "6b5ba414-cd71-43c3-9872-ddb2ae0e0f2e";
+    const BOX: &str = "162396AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    let schema = new_schema();
+    let open =
+        || runtime::store::Store::connect(&server(), &schema, &runtime::domains::REGISTRY).unwrap();
+    let bundle = runtime::embedded::EMBEDDED_BUNDLE.to_vec();
+    let a = state_with(bundle.clone(), open());
+    let b = state_with(bundle, open());
+    let store = a
+        .catalog
+        .load()
+        .location("Bondeko - Magasin central")
+        .unwrap()
+        .uuid
+        .clone();
+    let sm = format!("{REST}/stockmanagement");
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let mut c = Client::admin(a.clone()).await;
+        let admin = c.user_uuid().await;
+        let post = async |c: &mut Client, path: &str, body: serde_json::Value| {
+            let r = c.post(&format!("{sm}/{path}"), &body.to_string()).await;
+            assert_eq!(r.status, axum::http::StatusCode::CREATED, "{}", r.body);
+            r.body["uuid"].as_str().unwrap().to_string()
+        };
+        post(
+            &mut c,
+            "userrolescope",
+            serde_json::json!({"userUuid": admin, "role": "System Developer", "permanent": true,
+                "enabled": true, "locations": [{"locationUuid": store}],
+                "operationTypes": [{"operationTypeUuid": "44444444-4444-4444-4444-444444444444"}]}),
+        )
+        .await;
+        let item = post(
+            &mut c,
+            "stockitem",
+            serde_json::json!({"drugUuid": AMOXICILLIN}),
+        )
+        .await;
+        let boxed = post(
+            &mut c,
+            "stockitempackaginguom",
+            serde_json::json!({"stockItemUuid": item, "packagingUomUuid": BOX, "factor": 100}),
+        )
+        .await;
+        post(
+            &mut c,
+            "stockrule",
+            serde_json::json!({"stockItemUuid": item, "name": "Rupture", "locationUuid": store,
+                "quantity": 1, "stockItemPackagingUOMUuid": boxed, "enabled": true,
+                "evaluationFrequency": 60, "actionFrequency": 1440,
+                "alertRole": "System Developer"}),
+        )
+        .await;
+    });
+    let now = chrono::Utc::now();
+    let together = std::sync::Barrier::new(2);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = [&a, &b]
+            .into_iter()
+            .map(|st| {
+                let together = &together;
+                s.spawn(move || {
+                    together.wait();
+                    evaluate_due_rules(st, now).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        results.iter().map(|r| r.evaluated).sum::<usize>(),
+        1,
+        "{results:?}"
+    );
+    assert_eq!(
+        results.iter().map(|r| r.alerts).sum::<usize>(),
+        1,
+        "{results:?}"
+    );
+    let key = runtime::wire::datetime_key(now);
+    for st in [&a, &b] {
+        let alerts = runtime::domains::alert::store::list(&st.store, &key, false).unwrap();
+        assert_eq!(alerts.len(), 1);
+        assert!(
+            alerts[0].text.starts_with("Stock alert: "),
+            "{}",
+            alerts[0].text
+        );
+    }
+}

@@ -1925,3 +1925,313 @@ async fn the_order_basket_sees_a_drugs_stock_as_an_inventory_item() {
         "{ids:?}"
     );
 }
+
+/// A user with one role and a stock scope of that role at `locations`; her client.
+async fn stock_user(
+    admin: &mut Client,
+    st: &std::sync::Arc<runtime::http::AppState>,
+    username: &str,
+    role: &str,
+    locations: &[&str],
+) -> (String, Client) {
+    let body = json!({"username": username, "password": "Stock-pass-2026",
+        "person": {"names": [{"givenName": username, "familyName": "Kabeya"}], "gender": "F"},
+        "roles": [role]});
+    let r = admin
+        .post("/openmrs/ws/rest/v1/user", &body.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let uuid = r.body["uuid"].as_str().unwrap().to_string();
+    scope(admin, &uuid, role, locations).await;
+    let mut c = Client::new(st.clone());
+    c.login(username, "Stock-pass-2026").await;
+    (uuid, c)
+}
+
+fn rule_named<'a>(
+    rules: &'a [runtime::domains::stock::RuleRecord],
+    name: &str,
+) -> &'a runtime::domains::stock::RuleRecord {
+    rules.iter().find(|r| r.name == name).unwrap()
+}
+
+/// The stock rules' evaluation: a rule above its quantity is only marked evaluated; at or
+/// below it, the users whose scope of the rule's role (or a role inheriting it) covers the
+/// location get one alert, and the rule waits for its action frequency; expired batches
+/// do not count; a user gets at most four alerts from one evaluation; the setting turns it
+/// off. The alerts are read, written and purged through `alert` by who may.
+#[tokio::test]
+async fn stock_rules_at_or_below_their_quantity_alert_the_users_in_charge() {
+    use runtime::domains::stock::evaluation::evaluate_due_rules;
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let s = setup(&mut admin, &st).await;
+    receive(&mut admin, &s, "AMX-R1", 3).await;
+    // In charge at the store: a stock manager (Stock Manager inherits Stock Operator).
+    // Not in charge: a viewer at the store (a role below), a manager at the pharmacy only.
+    let (manager, mut manager_c) = stock_user(
+        &mut admin,
+        &st,
+        "gestionnaire",
+        "Stock Manager",
+        &[&s.store],
+    )
+    .await;
+    let (_, mut viewer_c) =
+        stock_user(&mut admin, &st, "lecteur", "Stock Viewer", &[&s.store]).await;
+    stock_user(
+        &mut admin,
+        &st,
+        "pharmacienne",
+        "Stock Manager",
+        &[&s.pharmacy],
+    )
+    .await;
+    let rule = json!({"stockItemUuid": s.item, "name": "Seuil magasin",
+        "locationUuid": s.store, "quantity": 2, "stockItemPackagingUOMUuid": s.boxed,
+        "enabled": true, "evaluationFrequency": 60, "actionFrequency": 1440,
+        "alertRole": "Stock Operator"});
+    let r = admin
+        .post(&format!("{SM}/stockrule"), &rule.to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let rule_uuid = r.body["uuid"].as_str().unwrap().to_string();
+    assert_eq!(r.body["lastEvaluation"], Value::Null);
+
+    // Three boxes: above two. Evaluated, no alert, not due again for an hour.
+    let t0 = chrono::Utc::now();
+    let done = evaluate_due_rules(&st, t0).unwrap();
+    assert_eq!((done.evaluated, done.alerts), (1, 0));
+    let r = admin.get(&format!("{SM}/stockrule/{rule_uuid}")).await;
+    assert!(r.body["lastEvaluation"].is_string(), "{}", r.body);
+    assert!(r.body["nextEvaluation"].is_string(), "{}", r.body);
+    assert_eq!(r.body["lastActionDate"], Value::Null);
+    let done = evaluate_due_rules(&st, t0 + chrono::Duration::minutes(30)).unwrap();
+    assert_eq!(done.evaluated, 0);
+
+    // A stock take finds two boxes: at the threshold.
+    let batch = batch_of(&mut admin, &s, "AMX-R1").await;
+    let count = operation(
+        &mut admin,
+        json!({"operationTypeUuid": STOCK_TAKE, "atLocationUuid": s.store, "sourceUuid": s.store,
+               "reasonUuid": concept(&st, "Correction d'inventaire"),
+               "stockOperationItems": [{"stockItemUuid": s.item, "stockBatchUuid": batch,
+                   "quantity": 2, "stockItemPackagingUOMUuid": s.boxed}]}),
+    )
+    .await;
+    for action in ["SUBMIT", "APPROVE"] {
+        assert_eq!(
+            act(&mut admin, &count, action, None).await.0,
+            StatusCode::CREATED
+        );
+    }
+    assert_eq!(on_hand(&mut admin, &s.item, &s.store).await, 200.0);
+    let t1 = t0 + chrono::Duration::minutes(61);
+    let done = evaluate_due_rules(&st, t1).unwrap();
+    assert_eq!((done.evaluated, done.alerts), (1, 1));
+    let r = manager_c.get("/openmrs/ws/rest/v1/alert?v=default").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let alerts = r.body["results"].as_array().unwrap().clone();
+    assert_eq!(alerts.len(), 1, "{}", r.body);
+    let drug = st.catalog.load().drug(AMOXICILLIN).unwrap().name.clone();
+    assert_eq!(
+        alerts[0]["text"],
+        format!("Stock alert: {drug} at {STORE} currently 2 Boîte at or below threshold 2 Boîte")
+    );
+    assert_eq!(alerts[0]["display"], alerts[0]["text"]);
+    assert_eq!(alerts[0]["recipients"].as_array().unwrap().len(), 1);
+    assert_eq!(alerts[0]["recipients"][0]["display"], "gestionnaire");
+    assert!(alerts[0]["dateToExpire"].is_string());
+    let alert_uuid = alerts[0]["uuid"].as_str().unwrap().to_string();
+    let r = manager_c
+        .get(&format!("/openmrs/ws/rest/v1/alert/{alert_uuid}?v=full"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["recipients"][0]["recipient"]["uuid"], manager);
+    // The others are not in charge: nothing for them, and its alert is not found.
+    let r = viewer_c.get("/openmrs/ws/rest/v1/alert").await;
+    assert_eq!(r.body["results"], json!([]), "{}", r.body);
+    let r = viewer_c
+        .get(&format!("/openmrs/ws/rest/v1/alert/{alert_uuid}"))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // The rule was actioned: not due again until its action frequency has passed.
+    let r = admin.get(&format!("{SM}/stockrule/{rule_uuid}")).await;
+    assert!(r.body["lastActionDate"].is_string(), "{}", r.body);
+    let done = evaluate_due_rules(&st, t1 + chrono::Duration::hours(2)).unwrap();
+    assert_eq!(done.evaluated, 0);
+
+    // The batch expires: expired stock does not count. Five rules now warn at once; the
+    // manager gets four alerts from this evaluation, and every rule is actioned.
+    expire_yesterday(&st, &batch);
+    for n in 1..=5 {
+        let mut r5 = rule.clone();
+        r5["name"] = json!(format!("Seuil {n}"));
+        r5["quantity"] = json!(n);
+        let r = admin
+            .post(&format!("{SM}/stockrule"), &r5.to_string())
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+    let t2 = t1 + chrono::Duration::hours(3);
+    let done = evaluate_due_rules(&st, t2).unwrap();
+    assert_eq!((done.evaluated, done.alerts), (5, 4));
+    let all = runtime::domains::stock::store::rules(&st.store).unwrap();
+    for n in 1..=5 {
+        assert!(
+            rule_named(&all, &format!("Seuil {n}"))
+                .last_action_date
+                .is_some()
+        );
+    }
+    let r = manager_c
+        .get("/openmrs/ws/rest/v1/alert?v=default&limit=50")
+        .await;
+    let texts: Vec<String> = r.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(texts.len(), 5, "{texts:?}");
+    assert!(
+        texts.contains(&format!(
+            "Stock alert: {drug} at {STORE} currently 0 Boîte at or below threshold 1 Boîte"
+        )),
+        "{texts:?}"
+    );
+
+    // Switched off by its setting: a due rule is left as it is.
+    let mut r6 = rule.clone();
+    r6["name"] = json!("Seuil 6");
+    admin
+        .post(&format!("{SM}/stockrule"), &r6.to_string())
+        .await;
+    let r = admin
+        .post(
+            "/openmrs/ws/rest/v1/systemsetting",
+            &json!({"property": "stockmanagement.enableStockRuleJob", "value": "false"})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(
+        evaluate_due_rules(&st, t2 + chrono::Duration::days(3)).unwrap(),
+        Default::default()
+    );
+    let all = runtime::domains::stock::store::rules(&st.store).unwrap();
+    assert!(rule_named(&all, "Seuil 6").last_evaluation.is_none());
+}
+
+/// `alert` as webservices.rest answers it: written and purged with Manage Alerts, read
+/// whole with Get Alerts (a user reads hers), expired ones listed only when asked.
+#[tokio::test]
+async fn alerts_are_written_read_and_purged_by_who_may() {
+    const ALERT: &str = "/openmrs/ws/rest/v1/alert";
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let store = location_uuid(&st, STORE);
+    let (reader, mut reader_c) =
+        stock_user(&mut admin, &st, "lectrice", "Stock Viewer", &[&store]).await;
+    // Validation: a text, at most 512 characters; recipients that are users.
+    for (body, field) in [
+        (json!({"text": "", "recipients": [reader]}), Some("text")),
+        (
+            json!({"text": "x".repeat(513), "recipients": [reader]}),
+            Some("text"),
+        ),
+        (
+            json!({"text": "Inventaire demain", "recipients": ["nobody-here"]}),
+            Some("recipients[0]"),
+        ),
+        (json!({"text": "Inventaire demain", "recipients": []}), None),
+        (
+            json!({"text": "Inventaire demain", "recipients": [reader], "colour": "red"}),
+            None,
+        ),
+    ] {
+        let r = admin.post(ALERT, &body.to_string()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+        if let Some(field) = field {
+            assert!(
+                r.body["error"]["fieldErrors"][field].is_array(),
+                "{}",
+                r.body
+            );
+        }
+    }
+    let r = admin
+        .post(
+            ALERT,
+            &json!({"text": "Inventaire demain", "recipients": [{"recipient": reader}]})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let current = r.body["uuid"].as_str().unwrap().to_string();
+    assert!(r.body["alertId"].as_u64().unwrap() >= 1);
+    let r = admin
+        .post(
+            ALERT,
+            &json!({"text": "Ancienne note", "recipients": [reader],
+                    "dateToExpire": "2020-01-01T00:00:00.000+0000"})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let old = r.body["uuid"].as_str().unwrap().to_string();
+    // Only who may write: the reader may not.
+    let r = reader_c
+        .post(
+            ALERT,
+            &json!({"text": "Moi aussi", "recipients": [reader]}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    // The expired one is listed only when asked.
+    let uuids = |v: &Value| -> Vec<String> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["uuid"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let r = reader_c.get(ALERT).await;
+    assert_eq!(uuids(&r.body), vec![current.clone()]);
+    let r = reader_c.get(&format!("{ALERT}?includeExpired=true")).await;
+    assert_eq!(uuids(&r.body).len(), 2);
+    assert!(uuids(&r.body).contains(&old));
+    // An update keeps its id; anonymous callers are asked to log in.
+    let r = admin
+        .post(
+            &format!("{ALERT}/{current}"),
+            &json!({"text": "Inventaire lundi", "satisfiedByAny": true}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = reader_c.get(&format!("{ALERT}/{current}?v=full")).await;
+    assert_eq!(r.body["text"], "Inventaire lundi");
+    assert_eq!(r.body["satisfiedByAny"], true);
+    assert!(r.body["changedBy"]["uuid"].is_string(), "{}", r.body);
+    let mut anonymous = Client::new(st.clone());
+    assert_eq!(anonymous.get(ALERT).await.status, StatusCode::UNAUTHORIZED);
+    // Purged, never voided.
+    let r = admin
+        .send("DELETE", &format!("{ALERT}/{current}"), &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = admin
+        .send(
+            "DELETE",
+            &format!("{ALERT}/{current}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        admin.get(&format!("{ALERT}/{current}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}

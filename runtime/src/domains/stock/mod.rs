@@ -33,10 +33,12 @@
 //! Files: `store.rs` the tables; `rest.rs` types, items, units, sources, parties and
 //! scopes; `operation.rs` operations, their workflow, inventory, history, batches and line
 //! costs; `dispense.rs` the dispensing app's dispenses from stock; `rules.rs` an item's
-//! rules and supplier references; `import.rs` items from a CSV file; `report.rs` the
+//! rules and supplier references; `evaluation.rs` the rules' evaluation into alerts;
+//! `import.rs` items from a CSV file; `report.rs` the
 //! stock reports run as batch jobs; `fhir.rs` the order basket's `InventoryItem`.
 
 pub mod dispense;
+pub mod evaluation;
 pub mod fhir;
 pub mod import;
 pub mod operation;
@@ -480,6 +482,16 @@ pub struct RuleRecord {
     pub mail_role: Option<String>,
     #[serde(default)]
     pub enable_descendants: bool,
+    /// When the evaluation last looked at the rule and when it looks again (key form),
+    /// and when it last warned and may warn again (`evaluation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_evaluation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_evaluation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_action_date: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action_date: Option<String>,
     pub audit: Audit,
     pub voiding: Voiding,
 }

@@ -62,7 +62,18 @@ pub(crate) fn may_for(
         return false;
     }
     let today = crate::wire::today().to_string();
-    let catalog = state.catalog.load();
+    let lineage = lineage(&state.catalog.load(), location);
+    scopes.iter().any(|s| {
+        s.user == user.uuid
+            && in_force(s, &today)
+            && user.roles.iter().any(|r| r.eq_ignore_ascii_case(&s.role))
+            && ty.is_none_or(|ty| s.operation_types.iter().any(|t| t == ty.uuid))
+            && covers(s, location, &lineage)
+    })
+}
+
+/// A location and its ancestors, nearest first (a cycle in the content stops the walk).
+pub(crate) fn lineage(catalog: &crate::catalog::Catalog, location: &str) -> Vec<String> {
     let mut lineage = vec![location.to_string()];
     let mut at = catalog.location(location).and_then(|l| l.parent.clone());
     while let Some(parent) = at {
@@ -72,22 +83,42 @@ pub(crate) fn may_for(
         at = catalog.location(&parent).and_then(|l| l.parent.clone());
         lineage.push(parent);
     }
-    scopes.iter().any(|s| {
-        s.user == user.uuid
-            && !s.voiding.voided
-            && s.enabled
-            && (s.permanent
-                || (s
-                    .active_from
-                    .as_deref()
-                    .is_some_and(|f| f <= today.as_str())
-                    && s.active_to.as_deref().is_some_and(|t| t >= today.as_str())))
-            && user.roles.iter().any(|r| r.eq_ignore_ascii_case(&s.role))
-            && ty.is_none_or(|ty| s.operation_types.iter().any(|t| t == ty.uuid))
-            && s.locations.iter().any(|l| {
-                l.location == location || (l.enable_descendants && lineage.contains(&l.location))
-            })
-    })
+    lineage
+}
+
+/// A location and its descendants, breadth first (the content's locations form a tree; a
+/// cycle stops at their number).
+pub(crate) fn with_descendants(catalog: &crate::catalog::Catalog, root: &str) -> Vec<String> {
+    let mut all = vec![root.to_string()];
+    let mut i = 0;
+    while i < all.len() && all.len() <= catalog.content.locations.len() {
+        let parent = all[i].clone();
+        for l in &catalog.content.locations {
+            if l.parent.as_deref() == Some(parent.as_str()) && !all.contains(&l.uuid) {
+                all.push(l.uuid.clone());
+            }
+        }
+        i += 1;
+    }
+    all
+}
+
+/// Whether a scope is in force on `today` (`yyyy-mm-dd`): enabled, not voided, and
+/// permanent or within its dates.
+pub(crate) fn in_force(s: &ScopeRecord, today: &str) -> bool {
+    !s.voiding.voided
+        && s.enabled
+        && (s.permanent
+            || (s.active_from.as_deref().is_some_and(|f| f <= today)
+                && s.active_to.as_deref().is_some_and(|t| t >= today)))
+}
+
+/// Whether a scope covers `location`, given its `lineage`: it names the location, or an
+/// ancestor with its descendants.
+pub(crate) fn covers(s: &ScopeRecord, location: &str, lineage: &[String]) -> bool {
+    s.locations
+        .iter()
+        .any(|l| l.location == location || (l.enable_descendants && lineage.contains(&l.location)))
 }
 
 fn nopermission() -> ApiError {

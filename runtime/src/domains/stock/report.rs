@@ -557,23 +557,11 @@ impl Names<'_> {
 /// reports of (`allowed`) when asked; every location when none is.
 fn parties(state: &AppState, r: &Request, allowed: &dyn Fn(&str) -> bool) -> Option<Vec<String>> {
     let root = r.location.as_ref()?;
-    let catalog = state.catalog.load();
-    let mut all = vec![root.clone()];
-    if r.child_locations {
-        // Breadth first over the content's locations (a tree; a cycle stops at the size).
-        let mut i = 0;
-        while i < all.len() && all.len() <= catalog.content.locations.len() {
-            let parent = all[i].clone();
-            for l in &catalog.content.locations {
-                if l.parent.as_deref() == Some(parent.as_str()) && !all.contains(&l.uuid) {
-                    all.push(l.uuid.clone());
-                }
-            }
-            i += 1;
-        }
-        let root = root.clone();
-        all.retain(|l| *l == root || allowed(l));
+    if !r.child_locations {
+        return Some(vec![root.clone()]);
     }
+    let mut all = crate::domains::stock::operation::with_descendants(&state.catalog.load(), root);
+    all.retain(|l| l == root || allowed(l));
     Some(all)
 }
 

@@ -1816,7 +1816,8 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<Arc<AppState>> {
         )
         .route(
             &p("stockrule/{uuid}"),
-            post(crate::domains::stock::rules::update_rule)
+            get(crate::domains::stock::rules::read_rule)
+                .post(crate::domains::stock::rules::update_rule)
                 .delete(crate::domains::stock::rules::delete_rule),
         )
         .route(

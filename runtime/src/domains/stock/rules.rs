@@ -2,7 +2,7 @@
 //! quantity) and its references (`stockitemreference`: what a supplier calls the item), as
 //! the module's item pages read and write them. A rule is kept with its thresholds and
 //! frequencies and its owner's scope is checked (the item's mutate privilege at the rule's
-//! location); the module's background evaluation that sends the alerts is not run.
+//! location). `evaluation.rs` evaluates them into alerts.
 
 use crate::domains::stock::operation::may_for;
 use crate::domains::stock::rest::{
@@ -43,10 +43,10 @@ fn rule_json(ctx: &Ctx, r: &RuleRecord, item: Option<&ItemRecord>, can_edit: boo
         "alertRole": r.alert_role,
         "mailRole": r.mail_role,
         "enableDescendants": r.enable_descendants,
-        "lastEvaluation": null,
-        "nextEvaluation": null,
-        "lastActionDate": null,
-        "nextActionDate": null,
+        "lastEvaluation": r.last_evaluation.as_deref().map(crate::wire::wire_datetime),
+        "nextEvaluation": r.next_evaluation.as_deref().map(crate::wire::wire_datetime),
+        "lastActionDate": r.last_action_date.as_deref().map(crate::wire::wire_datetime),
+        "nextActionDate": r.next_action_date.as_deref().map(crate::wire::wire_datetime),
         "dateCreated": crate::wire::wire_datetime(&r.audit.date_created),
         "creatorGivenName": given,
         "creatorFamilyName": family,
@@ -298,6 +298,10 @@ async fn save_rule(
                     alert_role: None,
                     mail_role: None,
                     enable_descendants: false,
+                    last_evaluation: None,
+                    next_evaluation: None,
+                    last_action_date: None,
+                    next_action_date: None,
                     audit: Audit::new(&user, now),
                     voiding: Voiding::default(),
                 }
@@ -336,6 +340,34 @@ async fn save_rule(
         status,
         rule_json(&ctx, &rule, Some(&item), true),
     ))
+}
+
+/// `GET stockrule/{uuid}`.
+pub async fn read_rule(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&[VIEW_ITEMS])?;
+    let st = state.clone();
+    let (rule, item, scopes) = blocking(move || {
+        let rule = rules(&st.store)?
+            .into_iter()
+            .find(|r| r.uuid == uuid)
+            .ok_or(ApiError::NotFound)?;
+        let item = item(&st.store, &rule.stock_item)?;
+        Ok((rule, item, scopes(&st.store)?))
+    })
+    .await?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(&state, &catalog);
+    let can_edit = may_for(&state, &caller, &scopes, &rule.location, None, MUTATE_ITEMS);
+    Ok(crate::http::ok(rule_json(
+        &ctx,
+        &rule,
+        item.as_ref(),
+        can_edit,
+    )))
 }
 
 pub async fn create_rule(
