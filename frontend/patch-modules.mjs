@@ -79,6 +79,20 @@ export const PATCHES = [
         replace: `null!=(S=null==(C=e.inventoryGroupByName)?void 0:C.trim())?S:${tr(STOCK, "stockItemBatchNumber", text("Stock Item Batch Number"))}`,
         times: 1,
       },
+      // The reports' names: the app chooses a report's parameters by comparing its English
+      // name, so only the names shown are translated, with the name made a context
+      // ("Stock-Out Report" → reportTypeName_stock_out_report): in the form's list of
+      // reports, and in the list of runs, which shows the name the run was asked under.
+      {
+        find: `itemToString:function(e){var t,n;return"".concat(null!=(t=null!=(n=null==e?void 0:e.name)?n:null==e?void 0:e.name)?t:"")}`,
+        replace: `itemToString:function(e){var t,n,s="".concat(null!=(t=null!=(n=null==e?void 0:e.name)?n:null==e?void 0:e.name)?t:"");return s?${tr(STOCK, "reportTypeName", "s", `context:s.toLowerCase().replace(/[^a-z]+/g,"_")`)}:s}`,
+        times: 1,
+      },
+      {
+        find: `report:null==n?void 0:n.description`,
+        replace: `report:${tr(STOCK, "reportTypeName", `String((null==n?void 0:n.description)||"")`, `context:String((null==n?void 0:n.description)||"").toLowerCase().replace(/[^a-z]+/g,"_")`)}`,
+        times: 1,
+      },
       // The confirmation of an action names it by the English word that also chooses the
       // action (`title`): only the words shown are translated.
       ...[

@@ -143,6 +143,7 @@ const ENGLISH = [
   "Last Visit Information", "The last visit was",
   "Bed allocation", "Bed types", "Bed tags", "Add bed", "Bed created successfully", "Select a bed",
   "Queue Number",
+  "Stock Status Report", "Stock-Out Report", "Stock Consumption Report", "Stock Expiry Report",
   "Patient records", "Duplicates and merge", "Change history", "Compare and merge", "Records merged", "Record to keep",
   // Carbon's own (frontend/patch-modules.mjs).
   "Items per page", "of 1 page", "Page of 1", "Filter table", "items selected",

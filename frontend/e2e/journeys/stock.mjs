@@ -23,8 +23,8 @@
 // action named in a confirmation, a line's availability) and so does its copy of Carbon
 // (pagination, table search): frontend/patch-modules.mjs makes them translation lookups,
 // which config.json's overrides give in French, and the French check here covers them. The
-// reports keep the module's English names: the app compares them with those names to
-// choose each report's parameters.
+// reports' names are translated where they are shown (the app still compares the English
+// ones to choose each report's parameters).
 import { api, base, logIn, openTheChart, page, state, step, visible } from "../lib.mjs";
 
 const STORE = "984bac3b-db96-459e-b52b-76a59069e6c4";
@@ -301,7 +301,7 @@ export async function run() {
     await page.goto(`${base}/openmrs/spa/stock-management/reports`);
     await page.getByRole("button", { name: "Nouveau Rapport" }).click();
     await page.locator("#report").click();
-    await page.getByRole("option", { name: "Stock Status Report" }).click();
+    await page.getByRole("option", { name: "Rapport de l'état des stocks" }).click();
     await page.locator("#inventoryGroupBy").selectOption("LocationStockItemBatchNo");
     await page.locator("#location").selectOption({ label: "Bondeko - Pharmacie" });
     const now = new Date();
@@ -312,7 +312,7 @@ export async function run() {
     await page.getByRole("button", { name: "Enregistrer" }).click();
     await visible(page.getByText("Tâche par lot créée avec succès"));
     // Listed, completed, and downloaded from its row as the browser downloads it.
-    const row = page.getByRole("row", { name: /Stock Status Report/ }).first();
+    const row = page.getByRole("row", { name: /Rapport de l'état des stocks/ }).first();
     // The app opens the file in a new tab; the browser downloads it at once (Playwright
     // reports the download on the page that opened the tab).
     const downloaded = page.waitForEvent("download", { timeout: 30000 });

@@ -15,10 +15,11 @@
 //! their reorder level), consumption over a period, and expiring batches. Their columns
 //! are the module's; their headers are the content's messages
 //! (`stockmanagement.report.<column>`) in the caller's language, else the module's English.
-//! The reports' names stay the module's English ones: the pinned app (3.2.1) decides which
-//! parameters a report's form requires by comparing the name with them. The module's other reports (receipts,
-//! issues, dispensing logs, forecasts…) are not offered: `report` does not list them and a
-//! job asking for one is refused.
+//! The reports' names stay the module's English ones on the wire: the pinned app (3.2.1)
+//! decides which parameters a report's form requires by comparing the name with them (the
+//! front end's build translates them where the app shows them). The module's other reports
+//! (receipts, issues, dispensing logs, forecasts…) are not offered: `report` does not list
+//! them and a job asking for one is refused.
 
 use crate::domains::stock::operation::{may_for, product};
 use crate::domains::stock::rest::{bad, concept_name, location_name, with_ids};
