@@ -72,7 +72,12 @@ fn due(r: &RuleRecord, items: &HashMap<&str, &ItemRecord>, now_key: &str) -> boo
         && items
             .get(r.stock_item.as_str())
             .is_some_and(|i| !i.voiding.voided)
-        && r.next_evaluation.as_deref().is_none_or(|d| d <= now_key)
+        && due_dates_passed(r, now_key)
+}
+
+/// Whether a rule's next evaluation and next action have come (or were never set).
+fn due_dates_passed(r: &RuleRecord, now_key: &str) -> bool {
+    r.next_evaluation.as_deref().is_none_or(|d| d <= now_key)
         && r.next_action_date.as_deref().is_none_or(|d| d <= now_key)
 }
 
@@ -218,8 +223,15 @@ pub fn evaluate_due_rules(state: &AppState, now: DateTime<Utc>) -> StoreResult<E
     if !enabled(state) {
         return Ok(Evaluation::default());
     }
-    let _one_writer = state.store.write_lock();
     let now_key = datetime_key(now);
+    // Most minutes no rule is due: found without the lock, which other writers would wait for.
+    if !rules(&state.store)?
+        .iter()
+        .any(|r| r.enabled && !r.voiding.voided && due_dates_passed(r, &now_key))
+    {
+        return Ok(Evaluation::default());
+    }
+    let _one_writer = state.store.write_lock();
     let today = now.date_naive().to_string();
     let mut all = rules(&state.store)?;
     let items = items(&state.store)?;
