@@ -49,7 +49,7 @@ pub fn spawn_report_schedules(state: std::sync::Arc<AppState>, every: std::time:
             let st = state.clone();
             let due = tokio::task::spawn_blocking(move || {
                 let _alone = match st.store.server() {
-                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::Jobs)? {
+                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::ReportSchedules)? {
                         Some(held) => Some(held),
                         None => return Ok(Vec::new()),
                     },
@@ -82,7 +82,7 @@ pub fn spawn_stock_rules(state: std::sync::Arc<AppState>, every: std::time::Dura
             let st = state.clone();
             match tokio::task::spawn_blocking(move || {
                 let _alone = match st.store.server() {
-                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::Jobs)? {
+                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::StockRules)? {
                         Some(held) => Some(held),
                         None => return Ok(Default::default()),
                     },

@@ -55,8 +55,14 @@ pub enum Lock {
     Write = 1,
     /// Held by a clinical read-check-write sequence.
     Clinical = 2,
-    /// Held by the runtime running a background job (the visits' auto-close).
+    /// Held by the runtime running the visits' auto-close. Each background job has a lock
+    /// of its own: jobs of one runtime tick together, and a shared lock would let one of
+    /// them skip the others' rounds.
     Jobs = 3,
+    /// Held by the runtime making the reports' scheduled requests.
+    ReportSchedules = 4,
+    /// Held by the runtime evaluating the stock rules.
+    StockRules = 5,
 }
 
 /// What a committed write transaction changed: table → its keys, or `None` for "any".

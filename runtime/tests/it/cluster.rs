@@ -900,6 +900,17 @@ fn background_jobs_run_on_one_runtime_at_a_time() {
     let held = a.server().unwrap().try_hold(Lock::Jobs).unwrap();
     assert!(held.is_some());
     assert!(b.server().unwrap().try_hold(Lock::Jobs).unwrap().is_none());
+    // Each job has its own lock: the runtime running one runs the others in the same round.
+    let schedules = a.server().unwrap().try_hold(Lock::ReportSchedules).unwrap();
+    let rules = a.server().unwrap().try_hold(Lock::StockRules).unwrap();
+    assert!(schedules.is_some() && rules.is_some());
+    assert!(
+        b.server()
+            .unwrap()
+            .try_hold(Lock::StockRules)
+            .unwrap()
+            .is_none()
+    );
     drop(held);
     assert!(b.server().unwrap().try_hold(Lock::Jobs).unwrap().is_some());
 }

@@ -276,6 +276,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     caller.require(&[MANAGE_ALERTS])?;
     only_known(&body, FIELDS)?;
+    let rep = rep_of(&query)?;
     let user = caller.user_uuid();
     let uuid = client_uuid(&body)?;
     let st = state.clone();
@@ -295,13 +296,7 @@ pub async fn create(
         Ok(a)
     })
     .await?;
-    answer(
-        &state,
-        &caller,
-        &AlertRes(alert),
-        &rep_of(&query)?,
-        StatusCode::CREATED,
-    )
+    answer(&state, &caller, &AlertRes(alert), &rep, StatusCode::CREATED)
 }
 
 /// `POST alert/{uuid}`: its text, recipients, expiry and `satisfiedByAny`.
@@ -314,6 +309,7 @@ pub async fn update(
 ) -> ApiResult<Response> {
     caller.require(&[MANAGE_ALERTS])?;
     only_known(&body, FIELDS)?;
+    let rep = rep_of(&query)?;
     let user = caller.user_uuid();
     let st = state.clone();
     let alert = blocking(move || {
@@ -327,13 +323,7 @@ pub async fn update(
         Ok(a)
     })
     .await?;
-    answer(
-        &state,
-        &caller,
-        &AlertRes(alert),
-        &rep_of(&query)?,
-        StatusCode::OK,
-    )
+    answer(&state, &caller, &AlertRes(alert), &rep, StatusCode::OK)
 }
 
 /// `DELETE alert/{uuid}?purge=true` removes it (Manage Alerts); alerts are not voided,

@@ -210,6 +210,12 @@ pub fn display_in_units(base: Qty, factor: Qty) -> String {
     }
 }
 
+/// A frequency in minutes as a duration; the API takes at most `i32::MAX` (about 4,000
+/// years, so the dates stay within the four-digit years of `datetime_key`).
+fn minutes(m: u64) -> Duration {
+    Duration::minutes(m.min(i32::MAX as u64) as i64)
+}
+
 /// A rule found at or below its quantity, with the alert it would send.
 struct Warning {
     rule: usize,
@@ -225,17 +231,17 @@ pub fn evaluate_due_rules(state: &AppState, now: DateTime<Utc>) -> StoreResult<E
     }
     let now_key = datetime_key(now);
     // Most minutes no rule is due: found without the lock, which other writers would wait for.
+    let items = items(&state.store)?;
+    let by_uuid: HashMap<&str, &ItemRecord> = items.iter().map(|i| (i.uuid.as_str(), i)).collect();
     if !rules(&state.store)?
         .iter()
-        .any(|r| r.enabled && !r.voiding.voided && due_dates_passed(r, &now_key))
+        .any(|r| due(r, &by_uuid, &now_key))
     {
         return Ok(Evaluation::default());
     }
     let _one_writer = state.store.write_lock();
     let today = now.date_naive().to_string();
     let mut all = rules(&state.store)?;
-    let items = items(&state.store)?;
-    let by_uuid: HashMap<&str, &ItemRecord> = items.iter().map(|i| (i.uuid.as_str(), i)).collect();
     let due_rules: Vec<usize> = (0..all.len())
         .filter(|&i| due(&all[i], &by_uuid, &now_key))
         .collect();
@@ -346,14 +352,10 @@ pub fn evaluate_due_rules(state: &AppState, now: DateTime<Utc>) -> StoreResult<E
     for &i in &due_rules {
         let r = &mut all[i];
         r.last_evaluation = Some(now_key.clone());
-        r.next_evaluation = Some(datetime_key(
-            now + Duration::minutes(r.evaluation_frequency as i64),
-        ));
+        r.next_evaluation = Some(datetime_key(now + minutes(r.evaluation_frequency)));
         if actioned.contains(&i) {
             r.last_action_date = Some(now_key.clone());
-            r.next_action_date = Some(datetime_key(
-                now + Duration::minutes(r.action_frequency as i64),
-            ));
+            r.next_action_date = Some(datetime_key(now + minutes(r.action_frequency)));
         }
     }
     let written = alerts.len();

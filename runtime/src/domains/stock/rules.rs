@@ -124,13 +124,17 @@ fn minutes(body: &Map<String, Value>, field: &str) -> ApiResult<Option<u64>> {
         Some(v) => v
             .as_u64()
             .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-            .filter(|n| *n > 0)
+            // The module keeps minutes in an `int`.
+            .filter(|n| *n > 0 && *n <= i32::MAX as u64)
             .map(Some)
             .ok_or_else(|| {
                 ApiError::invalid_field(
                     field,
                     "error.invalid",
-                    &format!("{field} is a number of minutes above zero"),
+                    &format!(
+                        "{field} is a number of minutes above zero, at most {}",
+                        i32::MAX
+                    ),
                 )
             }),
     }
