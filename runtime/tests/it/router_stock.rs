@@ -2155,6 +2155,11 @@ async fn alerts_are_written_read_and_purged_by_who_may() {
             json!({"text": "Inventaire demain", "recipients": ["nobody-here"]}),
             Some("recipients[0]"),
         ),
+        (
+            json!({"text": "Inventaire demain", "recipients": [reader],
+                "dateToExpire": "+10000-01-01T00:00:00.000+0000"}),
+            Some("dateToExpire"),
+        ),
         (json!({"text": "Inventaire demain", "recipients": []}), None),
         (
             json!({"text": "Inventaire demain", "recipients": [reader], "colour": "red"}),

@@ -229,6 +229,18 @@ fn apply(state: &AppState, a: &mut AlertRecord, body: &Map<String, Value>) -> Ap
     }
     if body.contains_key("dateToExpire") {
         a.date_to_expire = opt_datetime(body, "dateToExpire")?;
+        // Index keys sort by their text: a year past 9999 (written `+10000-…`) would sort
+        // before today's and the alert would read as expired.
+        if a.date_to_expire
+            .as_deref()
+            .is_some_and(|d| !d.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            inv.field(
+                "dateToExpire",
+                "error.invalid",
+                "An alert expires before the year 10000",
+            );
+        }
     }
     if let Some(v) = body.get("recipients") {
         let users = recipients_of(state, v, &mut inv)?;
