@@ -504,6 +504,11 @@ pub struct Txn {
     /// first statement (pipelined, one round trip for both), and a read that sends nothing
     /// sends no `BEGIN`.
     begin_pending: Cell<bool>,
+    /// A statement of this transaction failed. PostgreSQL has then aborted the transaction,
+    /// and would answer its `COMMIT` with a silent `ROLLBACK`, not an error: a caller that
+    /// went on after a failure (a read it could do without) must not have its writes
+    /// acknowledged, so `commit` refuses.
+    failed: Cell<bool>,
 }
 
 /// A read transaction's opening statement. PostgreSQL takes a `REPEATABLE READ`
@@ -548,7 +553,14 @@ impl Txn {
             created: RefCell::default(),
             finished: Cell::new(false),
             begin_pending: Cell::new(!write),
+            failed: Cell::new(false),
         }
+    }
+
+    /// Notes that a statement of this transaction failed (see `failed`).
+    fn failing(&self, e: tokio_postgres::Error) -> StoreError {
+        self.failed.set(true);
+        classify(e)
     }
 
     /// Sends a statement, preceded in the same round trip by the transaction's `BEGIN`
@@ -560,7 +572,7 @@ impl Txn {
     ) -> StoreResult<T> {
         self.engine.count_statement();
         if !self.begin_pending.replace(false) {
-            return wait(statement).map_err(classify);
+            return wait(statement).map_err(|e| self.failing(e));
         }
         // Both requests are queued on the connection before either answer is awaited.
         self.engine.count_statement();
@@ -568,14 +580,21 @@ impl Txn {
             conn.client.batch_execute(BEGIN_READ),
             statement,
         ));
-        begun.map_err(classify)?;
-        answer.map_err(classify)
+        begun.map_err(|e| self.failing(e))?;
+        answer.map_err(|e| self.failing(e))
     }
 
     /// Commits durably, then tells the other runtimes what changed (outside the
     /// transaction, in the same round trip). Answers what changed.
     pub fn commit(self) -> StoreResult<Touched> {
         self.flush()?;
+        if self.failed.get() {
+            // Dropped unfinished, the transaction is rolled back.
+            return Err(StoreError::Redb(
+                "PostgreSQL: a statement of this transaction failed, so it was not committed"
+                    .into(),
+            ));
+        }
         let touched = self.touched.take();
         let channel = self.engine.channel();
         let mut sql = String::from("COMMIT");
@@ -629,7 +648,7 @@ impl Txn {
         if let Some(s) = conn.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = wait(conn.client.prepare(sql)).map_err(classify)?;
+        let s = wait(conn.client.prepare(sql)).map_err(|e| self.failing(e))?;
         conn.statements.insert(sql.to_string(), s.clone());
         Ok(s)
     }

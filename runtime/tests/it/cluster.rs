@@ -1494,3 +1494,33 @@ fn two_runtimes_evaluating_the_stock_rules_at_once_send_one_alert() {
         );
     }
 }
+
+/// PostgreSQL answers the `COMMIT` of a transaction in which a statement failed with a
+/// silent `ROLLBACK`: a write whose caller went on after such a failure is refused, never
+/// acknowledged, and leaves nothing.
+#[test]
+fn a_write_in_which_a_statement_failed_is_refused_not_silently_rolled_back() {
+    use runtime::store::pg::Txn;
+    let schema = new_schema();
+    let store =
+        runtime::store::Store::connect(&server(), &schema, &runtime::domains::REGISTRY).unwrap();
+    let engine = store.server().unwrap().clone();
+    let setup = Txn::write(&engine).unwrap();
+    setup.create_table("probe_rows").unwrap();
+    setup.commit().unwrap();
+
+    let txn = Txn::write(&engine).unwrap();
+    txn.table("probe_rows")
+        .unwrap()
+        .put(b"kept?", b"no")
+        .unwrap();
+    // A read of a table that is not there fails, and its caller goes on.
+    assert!(txn.table("no_such_table").unwrap().get(b"k").is_err());
+    assert!(txn.commit().is_err());
+
+    let read = Txn::read(&engine).unwrap();
+    assert_eq!(
+        read.table("probe_rows").unwrap().get(b"kept?").unwrap(),
+        None
+    );
+}
