@@ -652,10 +652,19 @@ fn kill_9_of_one_runtime_loses_no_acknowledged_write_and_the_other_serves_on() {
     let type_uuid = identifier_type();
     let acknowledged = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Raised before the first runtime is killed: from then on the writers send to the
+    // survivor only. Its port, once free, may be taken by a runtime of another test running
+    // beside this one, which would answer 201 for a patient of its own schema.
+    let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ports = [cluster.port(0), cluster.port(1)];
     let writers: Vec<_> = (0..32)
         .map(|t| {
-            let (ack, stop, type_uuid) = (acknowledged.clone(), stop.clone(), type_uuid.clone());
+            let (ack, stop, killed, type_uuid) = (
+                acknowledged.clone(),
+                stop.clone(),
+                killed.clone(),
+                type_uuid.clone(),
+            );
             std::thread::spawn(move || {
                 for n in 0..200 {
                     if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -667,7 +676,11 @@ fn kill_9_of_one_runtime_loses_no_acknowledged_write_and_the_other_serves_on() {
                         Some(crate::common::MOD30),
                     )
                     .unwrap();
-                    let port = ports[i % 2];
+                    let port = if killed.load(std::sync::atomic::Ordering::SeqCst) {
+                        ports[1]
+                    } else {
+                        ports[i % 2]
+                    };
                     if let Some(uuid) = new_patient(port, &format!("Panne{i}"), &id, &type_uuid) {
                         ack.lock().unwrap().push(uuid);
                     }
@@ -679,6 +692,7 @@ fn kill_9_of_one_runtime_loses_no_acknowledged_write_and_the_other_serves_on() {
         acknowledged.lock().unwrap().len() >= 100
     });
     let (mut victim, _) = cluster.runtimes.remove(0);
+    killed.store(true, std::sync::atomic::Ordering::SeqCst);
     Command::new("kill")
         .args(["-9", &victim.id().to_string()])
         .status()
