@@ -13,7 +13,9 @@
 //! visit-overlap rule) holds the clinical lock (`ClinicalLock`), a session-level advisory
 //! lock, for its whole sequence. Reads are `REPEATABLE READ, READ ONLY` snapshots and take
 //! no lock. A commit returns once PostgreSQL has made it durable (`synchronous_commit` on),
-//! so an acknowledged write survives the loss of any runtime.
+//! so an acknowledged write survives the loss of any runtime; and a transaction in which a
+//! statement failed is refused at commit rather than answered by PostgreSQL's silent
+//! `ROLLBACK` (`Txn::failed`).
 //!
 //! **Change notices.** After a commit, the runtime that wrote sends one `NOTIFY` on
 //! its schema's channel naming the tables it touched (and the keys, when few), in the same round
