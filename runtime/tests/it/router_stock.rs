@@ -666,7 +666,29 @@ async fn a_restart_and_a_restore_keep_the_stock_and_its_numbering() {
     let mut c = Client::admin(st.clone()).await;
     let s = setup(&mut c, &st).await;
     let first = receive(&mut c, &s, "AMX-020", 3).await;
+    // A rule and an alert, which the stock rules' evaluation writes.
+    let admin = c.user_uuid().await;
+    let r = c
+        .post(
+            &format!("{SM}/stockrule"),
+            &json!({"stockItemUuid": s.item, "name": "Seuil", "locationUuid": s.store,
+                "quantity": 5, "stockItemPackagingUOMUuid": s.boxed, "enabled": true,
+                "evaluationFrequency": 60, "actionFrequency": 1440, "alertRole": "System Developer"})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = c
+        .post(
+            "/openmrs/ws/rest/v1/alert",
+            &json!({"text": "Stock alert", "recipients": [admin]}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let first_alert = r.body["alertId"].as_u64().unwrap();
     let paths = [
+        format!("{SM}/stockrule"),
+        "/openmrs/ws/rest/v1/alert?v=full".to_string(),
         format!("{SM}/stockiteminventory?locationUuid={}", s.store),
         format!("{SM}/stockitemtransaction?stockItemUuid={}", s.item),
         format!("{SM}/stockoperation?v=full"),
@@ -705,6 +727,14 @@ async fn a_restart_and_a_restore_keep_the_stock_and_its_numbering() {
         };
         assert_eq!(n(&next), n(&first) + 1);
         assert_eq!(on_hand(&mut c, &s.item, &s.store).await, 400.0);
+        // Alerts go on being numbered after the kept ones.
+        let r = c
+            .post(
+                "/openmrs/ws/rest/v1/alert",
+                &json!({"text": "Encore", "recipients": [admin]}).to_string(),
+            )
+            .await;
+        assert_eq!(r.body["alertId"].as_u64().unwrap(), first_alert + 1);
     }
 }
 
