@@ -135,8 +135,11 @@ export async function run() {
     await signTheBasket({ open: false });
     await visible(page.locator("table").first().getByText(/2 comprimé/));
     const active = (await api("GET", `order?patient=${patientUuid()}&status=active&v=custom:(action,previousOrder:(uuid),fulfillerStatus)`)).results;
-    if (active.length !== 1 || active[0].action !== "RENEW" || active[0].previousOrder?.uuid !== stopped?.uuid || active[0].fulfillerStatus !== null)
-      throw new Error(`the prescription was not renewed: ${JSON.stringify({ stopped, active })}`);
+    if (active.length !== 1 || active[0].action !== "RENEW" || active[0].previousOrder?.uuid !== stopped?.uuid || active[0].fulfillerStatus !== null) {
+      // Every order's dates and the time of asking, to tell a late read from a wrong one.
+      const all = (await api("GET", `order?patient=${patientUuid()}&status=any&v=custom:(uuid,action,dateActivated,dateStopped,autoExpireDate)`)).results;
+      throw new Error(`the prescription was not renewed: ${JSON.stringify({ stopped, active, all, askedAt: new Date().toISOString() })}`);
+    }
   });
 
   await step("the-pharmacy-pauses-then-closes-it", async () => {
