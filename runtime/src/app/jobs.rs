@@ -3,7 +3,26 @@
 
 use crate::domains::visit::close_stale_visits;
 use crate::http::AppState;
+use crate::store::StoreResult;
+use crate::store::pg::Lock;
 use chrono::Utc;
+
+/// Runs `work` on the runtime that takes the job's `lock`: with several runtimes on one
+/// database the others skip this round (answering nothing done); alone, always.
+fn alone<T: Default>(
+    st: &AppState,
+    lock: Lock,
+    work: impl FnOnce() -> StoreResult<T>,
+) -> StoreResult<T> {
+    let _held = match st.store.server() {
+        Some(pg) => match pg.try_hold(lock)? {
+            Some(held) => Some(held),
+            None => return Ok(T::default()),
+        },
+        None => None,
+    };
+    work()
+}
 
 /// Runs `close_stale_visits` every `every` until the process ends.
 pub fn spawn_auto_close(state: std::sync::Arc<AppState>, every: std::time::Duration) {
@@ -13,16 +32,9 @@ pub fn spawn_auto_close(state: std::sync::Arc<AppState>, every: std::time::Durat
             tick.tick().await;
             let st = state.clone();
             match tokio::task::spawn_blocking(move || {
-                // Several runtimes on one database: the one that takes the jobs' lock runs
-                // it, the others skip this round.
-                let _alone = match st.store.server() {
-                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::Jobs)? {
-                        Some(held) => Some(held),
-                        None => return Ok(0),
-                    },
-                    None => None,
-                };
-                close_stale_visits(&st.clinic(), Utc::now())
+                alone(&st, Lock::Jobs, || {
+                    close_stale_visits(&st.clinic(), Utc::now())
+                })
             })
             .await
             {
@@ -48,15 +60,10 @@ pub fn spawn_report_schedules(state: std::sync::Arc<AppState>, every: std::time:
             tick.tick().await;
             let st = state.clone();
             let due = tokio::task::spawn_blocking(move || {
-                let _alone = match st.store.server() {
-                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::ReportSchedules)? {
-                        Some(held) => Some(held),
-                        None => return Ok(Vec::new()),
-                    },
-                    None => None,
-                };
-                let now = Utc::now();
-                crate::domains::report::due(&st.store, now.date_naive(), now)
+                alone(&st, Lock::ReportSchedules, || {
+                    let now = Utc::now();
+                    crate::domains::report::due(&st.store, now.date_naive(), now)
+                })
             })
             .await;
             match due {
@@ -81,14 +88,9 @@ pub fn spawn_stock_rules(state: std::sync::Arc<AppState>, every: std::time::Dura
             tick.tick().await;
             let st = state.clone();
             match tokio::task::spawn_blocking(move || {
-                let _alone = match st.store.server() {
-                    Some(pg) => match pg.try_hold(crate::store::pg::Lock::StockRules)? {
-                        Some(held) => Some(held),
-                        None => return Ok(Default::default()),
-                    },
-                    None => None,
-                };
-                crate::domains::stock::evaluation::evaluate_due_rules(&st, Utc::now())
+                alone(&st, Lock::StockRules, || {
+                    crate::domains::stock::evaluation::evaluate_due_rules(&st, Utc::now())
+                })
             })
             .await
             {

@@ -15,13 +15,17 @@ use serde_json::{Value, json};
 /// A user as a ref: its display is the username, as OpenMRS shows it (`auditInfo.creator`
 /// names who wrote a record: the O3 sticky note shows it). Users are cached, so this is cheap.
 pub fn user_ref(uuid: &str, ctx: &Ctx) -> Value {
-    let display = ctx
-        .store
+    let display = username(uuid, ctx);
+    json!({"uuid": uuid, "display": display, "links": [{"rel": "self", "uri": format!("{}/user/{uuid}", ctx.base), "resourceAlias": "user"}]})
+}
+
+/// A user's username, from the cache of users.
+pub fn username(uuid: &str, ctx: &Ctx) -> Option<String> {
+    ctx.store
         .user_shared(uuid)
         .ok()
         .flatten()
-        .map(|u| u.username.clone());
-    json!({"uuid": uuid, "display": display, "links": [{"rel": "self", "uri": format!("{}/user/{uuid}", ctx.base), "resourceAlias": "user"}]})
+        .map(|u| u.username.clone())
 }
 
 pub fn audit_info(audit: &Audit, ctx: &Ctx) -> Value {

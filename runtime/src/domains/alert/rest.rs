@@ -6,7 +6,7 @@ use crate::domains::alert::{
     AlertRecord, GET_ALERTS, MANAGE_ALERTS, TEXT_MAX_LENGTH, recipient, store,
 };
 use crate::http::AppState;
-use crate::http::answer::{answer, flag, rep_of, user_ref};
+use crate::http::answer::{answer, flag, rep_of, user_ref, username};
 use crate::http::body::{client_uuid, only_known, opt_bool, opt_datetime, opt_str, ref_uuid};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::repr::{Ctx, Props, Rep, Resource, render};
@@ -21,15 +21,6 @@ use std::sync::Arc;
 
 pub struct AlertRes(pub AlertRecord);
 
-fn user_display(ctx: &Ctx, uuid: &str) -> String {
-    ctx.store
-        .user_shared(uuid)
-        .ok()
-        .flatten()
-        .map(|u| u.username.clone())
-        .unwrap_or_default()
-}
-
 fn recipients_json(a: &AlertRecord, ctx: &Ctx, rep: &Rep) -> Value {
     let base = format!("{}/alert/{}/recipient", ctx.base, a.uuid);
     Value::Array(
@@ -38,7 +29,7 @@ fn recipients_json(a: &AlertRecord, ctx: &Ctx, rep: &Rep) -> Value {
             .map(|r| {
                 let mut v = json!({
                     "uuid": r.uuid,
-                    "display": user_display(ctx, &r.user),
+                    "display": username(&r.user, ctx).unwrap_or_default(),
                     "links": [{"rel": "self", "uri": format!("{base}/{}", r.uuid), "resourceAlias": "recipient"}],
                 });
                 if !matches!(rep, Rep::Ref) {
