@@ -133,6 +133,11 @@ export async function run() {
     await past.getByRole("row").filter({ hasText: "2 comprimé" }).getByRole("button").last().click();
     await page.getByRole("menuitem", { name: "Renouveler" }).click();
     await signTheBasket({ open: false });
+    // The sign button is renamed while the orders are being sent, and until the chart has
+    // read the new order back, the first table on the page is the past treatments' (which
+    // shows the stopped "2 comprimé" too): wait for the active treatments to replace their
+    // empty state, or the API read below would race the signing.
+    await page.getByText("Aucun(e) traitement en cours à afficher pour ce patient.").waitFor({ state: "hidden", timeout: 30000 });
     await visible(page.locator("table").first().getByText(/2 comprimé/));
     const active = (await api("GET", `order?patient=${patientUuid()}&status=active&v=custom:(action,previousOrder:(uuid),fulfillerStatus)`)).results;
     if (active.length !== 1 || active[0].action !== "RENEW" || active[0].previousOrder?.uuid !== stopped?.uuid || active[0].fulfillerStatus !== null) {
