@@ -183,6 +183,19 @@ impl Catalog {
         None
     }
 
+    /// Whether `location` is `root` or lies under it (core's `Location.isInHierarchy`).
+    pub fn location_within(&self, location: &str, root: &str) -> bool {
+        let mut current = Some(location);
+        for _ in 0..=self.content.locations.len() {
+            match current {
+                Some(l) if l == root => return true,
+                Some(l) => current = self.location(l).and_then(|x| x.parent.as_deref()),
+                None => return false,
+            }
+        }
+        false
+    }
+
     pub fn location_tag(&self, uuid: &str) -> Option<&NamedMetadata> {
         self.tag_by_uuid
             .get(uuid)

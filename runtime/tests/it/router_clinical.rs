@@ -567,6 +567,174 @@ async fn repeated_slashes_are_one_as_in_openmrs() {
     assert_eq!(names, ["Consultation"]);
 }
 
+/// The content's `visits.assignmentHandler` is core's ExistingOrNewVisitAssignmentHandler:
+/// an encounter saved without a visit joins the visit holding its time (open or ended), else
+/// gets a visit of its own, of the type `visits.encounterTypeToVisitTypeMapping` gives.
+#[tokio::test]
+async fn an_encounter_without_a_visit_joins_the_visit_holding_it_or_gets_its_own() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let facility = location_uuid(&st, "Centre de santé Bondeko");
+    let reception = location_uuid(&st, "Bondeko - Accueil");
+    let p = patient(&mut c, &st, "200091").await;
+    let visits = |c: &mut Client| {
+        let url = format!(
+            "{REST}/visit?patient={p}&includeInactive=true&v=custom:(uuid,visitType:(uuid),location:(uuid),startDatetime,stopDatetime)"
+        );
+        let mut c = std::mem::replace(c, Client::new(st.clone()));
+        async move {
+            let r = c.get(&url).await;
+            (c, r.body["results"].as_array().unwrap().clone())
+        }
+    };
+    // A register's entry of three days ago: a visit of its own, from its time to the end
+    // of its day, at its location, of the type mapped for its encounter type.
+    let three_days_ago = (chrono::Utc::now() - chrono::Duration::days(3))
+        .format("%Y-%m-%d")
+        .to_string();
+    let r = c
+        .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": VITALS_TYPE,
+            "location": reception, "encounterDatetime": format!("{three_days_ago}T09:30:00.000+0000")}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let made = r.body["visit"]["uuid"]
+        .as_str()
+        .expect("a visit was made")
+        .to_string();
+    let (back, all) = visits(&mut c).await;
+    c = back;
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["uuid"], made.as_str());
+    assert_eq!(all[0]["visitType"]["uuid"], OUTPATIENT);
+    assert_eq!(all[0]["location"]["uuid"], reception.as_str());
+    assert_eq!(
+        all[0]["startDatetime"],
+        format!("{three_days_ago}T09:30:00.000+0000")
+    );
+    assert_eq!(
+        all[0]["stopDatetime"],
+        format!("{three_days_ago}T23:59:59.999+0000")
+    );
+    // A second entry of that day, later, joins it (an ended visit holding its time).
+    let r = c
+        .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": CONSULTATION_TYPE,
+            "location": reception, "encounterDatetime": format!("{three_days_ago}T15:00:00.000+0000")}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["visit"]["uuid"], made.as_str());
+    // An entry of today: its visit ends when it is made, not in the future, so the visit
+    // reception starts for her later today is refused nothing.
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": VITALS_TYPE, "location": reception}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let today = r.body["visit"]["uuid"].as_str().unwrap().to_string();
+    assert_ne!(today, made);
+    let (back, all) = visits(&mut c).await;
+    c = back;
+    let v = all.iter().find(|v| v["uuid"] == today.as_str()).unwrap();
+    let stop = v["stopDatetime"].as_str().expect("ended");
+    assert!(
+        stop >= v["startDatetime"].as_str().unwrap()
+            && stop[..10] == v["startDatetime"].as_str().unwrap()[..10],
+        "{v:?}"
+    );
+    let later = (chrono::Utc::now() + chrono::Duration::seconds(2))
+        .format("%Y-%m-%dT%H:%M:%S.000+0000")
+        .to_string();
+    let r = c
+        .post(&format!("{REST}/visit"), &json!({"patient": p, "visitType": OUTPATIENT, "location": facility, "startDatetime": later}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    // Her open visit then takes the entries without a visit, none is made.
+    let r = c
+        .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": VITALS_TYPE, "location": reception,
+            "encounterDatetime": (chrono::Utc::now() + chrono::Duration::seconds(3)).format("%Y-%m-%dT%H:%M:%S.000+0000").to_string()}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let (_, all) = visits(&mut c).await;
+    assert_eq!(all.len(), 3, "{all:?}");
+}
+
+/// The handler follows its setting: an encounter type the mapping leaves out is refused a
+/// visit with core's message, core's other handlers make none, and a user who may not add
+/// visits gets none made for her.
+#[tokio::test]
+async fn the_visit_assignment_follows_its_settings_and_privileges() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let reception = location_uuid(&st, "Bondeko - Accueil");
+    let p = patient(&mut c, &st, "200092").await;
+    let set = |c: &mut Client, property: &'static str, value: &'static str| {
+        let mut c = std::mem::replace(c, Client::new(st.clone()));
+        async move {
+            let r = c
+                .post(
+                    &format!("{REST}/systemsetting/{property}"),
+                    &json!({"value": value}).to_string(),
+                )
+                .await;
+            assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+            c
+        }
+    };
+    let vitals =
+        json!({"patient": p, "encounterType": VITALS_TYPE, "location": reception}).to_string();
+    c = set(
+        &mut c,
+        "visits.encounterTypeToVisitTypeMapping",
+        "91edcf31-cf56-43c3-a7d8-b8097fbd0035:f19c6fdb-bd43-41e7-bb4c-cc892e489c25",
+    )
+    .await;
+    let r = c.post(&format!("{REST}/encounter"), &vitals).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not have a mapping for encounter type: Signes vitaux"),
+        "{:?}",
+        r.body
+    );
+    for handler in [
+        "org.openmrs.api.handler.NoVisitAssignmentHandler",
+        "org.openmrs.api.handler.ExistingVisitAssignmentHandler",
+    ] {
+        c = set(&mut c, "visits.assignmentHandler", handler).await;
+        let r = c.post(&format!("{REST}/encounter"), &vitals).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        assert!(r.body["visit"].is_null(), "{handler}: {:?}", r.body);
+    }
+    c = set(
+        &mut c,
+        "visits.assignmentHandler",
+        "org.openmrs.api.handler.ExistingOrNewVisitAssignmentHandler",
+    )
+    .await;
+    c = set(&mut c, "visits.encounterTypeToVisitTypeMapping", "").await;
+    // A clerk who adds encounters, not visits.
+    let role = json!({"name": "Saisie sans visites", "description": "Encode des rencontres",
+        "privileges": [{"name": "Add Encounters"}, {"name": "Get Patients"}]});
+    let r = c.post(&format!("{REST}/role"), &role.to_string()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let body = json!({"username": "saisie2", "password": "Saisie-pass-2026",
+        "person": {"names": [{"givenName": "Paul", "familyName": "Mwamba"}], "gender": "M"},
+        "roles": ["Saisie sans visites"]});
+    let r = c.post(&format!("{REST}/user"), &body.to_string()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let mut clerk = Client::new(st.clone());
+    clerk.login("saisie2", "Saisie-pass-2026").await;
+    let r = clerk.post(&format!("{REST}/encounter"), &vitals).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
+    // With the mapping empty, the administrator's entry gets the first visit type.
+    let r = c.post(&format!("{REST}/encounter"), &vitals).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert!(r.body["visit"]["uuid"].is_string(), "{:?}", r.body);
+}
+
 #[tokio::test]
 async fn vitals_saved_without_a_visit_join_the_open_visit_and_read_back_through_fhir() {
     let st = state();

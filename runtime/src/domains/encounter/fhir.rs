@@ -1161,6 +1161,7 @@ pub async fn create_encounter(
         Err(e) => return Ok(crate::http::fhir::invalid(&e)),
     };
     let user = caller.user_uuid();
+    let may_add_visits = caller.grants.has("Add Visits");
     let st = state.clone();
     let e = match crate::http::blocking(move || {
         let mut rest = rest;
@@ -1174,7 +1175,7 @@ pub async fn create_encounter(
                 }
             }
         }
-        crate::domains::encounter::rest::create_encounter(&st, &rest, &user)
+        crate::domains::encounter::rest::create_encounter(&st, &rest, &user, may_add_visits)
     })
     .await
     {

@@ -173,6 +173,97 @@ fn visit_written_out(body: &Map<String, Value>) -> Option<&Map<String, Value>> {
 
 /// A written-out visit's refusal, its fields named inside the encounter's body
 /// (`visit.visitType`), so that the client sees which part of what it sent is wrong.
+/// How an encounter saved without a visit finds one: core's handlers, named by the setting
+/// `visits.assignmentHandler` (an unknown name, or none, is core's default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum VisitAssignment {
+    /// `NoVisitAssignmentHandler`: it stays without one.
+    None,
+    /// `ExistingVisitAssignmentHandler`: the patient's open visit holding its time.
+    Existing,
+    /// `ExistingOrNewVisitAssignmentHandler`: that visit, else a new one from the encounter's
+    /// time to the end of its day, of the type `visits.encounterTypeToVisitTypeMapping`
+    /// gives its encounter type (the first visit type when that setting is empty), at the
+    /// encounter's location: a paper register entered after the fact counts as visits.
+    /// Core saves that visit unchecked; here it is a visit like any other, so it cannot
+    /// end in the future: made for an encounter of today, it ends when it is made (and
+    /// the patient's visit later that day does not overlap it).
+    ExistingOrNew,
+}
+
+impl VisitAssignment {
+    fn named(setting: Option<String>) -> VisitAssignment {
+        match setting.as_deref().map(str::trim) {
+            Some("org.openmrs.api.handler.NoVisitAssignmentHandler") => VisitAssignment::None,
+            Some("org.openmrs.api.handler.ExistingOrNewVisitAssignmentHandler") => {
+                VisitAssignment::ExistingOrNew
+            }
+            _ => VisitAssignment::Existing,
+        }
+    }
+}
+
+/// The visit `ExistingOrNewVisitAssignmentHandler` makes for `e`, as a `POST visit` body.
+fn visit_for(
+    st: &AppState,
+    e: &EncounterRecord,
+    now: chrono::DateTime<Utc>,
+) -> ApiResult<Map<String, Value>> {
+    let catalog = st.catalog.load();
+    let mapping = st
+        .clinic()
+        .setting("visits.encounterTypeToVisitTypeMapping")
+        .unwrap_or_default();
+    let visit_types = || catalog.content.visit_types.iter().filter(|t| !t.retired);
+    let visit_type = if mapping.trim().is_empty() {
+        visit_types().next().map(|t| t.uuid.clone())
+    } else {
+        // "encounter type:visit type, …", each named by uuid or name (core also takes
+        // database ids, which this runtime does not have).
+        let this_type = catalog
+            .content
+            .encounter_types
+            .iter()
+            .find(|t| t.uuid == e.encounter_type);
+        let names_this = |r: &str| {
+            r == e.encounter_type || this_type.is_some_and(|t| t.name.eq_ignore_ascii_case(r))
+        };
+        let found = mapping
+            .split(',')
+            .filter_map(|m| m.split_once(':'))
+            .filter(|(from, _)| names_this(from.trim()))
+            .find_map(|(_, to)| {
+                let to = to.trim();
+                visit_types().find(|t| t.uuid == to || t.name.eq_ignore_ascii_case(to))
+            });
+        match found {
+            Some(t) => Some(t.uuid.clone()),
+            None => {
+                return Err(ApiError::BadRequest(format!(
+                    "Global Property: visits.encounterTypeToVisitTypeMapping does not have a mapping for encounter type: {}",
+                    this_type.map_or(e.encounter_type.as_str(), |t| t.name.as_str())
+                )));
+            }
+        }
+    };
+    let Some(visit_type) = visit_type else {
+        return Err(ApiError::BadRequest(
+            "No visit type is defined for the visit this encounter needs".into(),
+        ));
+    };
+    let end_of_day = format!("{}T23:59:59.999Z", e.datetime.get(..10).unwrap_or_default());
+    let stop = end_of_day.min(datetime_key(now)).max(e.datetime.clone());
+    let mut v = Map::new();
+    v.insert("patient".into(), json!(e.patient));
+    v.insert("visitType".into(), json!(visit_type));
+    if let Some(l) = &e.location {
+        v.insert("location".into(), json!(l));
+    }
+    v.insert("startDatetime".into(), json!(e.datetime));
+    v.insert("stopDatetime".into(), json!(stop));
+    Ok(v)
+}
+
 fn in_written_out_visit(e: ApiError) -> ApiError {
     match e {
         ApiError::Invalid(mut inv) => {
@@ -225,7 +316,8 @@ pub async fn create(
     let rep = rep_of(&query)?;
     let user = caller.user_uuid();
     let st = state.clone();
-    let e = blocking(move || create_encounter(&st, &body, &user)).await?;
+    let may_add_visits = caller.grants.has("Add Visits");
+    let e = blocking(move || create_encounter(&st, &body, &user, may_add_visits)).await?;
     answer(
         &state,
         &caller,
@@ -242,6 +334,7 @@ pub(crate) fn create_encounter(
     st: &Arc<AppState>,
     body: &Map<String, Value>,
     user: &str,
+    may_add_visits: bool,
 ) -> ApiResult<EncounterRecord> {
     let now = Utc::now();
     let audit = Audit::new(user, now);
@@ -281,7 +374,7 @@ pub(crate) fn create_encounter(
     let mut e = e;
     // A visit written out in full is made with the encounter, unless it names one already
     // stored (then it is a reference, as any other).
-    let new_visit = match visit_written_out(body) {
+    let mut new_visit = match visit_written_out(body) {
         Some(v) => match crate::http::body::opt_str(v, "uuid")? {
             Some(u) if crate::domains::visit::store::get(&st.store, &u)?.is_some() => {
                 e.visit = Some(u);
@@ -296,14 +389,36 @@ pub(crate) fn create_encounter(
         },
         None => None,
     };
-    if e.visit.is_none() {
-        // As OpenMRS's existing-visit assignment does: the patient's open visit that
-        // holds the encounter's time, if there is one.
-        let visits = crate::domains::visit::store::visits_of(&st.store, &patient)?;
+    // An encounter saved without a visit finds one as `visits.assignmentHandler` says.
+    let handler = VisitAssignment::named(st.clinic().setting("visits.assignmentHandler"));
+    if e.visit.is_none() && handler != VisitAssignment::None {
+        // As OpenMRS's existing-visit assignment does: the patient's visit that holds the
+        // encounter's time (open or ended, the latest first) at the encounter's location or
+        // above it. An encounter that names no location is not held to one.
+        let mut visits = crate::domains::visit::store::visits_of(&st.store, &patient)?;
+        visits.sort_by(|a, b| b.start.cmp(&a.start));
         e.visit = visits
             .iter()
-            .find(|v| v.is_active() && v.contains(&e.datetime))
+            .find(|v| {
+                !v.voiding.voided
+                    && v.contains(&e.datetime)
+                    && match (&e.location, &v.location) {
+                        (Some(here), Some(there)) => catalog.location_within(here, there),
+                        _ => true,
+                    }
+            })
             .map(|v| v.uuid.clone());
+    }
+    if e.visit.is_none() && handler == VisitAssignment::ExistingOrNew {
+        if !may_add_visits {
+            return Err(ApiError::Forbidden {
+                privileges: vec!["Add Visits".into()],
+            });
+        }
+        let v = crate::domains::visit::rest::new_visit(st, &visit_for(st, &e, now)?, user, now)
+            .map_err(in_written_out_visit)?;
+        e.visit = Some(v.uuid.clone());
+        new_visit = Some(v);
     }
     let mut inv = Invalid::default();
     let visit = match &new_visit {
