@@ -90,6 +90,7 @@ codes! {
     UnrecordedColumn = "W0021", "unrecorded-column", Warning;
     ForeignDefault = "W0022", "foreign-default", Warning;
     UnshippedModule = "W0023", "unshipped-module", Warning;
+    UnmappedEncounterType = "W0024", "unmapped-encounter-type", Warning;
 }
 
 /// One reported problem.

@@ -698,6 +698,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         .collect();
     gps.sort_by(|a, b| a.0.property.cmp(&b.0.property));
     content.locales = check_global_properties(&gps, &index, sink);
+    check_visit_assignment(&gps, &content, sink);
     crate::french::check_names(&content.locales.default, &shown_names, sink);
     content.address_template = match address_template {
         Some(t) => Some(t.value),
@@ -1315,6 +1316,75 @@ fn check_global_properties(
         }
     }
     locales
+}
+
+/// Core's ExistingOrNewVisitAssignmentHandler gives an encounter saved without a visit a
+/// new one of the visit type `visits.encounterTypeToVisitTypeMapping` maps its encounter
+/// type to (`encounterType:visitType, …`). Each side must name the content's metadata;
+/// once the mapping is set, an encounter type it leaves out is refused a visit.
+fn check_visit_assignment(gps: &[(GlobalProperty, Loc)], content: &Content, sink: &mut Sink) {
+    let get = |name: &str| gps.iter().find(|(g, _)| g.property == name);
+    let Some((gp, loc)) = get("visits.encounterTypeToVisitTypeMapping") else {
+        return;
+    };
+    if gp.value.trim().is_empty() {
+        return;
+    }
+    let encounter_type = |r: &str| {
+        content
+            .encounter_types
+            .iter()
+            .find(|t| t.uuid == r || t.name.eq_ignore_ascii_case(r))
+    };
+    let mut mapped = Vec::new();
+    for item in gp.value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((from, to)) = item.split_once(':').map(|(a, b)| (a.trim(), b.trim())) else {
+            sink.emit(
+                Code::InvalidGlobalProperty,
+                loc,
+                format!("'visits.encounterTypeToVisitTypeMapping' holds '{item}', which is not `encounter type:visit type`"),
+            )
+            .help = Some("separate the encounter type from its visit type by a colon, the pairs by commas".into());
+            continue;
+        };
+        match encounter_type(from) {
+            Some(t) => mapped.push(t.uuid.clone()),
+            None => {
+                sink.unknown_reference(loc, "EncounterType", from)
+                    .notes
+                    .push("in 'visits.encounterTypeToVisitTypeMapping'".into());
+            }
+        }
+        if !content
+            .visit_types
+            .iter()
+            .any(|t| !t.retired && (t.uuid == to || t.name.eq_ignore_ascii_case(to)))
+        {
+            sink.unknown_reference(loc, "VisitType", to)
+                .notes
+                .push("in 'visits.encounterTypeToVisitTypeMapping' (a retired visit type is not given to new visits)".into());
+        }
+    }
+    let handler = get("visits.assignmentHandler").map(|(g, _)| g.value.trim());
+    if handler != Some("org.openmrs.api.handler.ExistingOrNewVisitAssignmentHandler") {
+        return;
+    }
+    for t in content.encounter_types.iter().filter(|t| !t.retired) {
+        if !mapped.contains(&t.uuid) {
+            sink.emit(
+                Code::UnmappedEncounterType,
+                loc,
+                format!(
+                    "Encounter type '{}' is not in 'visits.encounterTypeToVisitTypeMapping'",
+                    t.name
+                ),
+            )
+            .help = Some(format!(
+                "add `{}:<visit type>`, or an encounter of this type saved without a visit is refused (400) where no visit of the patient holds it",
+                t.uuid
+            ));
+        }
+    }
 }
 
 fn build_indexes(concepts: &[Concept], sources: &[ConceptSource]) -> Indexes {
