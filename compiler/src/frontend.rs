@@ -215,22 +215,12 @@ fn shipped_modules(project: &Project) -> Option<std::collections::BTreeSet<Strin
 
 /// Modules a national distribution ships that this one leaves out on purpose, with why: the
 /// warning of a configuration that configures one says so.
-const LEFT_OUT: &[(&str, &str)] = &[
-    (
-        "@openmrs/esm-fast-data-entry-app",
-        "the fast data entry app (1.5.0) adds to a register only a patient holding an identifier \
-         of the reference application's OpenMRS ID type (05a29f94-c0ed-11e2-94be-8c13b969e334) \
-         with a location, and this distribution's patients are numbered with its own type; the \
-         runtime serves what the app sends (an encounter with its visit written out, a group \
-         with its members), for a content whose patients carry that identifier",
-    ),
-    (
-        "@openmrs/esm-patient-flags-app",
-        "the patient flags module computes a patient's flags from SQL, Groovy or CQL criteria \
+const LEFT_OUT: &[(&str, &str)] = &[(
+    "@openmrs/esm-patient-flags-app",
+    "the patient flags module computes a patient's flags from SQL, Groovy or CQL criteria \
          run against OpenMRS's own database, which this runtime does not have: its resources \
          (patientflags/flag, patientflags/patientflag) are not served",
-    ),
-];
+)];
 
 /// Warns of each module the configuration configures that the image does not ship: its
 /// settings do nothing, and the screens that expected it show raw translation keys or
@@ -638,7 +628,8 @@ impl Checker<'_> {
                     "name a form as its JSON's \"name\" writes it (forms are matched by their exact name)".into(),
                 );
             }
-            Value::String(s) if key.ends_with("Uuid") => {
+            // `…UUID` too: the fast data entry app names its forms `formUUID`.
+            Value::String(s) if key.ends_with("Uuid") || key.ends_with("UUID") => {
                 if s.is_empty() {
                     sink.emit(
                         Code::FrontendConfig,
