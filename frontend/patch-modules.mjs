@@ -1,5 +1,7 @@
-// Makes the English that a pinned module writes without a translation key translatable, in
-// the module's built files: each such text becomes a lookup in the module's translations
+// Edits pinned modules' built files where the code itself stands in the way of the
+// distribution: mostly English that a module writes without a translation key, made
+// translatable (and one hard-coded identifier type, see the fast data entry app below).
+// Each English text without a key becomes a lookup in the module's translations
 // (`window.i18next`, which the app shell sets up and fills with the module's own
 // translations and config.json's overrides), with the English as its default. The
 // distribution then gives the French through config.json's translation overrides, as for
@@ -15,6 +17,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 const STOCK = "@openmrs/esm-stock-management-app";
+const HSU_ID = "05a29f94-c0ed-11e2-94be-8c13b969e334";
 
 /// A lookup of `key` in the module's translations, English by default; `options` adds
 /// interpolated values (`{{name}}` in the texts).
@@ -105,6 +108,27 @@ export const PATCHES = [
         replace: `g(${text(key)},${text(english)},{title:${tr(STOCK, "operationAction", "n", `context:String(n).toLowerCase().replace(/ /g,"")`)}})`,
         times: 1,
       })),
+    ],
+  },
+  {
+    // The fast data entry app adds a patient to a register or a group only once it has
+    // found her identifier of the reference application's "OpenMRS ID" type, whose uuid it
+    // writes in its code, and compares that identifier's location with the session's.
+    // This distribution numbers patients with a type of its own, whose location is not
+    // used: without these edits the app silently adds nobody. The OpenMRS ID is still
+    // taken first where a patient holds one; her preferred identifier otherwise, and an
+    // identifier without a location is at no other facility.
+    folder: "openmrs-esm-fast-data-entry-app-1.5.0",
+    edits: [
+      {
+        find: `l.data.results.find(function(e){return"${HSU_ID}"==e.identifierType.uuid})`,
+        replace: `(l.data.results.find(function(e){return"${HSU_ID}"==e.identifierType.uuid})||l.data.results.find(function(e){return e.preferred&&!e.voided}))`,
+        times: 1,
+      },
+      // Adding to a register (the form entry's patient search).
+      { find: `n=c.uuid!==d.location.uuid;`, replace: `n=!!d.location&&c.uuid!==d.location.uuid;`, times: 1 },
+      // Adding to a group.
+      { find: `n=G.uuid!=F.location.uuid;`, replace: `n=!!F.location&&G.uuid!=F.location.uuid;`, times: 1 },
     ],
   },
 ];

@@ -6,7 +6,7 @@
 // the browser's console shows, and on any back-end answer of 400 or more.
 //
 // E2E_JOURNEY=<name> runs one journey alone: reception, clinical, billing, stock, orders, ward,
-// clinical-review, appointments, reports or administration. What the journeys before it would have
+// clinical-review, appointments, registers, reports or administration. What the journeys before it would have
 // left (the administrator logged in at reception, the patient registered, her visit, the
 // bill of her check-in, as that journey needs) is first made through the REST API, in a step
 // of its own, "state-of-the-earlier-journeys". clinical-review needs what the clinical
@@ -19,6 +19,7 @@ import * as orders from "./journeys/orders.mjs";
 import * as ward from "./journeys/ward.mjs";
 import * as clinicalReview from "./journeys/clinical-review.mjs";
 import * as appointments from "./journeys/appointments.mjs";
+import * as registers from "./journeys/registers.mjs";
 import * as administration from "./journeys/administration.mjs";
 import * as reports from "./journeys/reports.mjs";
 import * as stock from "./journeys/stock.mjs";
@@ -34,6 +35,7 @@ const journeys = {
   ward,
   "clinical-review": clinicalReview,
   appointments,
+  registers,
   // Before administration, which ends the day in English and logs out.
   reports,
   administration,
