@@ -323,7 +323,7 @@ pub const BUILT_IN: &[(&str, &str, &str)] = &[
     (
         "visits.assignmentHandler",
         "org.openmrs.api.handler.ExistingVisitAssignmentHandler",
-        "How an encounter saved without a visit finds one: the patient's open visit",
+        "How an encounter saved without a visit finds one: the patient's visit holding its time",
     ),
     (
         "drugOrder.requireOutpatientQuantity",

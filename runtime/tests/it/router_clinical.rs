@@ -569,7 +569,8 @@ async fn repeated_slashes_are_one_as_in_openmrs() {
 
 /// The content's `visits.assignmentHandler` is core's ExistingOrNewVisitAssignmentHandler:
 /// an encounter saved without a visit joins the visit holding its time (open or ended), else
-/// gets a visit of its own, of the type `visits.encounterTypeToVisitTypeMapping` gives.
+/// gets a visit of its own to the end of its day, of the type
+/// `visits.encounterTypeToVisitTypeMapping` gives.
 #[tokio::test]
 async fn an_encounter_without_a_visit_joins_the_visit_holding_it_or_gets_its_own() {
     let st = state();
@@ -577,16 +578,9 @@ async fn an_encounter_without_a_visit_joins_the_visit_holding_it_or_gets_its_own
     let facility = location_uuid(&st, "Centre de santé Bondeko");
     let reception = location_uuid(&st, "Bondeko - Accueil");
     let p = patient(&mut c, &st, "200091").await;
-    let visits = |c: &mut Client| {
-        let url = format!(
-            "{REST}/visit?patient={p}&includeInactive=true&v=custom:(uuid,visitType:(uuid),location:(uuid),startDatetime,stopDatetime)"
-        );
-        let mut c = std::mem::replace(c, Client::new(st.clone()));
-        async move {
-            let r = c.get(&url).await;
-            (c, r.body["results"].as_array().unwrap().clone())
-        }
-    };
+    let visits_url = format!(
+        "{REST}/visit?patient={p}&includeInactive=true&v=custom:(uuid,visitType:(uuid),location:(uuid),startDatetime,stopDatetime)"
+    );
     // A register's entry of three days ago: a visit of its own, from its time to the end
     // of its day, at its location, of the type mapped for its encounter type.
     let three_days_ago = (chrono::Utc::now() - chrono::Duration::days(3))
@@ -601,8 +595,10 @@ async fn an_encounter_without_a_visit_joins_the_visit_holding_it_or_gets_its_own
         .as_str()
         .expect("a visit was made")
         .to_string();
-    let (back, all) = visits(&mut c).await;
-    c = back;
+    let all = c.get(&visits_url).await.body["results"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(all.len(), 1, "{all:?}");
     assert_eq!(all[0]["uuid"], made.as_str());
     assert_eq!(all[0]["visitType"]["uuid"], OUTPATIENT);
@@ -622,8 +618,9 @@ async fn an_encounter_without_a_visit_joins_the_visit_holding_it_or_gets_its_own
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     assert_eq!(r.body["visit"]["uuid"], made.as_str());
-    // An entry of today: its visit ends when it is made, not in the future, so the visit
-    // reception starts for her later today is refused nothing.
+    // Entries of today: the first gets a visit to the end of today (as core makes it,
+    // though a visit posted through the API may not end in the future), the second joins it.
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let r = c
         .post(
             &format!("{REST}/encounter"),
@@ -631,43 +628,61 @@ async fn an_encounter_without_a_visit_joins_the_visit_holding_it_or_gets_its_own
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    let today = r.body["visit"]["uuid"].as_str().unwrap().to_string();
-    assert_ne!(today, made);
-    let (back, all) = visits(&mut c).await;
-    c = back;
-    let v = all.iter().find(|v| v["uuid"] == today.as_str()).unwrap();
-    let stop = v["stopDatetime"].as_str().expect("ended");
-    assert!(
-        stop >= v["startDatetime"].as_str().unwrap()
-            && stop[..10] == v["startDatetime"].as_str().unwrap()[..10],
-        "{v:?}"
-    );
+    let todays = r.body["visit"]["uuid"].as_str().unwrap().to_string();
+    assert_ne!(todays, made);
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": CONSULTATION_TYPE, "location": reception})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["visit"]["uuid"], todays.as_str());
+    let all = c.get(&visits_url).await.body["results"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(all.len(), 2, "{all:?}");
+    let v = all.iter().find(|v| v["uuid"] == todays.as_str()).unwrap();
+    assert_eq!(v["stopDatetime"], format!("{today}T23:59:59.999+0000"));
+    // So the patient has a visit today: another one for her today overlaps it, and the
+    // rule of overlapping visits (the content allows none) refuses it.
     let later = (chrono::Utc::now() + chrono::Duration::seconds(2))
         .format("%Y-%m-%dT%H:%M:%S.000+0000")
         .to_string();
     let r = c
         .post(&format!("{REST}/visit"), &json!({"patient": p, "visitType": OUTPATIENT, "location": facility, "startDatetime": later}).to_string())
         .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    // Her open visit then takes the entries without a visit, none is made.
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(r.body.to_string().contains("overlaps"), "{:?}", r.body);
+    // An encounter at a location the visit's does not hold takes no part in it: one at the
+    // whole facility (reception's parent) three days ago needs a visit of its own, which
+    // overlaps that day's.
+    let elsewhere = facility.clone();
     let r = c
-        .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": VITALS_TYPE, "location": reception,
-            "encounterDatetime": (chrono::Utc::now() + chrono::Duration::seconds(3)).format("%Y-%m-%dT%H:%M:%S.000+0000").to_string()}).to_string())
+        .post(&format!("{REST}/encounter"), &json!({"patient": p, "encounterType": CONSULTATION_TYPE,
+            "location": elsewhere, "encounterDatetime": format!("{three_days_ago}T16:00:00.000+0000")}).to_string())
         .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    let (_, all) = visits(&mut c).await;
-    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body.to_string().contains("overlaps"),
+        "a visit of its own, overlapping that day's: {:?}",
+        r.body
+    );
 }
 
 /// The handler follows its setting: an encounter type the mapping leaves out is refused a
-/// visit with core's message, core's other handlers make none, and a user who may not add
-/// visits gets none made for her.
+/// visit with core's message, core's other handlers make none (the existing-visit one joins
+/// the open visit), and a user who may not add visits gets none made for her.
 #[tokio::test]
 async fn the_visit_assignment_follows_its_settings_and_privileges() {
     let st = state();
     let mut c = Client::admin(st.clone()).await;
     let reception = location_uuid(&st, "Bondeko - Accueil");
     let p = patient(&mut c, &st, "200092").await;
+    let with_visit = patient(&mut c, &st, "200093").await;
+    let open = start_visit(&mut c, &st, &with_visit, &ago(60)).await;
     let set = |c: &mut Client, property: &'static str, value: &'static str| {
         let mut c = std::mem::replace(c, Client::new(st.clone()));
         async move {
@@ -681,15 +696,16 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
             c
         }
     };
-    let vitals =
-        json!({"patient": p, "encounterType": VITALS_TYPE, "location": reception}).to_string();
+    let vitals = |who: &str| {
+        json!({"patient": who, "encounterType": VITALS_TYPE, "location": reception}).to_string()
+    };
     c = set(
         &mut c,
         "visits.encounterTypeToVisitTypeMapping",
         "91edcf31-cf56-43c3-a7d8-b8097fbd0035:f19c6fdb-bd43-41e7-bb4c-cc892e489c25",
     )
     .await;
-    let r = c.post(&format!("{REST}/encounter"), &vitals).await;
+    let r = c.post(&format!("{REST}/encounter"), &vitals(&p)).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
     assert!(
         r.body["error"]["message"]
@@ -699,14 +715,54 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
         "{:?}",
         r.body
     );
-    for handler in [
-        "org.openmrs.api.handler.NoVisitAssignmentHandler",
-        "org.openmrs.api.handler.ExistingVisitAssignmentHandler",
+    // Core reads the mapping's types by uuid (or database id), not by name.
+    c = set(
+        &mut c,
+        "visits.encounterTypeToVisitTypeMapping",
+        "Signes vitaux:Consultation externe",
+    )
+    .await;
+    let r = c.post(&format!("{REST}/encounter"), &vitals(&p)).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    // An encounter of no known type gets its field's refusal, not the mapping's.
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": "Inconnu", "location": reception}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    assert!(
+        r.body["error"]["fieldErrors"]["encounterType"].is_array(),
+        "{:?}",
+        r.body
+    );
+    c = set(&mut c, "visits.encounterTypeToVisitTypeMapping", "").await;
+    for (handler, joins) in [
+        ("org.openmrs.api.handler.NoVisitAssignmentHandler", false),
+        ("", false),
+        (
+            "org.openmrs.api.handler.ExistingVisitAssignmentHandler",
+            true,
+        ),
     ] {
         c = set(&mut c, "visits.assignmentHandler", handler).await;
-        let r = c.post(&format!("{REST}/encounter"), &vitals).await;
+        let r = c.post(&format!("{REST}/encounter"), &vitals(&p)).await;
         assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-        assert!(r.body["visit"].is_null(), "{handler}: {:?}", r.body);
+        assert!(
+            r.body["visit"].is_null(),
+            "{handler}: no visit holds her encounter: {:?}",
+            r.body
+        );
+        let r = c
+            .post(&format!("{REST}/encounter"), &vitals(&with_visit))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        if joins {
+            assert_eq!(r.body["visit"]["uuid"], open["uuid"], "{handler}");
+        } else {
+            assert!(r.body["visit"].is_null(), "{handler}: {:?}", r.body);
+        }
     }
     c = set(
         &mut c,
@@ -714,7 +770,6 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
         "org.openmrs.api.handler.ExistingOrNewVisitAssignmentHandler",
     )
     .await;
-    c = set(&mut c, "visits.encounterTypeToVisitTypeMapping", "").await;
     // A clerk who adds encounters, not visits.
     let role = json!({"name": "Saisie sans visites", "description": "Encode des rencontres",
         "privileges": [{"name": "Add Encounters"}, {"name": "Get Patients"}]});
@@ -727,12 +782,37 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     let mut clerk = Client::new(st.clone());
     clerk.login("saisie2", "Saisie-pass-2026").await;
-    let r = clerk.post(&format!("{REST}/encounter"), &vitals).await;
+    let before = c.get(&format!("{REST}/encounter?patient={p}")).await.body["results"]
+        .as_array()
+        .unwrap()
+        .len();
+    let r = clerk.post(&format!("{REST}/encounter"), &vitals(&p)).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
+    assert!(r.body.to_string().contains("Add Visits"), "{:?}", r.body);
+    let after = c.get(&format!("{REST}/encounter?patient={p}")).await.body["results"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(before, after, "the refused encounter was not stored");
     // With the mapping empty, the administrator's entry gets the first visit type.
-    let r = c.post(&format!("{REST}/encounter"), &vitals).await;
+    let first = st
+        .catalog
+        .load()
+        .content
+        .visit_types
+        .iter()
+        .find(|t| !t.retired)
+        .unwrap()
+        .uuid
+        .clone();
+    let r = c
+        .post(
+            &format!("{REST}/encounter?v=custom:(visit:(visitType:(uuid)))"),
+            &vitals(&p),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-    assert!(r.body["visit"]["uuid"].is_string(), "{:?}", r.body);
+    assert_eq!(r.body["visit"]["visitType"]["uuid"], first.as_str());
 }
 
 #[tokio::test]

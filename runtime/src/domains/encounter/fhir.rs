@@ -1145,8 +1145,7 @@ pub async fn create_observation(
 /// `subject` (the patient), `type` (the encounter type: a coding under
 /// `http://fhir.openmrs.org/code-system/encounter-type`, or without a system, naming its
 /// uuid), `period.start` (when; now without it), `location[0].location`, `partOf` (the
-/// visit, `Encounter/{visit}`; else the patient's open visit holding that time, as REST
-/// does) and `participant[].individual` (`Practitioner/{provider}`, in the unknown role).
+/// visit, `Encounter/{visit}`; else as REST finds or makes one, `visits.assignmentHandler`) and `participant[].individual` (`Practitioner/{provider}`, in the unknown role).
 /// Checked by every rule of `POST encounter`: 201 with `Location` and the Encounter read
 /// back; a malformed resource 400, a rule broken 422. A visit (`meta.tag` `visit`) is made
 /// through the REST API's `visit`, not here.

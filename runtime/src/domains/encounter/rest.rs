@@ -171,30 +171,33 @@ fn visit_written_out(body: &Map<String, Value>) -> Option<&Map<String, Value>> {
     }
 }
 
-/// A written-out visit's refusal, its fields named inside the encounter's body
-/// (`visit.visitType`), so that the client sees which part of what it sent is wrong.
 /// How an encounter saved without a visit finds one: core's handlers, named by the setting
-/// `visits.assignmentHandler` (an unknown name, or none, is core's default).
+/// `visits.assignmentHandler`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum VisitAssignment {
     /// `NoVisitAssignmentHandler`: it stays without one.
     None,
-    /// `ExistingVisitAssignmentHandler`: the patient's open visit holding its time.
+    /// `ExistingVisitAssignmentHandler`: the patient's visit holding its time (`holding_visit`).
     Existing,
     /// `ExistingOrNewVisitAssignmentHandler`: that visit, else a new one from the encounter's
-    /// time to the end of its day, of the type `visits.encounterTypeToVisitTypeMapping`
+    /// time to the end of its day (UTC), of the type `visits.encounterTypeToVisitTypeMapping`
     /// gives its encounter type (the first visit type when that setting is empty), at the
-    /// encounter's location: a paper register entered after the fact counts as visits.
-    /// Core saves that visit unchecked; here it is a visit like any other, so it cannot
-    /// end in the future: made for an encounter of today, it ends when it is made (and
-    /// the patient's visit later that day does not overlap it).
+    /// encounter's location: a paper register entered after the fact counts as visits, and
+    /// the day's later entries join the visit. Core saves that visit through the visit
+    /// service's rules (the overlap among them), which let a visit end later today; so
+    /// does this runtime for that visit alone.
     ExistingOrNew,
 }
 
 impl VisitAssignment {
+    /// Core's handler of that class name; a blank setting is none, as in core (which looks
+    /// no handler up then). A name core would not load is refused by the compiler in the
+    /// content; set through the API, it falls back to core's default.
     fn named(setting: Option<String>) -> VisitAssignment {
         match setting.as_deref().map(str::trim) {
-            Some("org.openmrs.api.handler.NoVisitAssignmentHandler") => VisitAssignment::None,
+            Some("") | Some("org.openmrs.api.handler.NoVisitAssignmentHandler") => {
+                VisitAssignment::None
+            }
             Some("org.openmrs.api.handler.ExistingOrNewVisitAssignmentHandler") => {
                 VisitAssignment::ExistingOrNew
             }
@@ -204,11 +207,7 @@ impl VisitAssignment {
 }
 
 /// The visit `ExistingOrNewVisitAssignmentHandler` makes for `e`, as a `POST visit` body.
-fn visit_for(
-    st: &AppState,
-    e: &EncounterRecord,
-    now: chrono::DateTime<Utc>,
-) -> ApiResult<Map<String, Value>> {
+fn visit_for(st: &AppState, e: &EncounterRecord) -> ApiResult<Map<String, Value>> {
     let catalog = st.catalog.load();
     let mapping = st
         .clinic()
@@ -218,30 +217,24 @@ fn visit_for(
     let visit_type = if mapping.trim().is_empty() {
         visit_types().next().map(|t| t.uuid.clone())
     } else {
-        // "encounter type:visit type, …", each named by uuid or name (core also takes
+        // "encounter type:visit type, …", each by uuid, as core reads it (core also takes
         // database ids, which this runtime does not have).
-        let this_type = catalog
-            .content
-            .encounter_types
-            .iter()
-            .find(|t| t.uuid == e.encounter_type);
-        let names_this = |r: &str| {
-            r == e.encounter_type || this_type.is_some_and(|t| t.name.eq_ignore_ascii_case(r))
-        };
         let found = mapping
             .split(',')
             .filter_map(|m| m.split_once(':'))
-            .filter(|(from, _)| names_this(from.trim()))
-            .find_map(|(_, to)| {
-                let to = to.trim();
-                visit_types().find(|t| t.uuid == to || t.name.eq_ignore_ascii_case(to))
-            });
+            .filter(|(from, _)| from.trim() == e.encounter_type)
+            .find_map(|(_, to)| visit_types().find(|t| t.uuid == to.trim()));
         match found {
             Some(t) => Some(t.uuid.clone()),
             None => {
+                let name = catalog
+                    .content
+                    .encounter_types
+                    .iter()
+                    .find(|t| t.uuid == e.encounter_type)
+                    .map_or(e.encounter_type.as_str(), |t| t.name.as_str());
                 return Err(ApiError::BadRequest(format!(
-                    "Global Property: visits.encounterTypeToVisitTypeMapping does not have a mapping for encounter type: {}",
-                    this_type.map_or(e.encounter_type.as_str(), |t| t.name.as_str())
+                    "Global Property: visit.encounterTypeToVisitTypeMapping does not have a mapping for encounter type: {name}"
                 )));
             }
         }
@@ -251,8 +244,6 @@ fn visit_for(
             "No visit type is defined for the visit this encounter needs".into(),
         ));
     };
-    let end_of_day = format!("{}T23:59:59.999Z", e.datetime.get(..10).unwrap_or_default());
-    let stop = end_of_day.min(datetime_key(now)).max(e.datetime.clone());
     let mut v = Map::new();
     v.insert("patient".into(), json!(e.patient));
     v.insert("visitType".into(), json!(visit_type));
@@ -260,10 +251,38 @@ fn visit_for(
         v.insert("location".into(), json!(l));
     }
     v.insert("startDatetime".into(), json!(e.datetime));
-    v.insert("stopDatetime".into(), json!(stop));
+    v.insert(
+        "stopDatetime".into(),
+        json!(format!(
+            "{}T23:59:59.999Z",
+            e.datetime.get(..10).unwrap_or_default()
+        )),
+    );
     Ok(v)
 }
 
+/// As core's existing-visit assignment finds it: the patient's visit that holds the
+/// encounter's time (open or ended, the latest first) at the encounter's location or above
+/// it. An encounter or a visit that names no location is not held to one.
+fn holding_visit(st: &AppState, e: &EncounterRecord) -> ApiResult<Option<String>> {
+    let catalog = st.catalog.load();
+    let mut visits = crate::domains::visit::store::visits_of(&st.store, &e.patient)?;
+    visits.sort_by(|a, b| b.start.cmp(&a.start));
+    Ok(visits
+        .iter()
+        .find(|v| {
+            !v.voiding.voided
+                && v.contains(&e.datetime)
+                && match (&e.location, &v.location) {
+                    (Some(here), Some(there)) => catalog.location_within(here, there),
+                    _ => true,
+                }
+        })
+        .map(|v| v.uuid.clone()))
+}
+
+/// A written-out visit's refusal, its fields named inside the encounter's body
+/// (`visit.visitType`), so that the client sees which part of what it sent is wrong.
 fn in_written_out_visit(e: ApiError) -> ApiError {
     match e {
         ApiError::Invalid(mut inv) => {
@@ -389,36 +408,29 @@ pub(crate) fn create_encounter(
         },
         None => None,
     };
-    // An encounter saved without a visit finds one as `visits.assignmentHandler` says.
+    // An encounter saved without a visit finds one as `visits.assignmentHandler` says (an
+    // encounter of no known type is left to its own validation below).
     let handler = VisitAssignment::named(st.clinic().setting("visits.assignmentHandler"));
-    if e.visit.is_none() && handler != VisitAssignment::None {
-        // As OpenMRS's existing-visit assignment does: the patient's visit that holds the
-        // encounter's time (open or ended, the latest first) at the encounter's location or
-        // above it. An encounter that names no location is not held to one.
-        let mut visits = crate::domains::visit::store::visits_of(&st.store, &patient)?;
-        visits.sort_by(|a, b| b.start.cmp(&a.start));
-        e.visit = visits
-            .iter()
-            .find(|v| {
-                !v.voiding.voided
-                    && v.contains(&e.datetime)
-                    && match (&e.location, &v.location) {
-                        (Some(here), Some(there)) => catalog.location_within(here, there),
-                        _ => true,
-                    }
-            })
-            .map(|v| v.uuid.clone());
+    let typed = catalog
+        .content
+        .encounter_types
+        .iter()
+        .any(|t| t.uuid == e.encounter_type);
+    if e.visit.is_none() && typed && handler != VisitAssignment::None {
+        e.visit = holding_visit(st, &e)?;
     }
-    if e.visit.is_none() && handler == VisitAssignment::ExistingOrNew {
+    let mut made_for_it = false;
+    if e.visit.is_none() && typed && handler == VisitAssignment::ExistingOrNew {
         if !may_add_visits {
             return Err(ApiError::Forbidden {
                 privileges: vec!["Add Visits".into()],
             });
         }
-        let v = crate::domains::visit::rest::new_visit(st, &visit_for(st, &e, now)?, user, now)
+        let v = crate::domains::visit::rest::new_visit(st, &visit_for(st, &e)?, user, now)
             .map_err(in_written_out_visit)?;
         e.visit = Some(v.uuid.clone());
         new_visit = Some(v);
+        made_for_it = true;
     }
     let mut inv = Invalid::default();
     let visit = match &new_visit {
@@ -451,8 +463,19 @@ pub(crate) fn create_encounter(
             e.uuid
         )));
     }
+    if made_for_it && let Some(found) = holding_visit(st, &e)? {
+        // Another request made the patient's visit for that time while this one was being
+        // read: the encounter joins it, as it would have had it come second.
+        e.visit = Some(found);
+        new_visit = None;
+    }
     if let Some(v) = &new_visit {
-        crate::domains::visit::rest::check_new(st, v).map_err(in_written_out_visit)?;
+        if made_for_it {
+            crate::domains::visit::rest::check_new_to_end_of_day(st, v)
+        } else {
+            crate::domains::visit::rest::check_new(st, v)
+        }
+        .map_err(in_written_out_visit)?;
     }
     check_obs_orders(st, &obs, &patient, &drafts)?;
     let placed = order_rest::place_all(
