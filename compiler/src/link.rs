@@ -1324,17 +1324,35 @@ fn check_global_properties(
 /// once the mapping is set, an encounter type it leaves out is refused a visit.
 fn check_visit_assignment(gps: &[(GlobalProperty, Loc)], content: &Content, sink: &mut Sink) {
     let get = |name: &str| gps.iter().find(|(g, _)| g.property == name);
+    const HANDLERS: [&str; 3] = [
+        "org.openmrs.api.handler.ExistingVisitAssignmentHandler",
+        "org.openmrs.api.handler.ExistingOrNewVisitAssignmentHandler",
+        "org.openmrs.api.handler.NoVisitAssignmentHandler",
+    ];
+    let handler = get("visits.assignmentHandler").map(|(g, l)| (g.value.trim(), l));
+    if let Some((name, loc)) = handler
+        && !name.is_empty()
+        && !HANDLERS.contains(&name)
+    {
+        sink.emit(
+            Code::InvalidGlobalProperty,
+            loc,
+            format!("'visits.assignmentHandler' names '{name}', which is not one of core's visit assignment handlers"),
+        )
+        .help = Some(format!("use one of {}, or leave it empty for none", HANDLERS.join(", ")));
+    }
     let Some((gp, loc)) = get("visits.encounterTypeToVisitTypeMapping") else {
         return;
     };
     if gp.value.trim().is_empty() {
         return;
     }
-    let encounter_type = |r: &str| {
-        content
-            .encounter_types
-            .iter()
-            .find(|t| t.uuid == r || t.name.eq_ignore_ascii_case(r))
+    // Core reads each side by uuid (or database id, which content cannot know): a name
+    // would match nothing in OpenMRS, so it is refused here too.
+    let by_name = |what: &str, r: &str| {
+        format!(
+            "'visits.encounterTypeToVisitTypeMapping' names the {what} '{r}' by its name, which core does not read"
+        )
     };
     let mut mapped = Vec::new();
     for item in gp.value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -1347,26 +1365,38 @@ fn check_visit_assignment(gps: &[(GlobalProperty, Loc)], content: &Content, sink
             .help = Some("separate the encounter type from its visit type by a colon, the pairs by commas".into());
             continue;
         };
-        match encounter_type(from) {
-            Some(t) => mapped.push(t.uuid.clone()),
-            None => {
-                sink.unknown_reference(loc, "EncounterType", from)
-                    .notes
-                    .push("in 'visits.encounterTypeToVisitTypeMapping'".into());
-            }
-        }
-        if !content
-            .visit_types
+        if let Some(t) = content.encounter_types.iter().find(|t| t.uuid == from) {
+            mapped.push(t.uuid.clone());
+        } else if let Some(t) = content
+            .encounter_types
             .iter()
-            .any(|t| !t.retired && (t.uuid == to || t.name.eq_ignore_ascii_case(to)))
+            .find(|t| t.name.eq_ignore_ascii_case(from))
         {
+            sink.emit(
+                Code::InvalidGlobalProperty,
+                loc,
+                by_name("encounter type", from),
+            )
+            .help = Some(format!("write its uuid, {}", t.uuid));
+        } else {
+            sink.unknown_reference(loc, "EncounterType", from)
+                .notes
+                .push("in 'visits.encounterTypeToVisitTypeMapping'".into());
+        }
+        let live = || content.visit_types.iter().filter(|t| !t.retired);
+        if live().any(|t| t.uuid == to) {
+            continue;
+        }
+        if let Some(t) = live().find(|t| t.name.eq_ignore_ascii_case(to)) {
+            sink.emit(Code::InvalidGlobalProperty, loc, by_name("visit type", to))
+                .help = Some(format!("write its uuid, {}", t.uuid));
+        } else {
             sink.unknown_reference(loc, "VisitType", to)
                 .notes
                 .push("in 'visits.encounterTypeToVisitTypeMapping' (a retired visit type is not given to new visits)".into());
         }
     }
-    let handler = get("visits.assignmentHandler").map(|(g, _)| g.value.trim());
-    if handler != Some("org.openmrs.api.handler.ExistingOrNewVisitAssignmentHandler") {
+    if handler.map(|(name, _)| name) != Some(HANDLERS[1]) {
         return;
     }
     for t in content.encounter_types.iter().filter(|t| !t.retired) {
