@@ -1,8 +1,8 @@
 // Registers: what the paper register recorded while the computers were down, entered
 // afterwards through the fast data entry app ("Saisie rapide de données"): the vital signs of
 // a patient seen that day, found by her identifier; each entry is an encounter of the
-// register's form with a visit of its own at the moment of entry, as the app makes it
-// (an outpatient visit: the content's `@openmrs/esm-fast-data-entry-app.groupSessionVisitTypeUuid`).
+// register's form in a visit of its own, made by the server as the content's visit
+// assignment says (`visits.assignmentHandler`: an outpatient visit to the end of the day).
 // Needs: the browser logged in at reception. It makes its own patient, so that her visit
 // of the register meets no other visit of hers.
 import { api, base, followAppMenuLink, logIn, page, RECEPTION, step, visible } from "../lib.mjs";
@@ -56,12 +56,12 @@ export async function run() {
   });
 
   await step("her-register-entry-is-a-visit-of-its-own", async () => {
-    // The encounter of the form, in an outpatient visit started and ended at its moment.
+    // The encounter of the form, in an outpatient visit from its moment to the end of its day.
     const encounters = await api("GET", `encounter?patient=${patient.uuid}&v=custom:(uuid,form:(uuid),visit:(uuid,visitType:(display),startDatetime,stopDatetime),obs:(display))`);
     const entry = encounters.results.find((e) => e.form?.uuid === "7aa921d9-48bf-3760-82b9-5e62713b25bf");
     const obs = (entry?.obs ?? []).map((o) => o.display).join(", ");
     if (!entry || !obs.includes("38.4") || !obs.includes("71")) throw new Error(`the register's vital signs were not saved: ${JSON.stringify(encounters)}`);
-    if (entry.visit?.visitType?.display !== "Consultation externe" || !entry.visit.stopDatetime) {
+    if (entry.visit?.visitType?.display !== "Consultation externe" || !entry.visit.stopDatetime?.includes("T23:59:59.999")) {
       throw new Error(`the register's entry is not in a visit of its own: ${JSON.stringify(entry.visit)}`);
     }
   });
