@@ -1,11 +1,12 @@
 // Registers: what the paper register recorded while the computers were down, entered
 // afterwards through the fast data entry app ("Saisie rapide de données"): the vital signs of
-// a patient seen that day, found by her identifier; each entry is an encounter of the
-// register's form in a visit of its own, made by the server as the content's visit
-// assignment says (`visits.assignmentHandler`: an outpatient visit to the end of the day).
+// a patient seen three days ago, found by her identifier and dated on the register's day (the
+// form's date question); each entry is an encounter of the register's form in a visit of its
+// own, made by the server as the content's visit assignment says (`visits.assignmentHandler`:
+// an outpatient visit to the end of that day).
 // Needs: the browser logged in at reception. It makes its own patient, so that her visit
 // of the register meets no other visit of hers.
-import { api, base, followAppMenuLink, logIn, page, RECEPTION, step, visible } from "../lib.mjs";
+import { api, base, followAppMenuLink, logIn, page, RECEPTION, state, step, visible } from "../lib.mjs";
 
 export async function seed() {
   await logIn();
@@ -44,6 +45,13 @@ export async function run() {
     await page.getByRole("searchbox").first().fill(identifier);
     await page.getByText("Joseph Ilunga").first().click();
     await visible(page.getByLabel("Température (°C)"));
+    // The day the register recorded, three days ago, typed into the date's segments (day,
+    // month, year: the picker is French).
+    const day = new Date(Date.now() - 3 * 86400e3);
+    state.registerDay = day.toISOString().slice(0, 10);
+    const typed = [day.getDate(), day.getMonth() + 1].map((n) => String(n).padStart(2, "0")).join("") + day.getFullYear();
+    await page.getByRole("group", { name: "Date des mesures" }).getByRole("spinbutton").first().click();
+    await page.keyboard.type(typed);
     await page.getByLabel("Température (°C)").fill("38.4");
     await page.getByLabel("Poids (kg)").fill("71");
     // The last entry of the register: saved, and the session ended.
@@ -56,12 +64,13 @@ export async function run() {
   });
 
   await step("her-register-entry-is-a-visit-of-its-own", async () => {
-    // The encounter of the form, in an outpatient visit from its moment to the end of its day.
+    // The encounter of the form, on the register's day, in an outpatient visit from its
+    // moment to the end of that day.
     const encounters = await api("GET", `encounter?patient=${patient.uuid}&v=custom:(uuid,form:(uuid),visit:(uuid,visitType:(display),startDatetime,stopDatetime),obs:(display))`);
     const entry = encounters.results.find((e) => e.form?.uuid === "7aa921d9-48bf-3760-82b9-5e62713b25bf");
     const obs = (entry?.obs ?? []).map((o) => o.display).join(", ");
     if (!entry || !obs.includes("38.4") || !obs.includes("71")) throw new Error(`the register's vital signs were not saved: ${JSON.stringify(encounters)}`);
-    if (entry.visit?.visitType?.display !== "Consultation externe" || !entry.visit.stopDatetime?.includes("T23:59:59.999")) {
+    if (entry.visit?.visitType?.display !== "Consultation externe" || entry.visit.stopDatetime !== `${state.registerDay}T23:59:59.999+0000` || !entry.visit.startDatetime.startsWith(state.registerDay)) {
       throw new Error(`the register's entry is not in a visit of its own: ${JSON.stringify(entry.visit)}`);
     }
   });
