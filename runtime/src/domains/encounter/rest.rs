@@ -182,10 +182,13 @@ enum VisitAssignment {
     /// `ExistingOrNewVisitAssignmentHandler`: that visit, else a new one from the encounter's
     /// time to the end of its day (UTC), of the type `visits.encounterTypeToVisitTypeMapping`
     /// gives its encounter type (the first visit type when that setting is empty), at the
-    /// encounter's location: a paper register entered after the fact counts as visits, and
-    /// the day's later entries join the visit. Core saves that visit through the visit
-    /// service's rules (the overlap among them), which let a visit end later today; so
-    /// does this runtime for that visit alone.
+    /// encounter's location, by the rules of `POST visit`: a paper register entered after
+    /// the fact counts as visits, and the day's other entries join the visit. Core ends
+    /// the visit of an encounter of today at midnight still to come; this runtime has no
+    /// visit ending in the future (`POST visit` refuses one, and the O3 screens take a visit
+    /// as current only while it has no end), so that visit is left open: the chart shows it
+    /// as her current visit, and it ends as any other does (ended at reception, or by the
+    /// auto-close).
     ExistingOrNew,
 }
 
@@ -207,7 +210,11 @@ impl VisitAssignment {
 }
 
 /// The visit `ExistingOrNewVisitAssignmentHandler` makes for `e`, as a `POST visit` body.
-fn visit_for(st: &AppState, e: &EncounterRecord) -> ApiResult<Map<String, Value>> {
+fn visit_for(
+    st: &AppState,
+    e: &EncounterRecord,
+    now: chrono::DateTime<Utc>,
+) -> ApiResult<Map<String, Value>> {
     let catalog = st.catalog.load();
     let mapping = st
         .clinic()
@@ -251,13 +258,10 @@ fn visit_for(st: &AppState, e: &EncounterRecord) -> ApiResult<Map<String, Value>
         v.insert("location".into(), json!(l));
     }
     v.insert("startDatetime".into(), json!(e.datetime));
-    v.insert(
-        "stopDatetime".into(),
-        json!(format!(
-            "{}T23:59:59.999Z",
-            e.datetime.get(..10).unwrap_or_default()
-        )),
-    );
+    let end_of_day = format!("{}T23:59:59.999Z", e.datetime.get(..10).unwrap_or_default());
+    if end_of_day < datetime_key(now) {
+        v.insert("stopDatetime".into(), json!(end_of_day));
+    }
     Ok(v)
 }
 
@@ -426,7 +430,7 @@ pub(crate) fn create_encounter(
                 privileges: vec!["Add Visits".into()],
             });
         }
-        let v = crate::domains::visit::rest::new_visit(st, &visit_for(st, &e)?, user, now)
+        let v = crate::domains::visit::rest::new_visit(st, &visit_for(st, &e, now)?, user, now)
             .map_err(in_written_out_visit)?;
         e.visit = Some(v.uuid.clone());
         new_visit = Some(v);
@@ -470,12 +474,7 @@ pub(crate) fn create_encounter(
         new_visit = None;
     }
     if let Some(v) = &new_visit {
-        if made_for_it {
-            crate::domains::visit::rest::check_new_to_end_of_day(st, v)
-        } else {
-            crate::domains::visit::rest::check_new(st, v)
-        }
-        .map_err(in_written_out_visit)?;
+        crate::domains::visit::rest::check_new(st, v).map_err(in_written_out_visit)?;
     }
     check_obs_orders(st, &obs, &patient, &drafts)?;
     let placed = order_rest::place_all(

@@ -235,24 +235,6 @@ fn check(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
     }
 }
 
-/// `check_new` for the visit core's existing-or-new assignment makes for an encounter: it
-/// ends at the end of the encounter's day, later today for an encounter of today, which
-/// core's visit rules allow and this runtime's `POST visit` does not.
-pub(crate) fn check_new_to_end_of_day(state: &AppState, v: &VisitRecord) -> ApiResult<()> {
-    match check_new(state, v) {
-        Err(ApiError::Invalid(mut inv)) => {
-            inv.fields
-                .retain(|(_, code, _)| code != "Visit.stopCannotBeInTheFuture");
-            if inv.is_empty() {
-                Ok(())
-            } else {
-                Err(ApiError::Invalid(inv))
-            }
-        }
-        other => other,
-    }
-}
-
 /// A new visit from a REST-shaped body (`POST visit`, or a visit written out in full inside
 /// a new encounter, as the fast data entry app sends it), checked for its own fields; the
 /// rules that read the patient's other visits (`check_new`) come under the write lock.
