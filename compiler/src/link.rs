@@ -1356,6 +1356,8 @@ fn check_visit_assignment(gps: &[(GlobalProperty, Loc)], content: &Content, sink
     };
     let mut mapped = Vec::new();
     for item in gp.value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        // Each finding points at its own pair of the value.
+        let loc = &loc.find_after(item, "</value>");
         let Some((from, to)) = item.split_once(':').map(|(a, b)| (a.trim(), b.trim())) else {
             sink.emit(
                 Code::InvalidGlobalProperty,

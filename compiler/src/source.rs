@@ -179,6 +179,22 @@ impl Loc {
         self.clone()
     }
 
+    /// Where `needle` is first written from this range's start on, before `until`: an XML
+    /// value's location marks its opening tag, and an item of the value is found after it
+    /// (this range itself when it is not).
+    pub fn find_after(&self, needle: &str, until: &str) -> Loc {
+        if let Loc::Text { file, offset, .. } = self {
+            let start = *offset as usize;
+            if let Some(rest) = file.text.get(start..) {
+                let end = rest.find(until).unwrap_or(rest.len());
+                if let Some(i) = rest[..end].find(needle) {
+                    return file.loc(start + i, needle.len());
+                }
+            }
+        }
+        self.clone()
+    }
+
     pub fn path(&self) -> Option<&str> {
         match self {
             Loc::None => None,
