@@ -138,6 +138,9 @@ export async function run() {
     // shows the stopped "2 comprimé" too): wait for the active treatments to replace their
     // empty state, or the API read below would race the signing.
     await page.getByText("Aucun(e) traitement en cours à afficher pour ce patient.").waitFor({ state: "hidden", timeout: 30000 });
+    // And, should a loading skeleton have taken the empty state's place, until the active
+    // treatments' table stands above the past ones'.
+    await page.waitForFunction(() => document.querySelectorAll("main table").length >= 2, null, { timeout: 30000, polling: 200 });
     await visible(page.locator("table").first().getByText(/2 comprimé/));
     const active = (await api("GET", `order?patient=${patientUuid()}&status=active&v=custom:(action,previousOrder:(uuid),fulfillerStatus)`)).results;
     if (active.length !== 1 || active[0].action !== "RENEW" || active[0].previousOrder?.uuid !== stopped?.uuid || active[0].fulfillerStatus !== null) {
