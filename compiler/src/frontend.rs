@@ -304,6 +304,73 @@ fn foreign_defaults(checker: &Checker, merged: &Value, sink: &mut Sink) {
     }
 }
 
+/// Settings whose default names metadata of the reference application (its demo forms,
+/// encounter types, roles, CIEL concepts), which a module of the image falls back to when
+/// the configuration leaves them unset: (module, setting path, default uuid, its kind).
+/// Where the content does not define that uuid as such, what the module saves with it is
+/// refused (the notes app's visit note names a form the server does not know).
+const ASSUMED_METADATA: &[(&str, &[&str], &str, &str)] = &[
+    (
+        "@openmrs/esm-patient-notes-app",
+        &["visitNoteConfig", "formConceptUuid"],
+        "c75f120a-04ec-11e3-8780-2b40bef9a44b",
+        "form",
+    ),
+    (
+        "@openmrs/esm-patient-notes-app",
+        &["visitNoteConfig", "encounterTypeUuid"],
+        "d7151f82-c1f3-4152-a605-2f9ea7414a79",
+        "encounter type",
+    ),
+    (
+        "@openmrs/esm-patient-notes-app",
+        &["visitNoteConfig", "clinicianEncounterRole"],
+        "240b26f9-dd88-4172-823d-4a8bfeb7841f",
+        "encounter role",
+    ),
+    (
+        "@openmrs/esm-patient-notes-app",
+        &["visitNoteConfig", "encounterNoteTextConceptUuid"],
+        "162169AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "concept",
+    ),
+];
+
+/// Warns of each setting of `ASSUMED_METADATA` the merged configuration leaves unset, for a
+/// module the image ships (or, without a list of shipped modules, one the configuration
+/// configures) and does not turn off, whose default the content does not define.
+fn assumed_metadata(project: &Project, checker: &Checker, merged: &Value, sink: &mut Sink) {
+    let shipped = shipped_modules(project);
+    for (module, path, default, kind) in ASSUMED_METADATA {
+        let settings = merged.get(*module);
+        let in_image = match &shipped {
+            Some(names) => names.contains(*module),
+            None => settings.is_some(),
+        };
+        if !in_image || settings.and_then(|s| s.get("enabled")) == Some(&Value::Bool(false)) {
+            continue;
+        }
+        let set = path
+            .iter()
+            .try_fold(settings.unwrap_or(&Value::Null), |v, k| v.get(*k));
+        if set.is_some() || checker.kinds.get(default) == Some(kind) {
+            continue;
+        }
+        let setting = path.join(".");
+        let loc = checker.locate(&[module], None);
+        sink.emit(
+            Code::ForeignDefault,
+            &loc,
+            format!(
+                "'{module}' leaves '{setting}' unset: the front end falls back to the {kind} {default} of the reference application, which the content does not define"
+            ),
+        )
+        .help = Some(format!(
+            "point \"{setting}\" under \"{module}\" in frontend/config/config.json at the content's own {kind}, or define {default} in the content"
+        ));
+    }
+}
+
 /// The concepts each encounter type's forms record, for the encounter lists' columns.
 struct RecordedConcepts<'a> {
     content: &'a Content,
@@ -771,6 +838,7 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
     }
 
     foreign_defaults(&checker, &merged, sink);
+    assumed_metadata(project, &checker, &merged, sink);
     unshipped_modules(project, &checker, &merged, sink);
     if let Value::Object(map) = &merged {
         let recorded = RecordedConcepts::new(content);
