@@ -225,8 +225,13 @@ const LEFT_OUT: &[(&str, &str)] = &[(
 /// Warns of each module the configuration configures that the image does not ship: its
 /// settings do nothing, and the screens that expected it show raw translation keys or
 /// nothing at all.
-fn unshipped_modules(project: &Project, checker: &Checker, merged: &Value, sink: &mut Sink) {
-    let (Some(shipped), Value::Object(map)) = (shipped_modules(project), merged) else {
+fn unshipped_modules(
+    shipped: Option<&std::collections::BTreeSet<String>>,
+    checker: &Checker,
+    merged: &Value,
+    sink: &mut Sink,
+) {
+    let (Some(shipped), Value::Object(map)) = (shipped, merged) else {
         return;
     };
     for (module, settings) in map {
@@ -339,11 +344,15 @@ const ASSUMED_METADATA: &[(&str, &[&str], &str, &str)] = &[
 /// Warns of each setting of `ASSUMED_METADATA` the merged configuration leaves unset, for a
 /// module the image ships (or, without a list of shipped modules, one the configuration
 /// configures) and does not turn off, whose default the content does not define.
-fn assumed_metadata(project: &Project, checker: &Checker, merged: &Value, sink: &mut Sink) {
-    let shipped = shipped_modules(project);
+fn assumed_metadata(
+    shipped: Option<&std::collections::BTreeSet<String>>,
+    checker: &Checker,
+    merged: &Value,
+    sink: &mut Sink,
+) {
     for (module, path, default, kind) in ASSUMED_METADATA {
         let settings = merged.get(*module);
-        let in_image = match &shipped {
+        let in_image = match shipped {
             Some(names) => names.contains(*module),
             None => settings.is_some(),
         };
@@ -838,8 +847,10 @@ pub fn check(project: &Project, content: &Content, sink: &mut Sink) -> Frontend 
     }
 
     foreign_defaults(&checker, &merged, sink);
-    assumed_metadata(project, &checker, &merged, sink);
-    unshipped_modules(project, &checker, &merged, sink);
+    // The image's modules, as `frontend/spa-modules.json` pins them (read once for both).
+    let shipped = shipped_modules(project);
+    assumed_metadata(shipped.as_ref(), &checker, &merged, sink);
+    unshipped_modules(shipped.as_ref(), &checker, &merged, sink);
     if let Value::Object(map) = &merged {
         let recorded = RecordedConcepts::new(content);
         for (module, settings) in map {

@@ -683,6 +683,17 @@ async fn an_encounter_without_a_visit_joins_the_visit_holding_it_or_gets_its_own
     );
 }
 
+/// Changes a system setting as an administrator does (`POST systemsetting/{property}`).
+async fn set_setting(c: &mut Client, property: &str, value: &str) {
+    let r = c
+        .post(
+            &format!("{REST}/systemsetting/{property}"),
+            &json!({"value": value}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+}
+
 /// The handler follows its setting: an encounter type the mapping leaves out is refused a
 /// visit with core's message, core's other handlers make none (the existing-visit one joins
 /// the open visit), and a user who may not add visits gets none made for her.
@@ -694,23 +705,10 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
     let p = patient(&mut c, &st, "200092").await;
     let with_visit = patient(&mut c, &st, "200093").await;
     let open = start_visit(&mut c, &st, &with_visit, &ago(60)).await;
-    let set = |c: &mut Client, property: &'static str, value: &'static str| {
-        let mut c = std::mem::replace(c, Client::new(st.clone()));
-        async move {
-            let r = c
-                .post(
-                    &format!("{REST}/systemsetting/{property}"),
-                    &json!({"value": value}).to_string(),
-                )
-                .await;
-            assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
-            c
-        }
-    };
     let vitals = |who: &str| {
         json!({"patient": who, "encounterType": VITALS_TYPE, "location": reception}).to_string()
     };
-    c = set(
+    set_setting(
         &mut c,
         "visits.encounterTypeToVisitTypeMapping",
         "91edcf31-cf56-43c3-a7d8-b8097fbd0035:f19c6fdb-bd43-41e7-bb4c-cc892e489c25",
@@ -727,7 +725,7 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
         r.body
     );
     // Core reads the mapping's types by uuid (or database id), not by name.
-    c = set(
+    set_setting(
         &mut c,
         "visits.encounterTypeToVisitTypeMapping",
         "Signes vitaux:Consultation externe",
@@ -748,7 +746,7 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
         "{:?}",
         r.body
     );
-    c = set(&mut c, "visits.encounterTypeToVisitTypeMapping", "").await;
+    set_setting(&mut c, "visits.encounterTypeToVisitTypeMapping", "").await;
     for (handler, joins) in [
         ("org.openmrs.api.handler.NoVisitAssignmentHandler", false),
         ("", false),
@@ -757,7 +755,7 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
             true,
         ),
     ] {
-        c = set(&mut c, "visits.assignmentHandler", handler).await;
+        set_setting(&mut c, "visits.assignmentHandler", handler).await;
         let r = c.post(&format!("{REST}/encounter"), &vitals(&p)).await;
         assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
         assert!(
@@ -775,7 +773,7 @@ async fn the_visit_assignment_follows_its_settings_and_privileges() {
             assert!(r.body["visit"].is_null(), "{handler}: {:?}", r.body);
         }
     }
-    c = set(
+    set_setting(
         &mut c,
         "visits.assignmentHandler",
         "org.openmrs.api.handler.ExistingOrNewVisitAssignmentHandler",
