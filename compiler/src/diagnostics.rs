@@ -58,6 +58,7 @@ codes! {
     InvalidRegex = "E0113", "invalid-regex", Error;
     FormSchema = "E0114", "invalid-form", Error;
     InvalidReport = "E0115", "invalid-report", Error;
+    InvalidFlag = "E0116", "invalid-flag", Error;
     UnknownConcept = "E0201", "unknown-concept", Error;
     AmbiguousConcept = "E0202", "ambiguous-concept-name", Error;
     UnknownReference = "E0203", "unknown-reference", Error;

@@ -61,6 +61,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         opaque_files,
         dispositions,
         reports,
+        flag_files,
     } = loaded;
 
     // Privileges: the package's, then core's that the package does not redefine.
@@ -708,7 +709,8 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
             .and_then(|(gp, loc)| address::parse_template_property(&gp.value, loc, sink)),
     };
     content.global_properties = gps.into_iter().map(|(gp, _)| gp).collect();
-    content.reports = link_reports(reports, &content, &index, sink);
+    (content.reports, content.patient_flags) =
+        link_reports(reports, flag_files, &content, &index, sink);
     content.address_hierarchy = address_hierarchy;
     content.messages = messages;
     content.opaque_files = sorted(opaque_files, |f| &f.path);
@@ -1458,12 +1460,18 @@ fn build_indexes(concepts: &[Concept], sources: &[ConceptSource]) -> Indexes {
 }
 
 /// Report definitions, read against everything they may name.
+/// Reports and patient flags: both are read over the same names (flags' criteria are
+/// reports' criteria).
 fn link_reports(
     reports: Vec<crate::domains::reports::LoadedReport>,
+    flag_files: Vec<crate::domains::reports::LoadedReport>,
     content: &Content,
     concepts: &ConceptIndex,
     sink: &mut Sink,
-) -> Vec<model::reports::ReportDefinition> {
+) -> (
+    Vec<model::reports::ReportDefinition>,
+    model::reports::PatientFlags,
+) {
     fn named<'a>(items: impl Iterator<Item = (&'a str, &'a str)>) -> Lookup {
         Lookup::new(items)
     }
@@ -1521,7 +1529,16 @@ fn link_reports(
                 .map(|t| (t.name.as_str(), t.uuid.as_str())),
         ),
     };
-    crate::domains::reports::compile(reports, &names, sink)
+    let roles = named(
+        content
+            .roles
+            .iter()
+            .map(|r| (r.name.as_str(), r.uuid.as_str())),
+    );
+    (
+        crate::domains::reports::compile(reports, &names, sink),
+        crate::domains::flags::compile(flag_files, &names, &roles, sink),
+    )
 }
 
 /// Initializer's `fhirconceptsources`: each names a concept source (by name, HL7 code,

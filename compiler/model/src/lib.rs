@@ -133,6 +133,8 @@ pub struct Content {
     pub metadata_sets: Vec<MetadataSet>,
     /// Report definitions (`reports/`), by uuid.
     pub reports: Vec<reports::ReportDefinition>,
+    /// Patient flags with their priorities and tags (`flags/`).
+    pub patient_flags: reports::PatientFlags,
     pub queues: Vec<Queue>,
     pub appointment_specialities: Vec<AppointmentSpeciality>,
     pub appointment_services: Vec<AppointmentService>,
@@ -245,6 +247,7 @@ impl Content {
             ("billable_services", self.billable_services.len()),
             ("dispositions", self.dispositions.len()),
             ("reports", self.reports.len()),
+            ("patient_flags", self.patient_flags.flags.len()),
             ("queues", self.queues.len()),
             ("forms", self.forms.len()),
             ("form_translations", self.form_translations.len()),

@@ -234,3 +234,55 @@ pub struct Dhis2Value {
     pub data_element: String,
     pub category_option_combo: Option<String>,
 }
+
+/// The patient flags module's definitions (`flags/*.json`): flags whose criteria are the
+/// reports' criteria, evaluated for one patient on the day (both report dates are that
+/// day), with the priorities and tags they name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PatientFlags {
+    /// By uuid.
+    pub flags: Vec<FlagDefinition>,
+    /// By rank, then uuid.
+    pub priorities: Vec<FlagPriority>,
+    /// By uuid.
+    pub tags: Vec<FlagTag>,
+}
+
+/// One flag (`org.openmrs.module.patientflags.Flag`): a patient meeting its criterion on
+/// the day is flagged with its message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlagDefinition {
+    pub uuid: String,
+    pub name: String,
+    /// By locale.
+    pub message: Localized,
+    pub criterion: Criterion,
+    /// A priority's uuid.
+    pub priority: Option<String>,
+    /// Tags' uuids.
+    pub tags: Vec<String>,
+    pub enabled: bool,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlagPriority {
+    pub uuid: String,
+    pub name: String,
+    /// What the legacy UI wrote as a CSS style; carried as written.
+    pub style: String,
+    /// Lower ranks come first.
+    pub rank: i32,
+    pub retired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlagTag {
+    pub uuid: String,
+    pub name: String,
+    /// Roles' names: the users the module shows the tag's flags to.
+    pub roles: Vec<String>,
+    /// Where the legacy UI shows them (`Patient Dashboard`, `Patient Page`...), as written.
+    pub display_points: Vec<String>,
+    pub retired: bool,
+}

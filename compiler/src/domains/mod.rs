@@ -8,6 +8,7 @@
 pub mod address;
 pub mod concepts;
 pub mod dispositions;
+pub mod flags;
 pub mod forms;
 pub mod globalproperties;
 pub mod identifiers;
@@ -77,6 +78,8 @@ pub struct Loaded {
     pub opaque_files: Vec<OpaqueFile>,
     pub dispositions: Vec<dispositions::LoadedDisposition>,
     pub reports: Vec<reports::LoadedReport>,
+    /// `flags/*.json`, parsed but not yet read.
+    pub flag_files: Vec<reports::LoadedReport>,
 }
 
 /// Domains in Initializer's load order (the OpenMRS Initializer module's documented order), with their file type.
@@ -123,6 +126,7 @@ const DOMAINS: &[(&str, &str)] = &[
     ("metadatasets", "csv"),
     ("metadatasetmembers", "csv"),
     ("reports", "json"),
+    ("flags", "json"),
 ];
 
 /// Progress reporting for the long part (OCL archives).
@@ -198,7 +202,11 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
                 &Loc::File(f.display.clone()),
                 format!("Not a .{ext} file: '{domain}' ignores it"),
             )
-            .help = Some(format!("the {domain} domain reads only .{ext} files"));
+            .help = Some(if *domain == "flags" {
+                flags::CSV_HELP.to_string()
+            } else {
+                format!("the {domain} domain reads only .{ext} files")
+            });
         }
         if services::DOMAINS.contains(domain) {
             // Checked here, served later: carried into the bundle as they are.
@@ -218,6 +226,7 @@ pub fn load(files: &[InputFile], progress: &dyn Progress, sink: &mut Sink) -> Lo
             "messageproperties" => messages::load(&wanted, &mut loaded.messages, sink),
             "dispositions" => dispositions::load(&wanted, &mut loaded, sink),
             "reports" => reports::load(&wanted, &mut loaded, sink),
+            "flags" => flags::load(&wanted, &mut loaded, sink),
             _ => {
                 let columns = columns_of(domain);
                 let mut tables: Vec<(Table, Layer)> = wanted

@@ -99,6 +99,8 @@ pub fn compile(
             names,
             sink,
             errors: 0,
+            code: Code::InvalidReport,
+            what: "report",
         };
         let Some(report) = reader.report(&r.json) else {
             continue;
@@ -125,20 +127,25 @@ pub fn compile(
     by_uuid.into_values().map(|(_, r)| r).collect()
 }
 
-struct Reader<'a, 's> {
-    file: &'a Arc<TextFile>,
-    names: &'a Names<'a>,
-    sink: &'s mut Sink,
-    errors: usize,
+/// Reads one definition file's JSON, counting its errors, each reported as `code` at its
+/// value's position. Flags (`super::flags`) read their criteria with it too.
+pub(super) struct Reader<'a, 's> {
+    pub(super) file: &'a Arc<TextFile>,
+    pub(super) names: &'a Names<'a>,
+    pub(super) sink: &'s mut Sink,
+    pub(super) errors: usize,
+    pub(super) code: Code,
+    /// What is being read, for messages: "report", "flag"...
+    pub(super) what: &'static str,
 }
 
 impl Reader<'_, '_> {
-    fn at_string(&self, value: &str) -> Loc {
+    pub(super) fn at_string(&self, value: &str) -> Loc {
         super::forms::locate_string(self.file, value, 0)
     }
 
     /// Where a key is written (its first occurrence), or the whole file.
-    fn at_key(&self, key: &str) -> Loc {
+    pub(super) fn at_key(&self, key: &str) -> Loc {
         let quoted = format!("\"{key}\"");
         match self.file.text.find(&quoted) {
             Some(i) => self.file.loc(i, quoted.len()),
@@ -154,12 +161,17 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn invalid(&mut self, loc: &Loc, message: impl Into<String>) {
+    pub(super) fn invalid(&mut self, loc: &Loc, message: impl Into<String>) {
         self.errors += 1;
-        self.sink.emit(Code::InvalidReport, loc, message);
+        self.sink.emit(self.code, loc, message);
     }
 
-    fn string(&mut self, map: &Map<String, Value>, key: &str, required: bool) -> Option<String> {
+    pub(super) fn string(
+        &mut self,
+        map: &Map<String, Value>,
+        key: &str,
+        required: bool,
+    ) -> Option<String> {
         match map.get(key) {
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
             None if !required => None,
@@ -170,14 +182,20 @@ impl Reader<'_, '_> {
             }
             None => {
                 let loc = self.file.whole();
-                self.invalid(&loc, format!("The report has no '{key}'"));
+                let what = self.what;
+                self.invalid(&loc, format!("The {what} has no '{key}'"));
                 None
             }
         }
     }
 
     /// A text, or texts by locale (`{"fr": …, "en": …}`).
-    fn localized(&mut self, map: &Map<String, Value>, key: &str, required: bool) -> Localized {
+    pub(super) fn localized(
+        &mut self,
+        map: &Map<String, Value>,
+        key: &str,
+        required: bool,
+    ) -> Localized {
         let mut out = Localized::new();
         match map.get(key) {
             Some(Value::Object(by_locale)) => {
@@ -267,7 +285,7 @@ impl Reader<'_, '_> {
         })
     }
 
-    fn only_keys(&mut self, map: &Map<String, Value>, known: &[&str], what: &str) {
+    pub(super) fn only_keys(&mut self, map: &Map<String, Value>, known: &[&str], what: &str) {
         for key in map.keys() {
             if !known.contains(&key.as_str()) {
                 let loc = self.at_key(key);
@@ -449,7 +467,7 @@ impl Reader<'_, '_> {
         out
     }
 
-    fn criterion(&mut self, v: &Value, ctx: &Context) -> Option<Criterion> {
+    pub(super) fn criterion(&mut self, v: &Value, ctx: &Context) -> Option<Criterion> {
         let Value::Object(map) = v else {
             let loc = self.at_key("criteria");
             self.invalid(
@@ -1045,8 +1063,9 @@ impl Reader<'_, '_> {
     }
 }
 
-struct Context<'a> {
-    parameters: &'a [ReportParameter],
+pub(super) struct Context<'a> {
+    /// The parameters the criteria may use (a flag takes none).
+    pub(super) parameters: &'a [ReportParameter],
 }
 
 #[derive(Clone, Copy)]

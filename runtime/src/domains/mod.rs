@@ -6,7 +6,8 @@
 //! `provider` (managed providers, next to each account's own), `relationship` (relationships
 //! between persons), `cohort` (patient lists and their members), `attachment` (images and PDFs uploaded to a chart, their bytes in the store), `document` (what is printed for a patient: the identifier sticker), `appointment` (appointments of the content's services), `stock` (the pharmacy's
 //! stock: items, sources, operations and the movements they make), `alert` (alerts
-//! addressed to users: the stock rules' warnings) and `role` (roles and
+//! addressed to users: the stock rules' warnings), `flag` (patient flags: the content's
+//! flags a patient meets, regenerated when read) and `role` (roles and
 //! privileges made through the API). The records others hang on are
 //! domains too: `patient`, `account` (users), `session`, `setting` and `idgen`. Each owns
 //! its record types, its redb tables and secondary indexes, its validation and its REST
@@ -35,6 +36,7 @@ pub mod diagnosis;
 pub mod dispense;
 pub mod document;
 pub mod encounter;
+pub mod flag;
 pub mod idgen;
 pub mod immunization;
 pub mod inpatient;
@@ -97,6 +99,7 @@ const RECORD_TABLES: &[RecordTable] = &[
     stock::store::JOB_RECORDS,
     stock::store::JOB_FILE_RECORDS,
     alert::store::RECORDS,
+    flag::store::RECORDS,
     crate::store::audit::RECORDS,
 ];
 
@@ -293,6 +296,11 @@ const PATIENT_RECORDS: &[PatientRecords] = &[
         any: |s, p| Ok(!(bill::store::MERGE.of_patient)(s, p)?.is_empty()),
         moves: &[bill::store::MERGE],
     },
+    PatientRecords {
+        kind: "patient flags",
+        any: flag::store::any_of_patient,
+        moves: &[flag::store::MERGE],
+    },
 ];
 
 /// One record is enough to know there are some.
@@ -343,6 +351,7 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
         .merge(setting::rest::routes(paths))
         .merge(stock::rest::routes(paths))
         .merge(alert::rest::routes(paths))
+        .merge(flag::rest::routes(paths))
         .merge(immunization::fhir::routes(paths))
         .merge(dispense::fhir::routes(paths))
 }

@@ -76,6 +76,12 @@ pub fn acting_sync<R>(slot: Option<ActorSlot>, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Runs `f` with the system as the author of its changes, whoever the request's user is:
+/// what the runtime derives on its own while serving a request (patient flags).
+pub fn as_system<R>(f: impl FnOnce() -> R) -> R {
+    ACTOR.sync_scope(ActorSlot::default(), f)
+}
+
 /// The author of the changes being made here: the system when none was named.
 pub fn current_actor() -> Actor {
     ACTOR

@@ -1538,3 +1538,69 @@ fn a_write_in_which_a_statement_failed_is_refused_not_silently_rolled_back() {
         None
     );
 }
+
+/// Reading a patient's flags regenerates them (`domains::flag`): eight readers on two
+/// runtimes at once make one record of her flag, whose uuid all of them then answer.
+#[test]
+fn runtimes_reading_a_patients_flags_at_once_make_one_record() {
+    let cluster = Cluster::new(2);
+    let type_uuid = identifier_type();
+    let source = http(
+        cluster.port(0),
+        "GET",
+        &format!("{REST}/idgen/identifiersource"),
+        None,
+        Auth::Basic,
+    )
+    .unwrap()
+    .body["results"][0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for round in 0..5 {
+        let id = generated(cluster.port(0), &source);
+        // Three years old: the content's "under five" flag holds.
+        let mut body: serde_json::Value =
+            serde_json::from_str(&patient_body(&format!("Enfant{round}"), &id, &type_uuid))
+                .unwrap();
+        let born = (chrono::Utc::now() - chrono::Duration::days(3 * 365))
+            .format("%Y-%m-%d")
+            .to_string();
+        body["person"]["birthdate"] = serde_json::json!(born);
+        let a = post_patient(cluster.port(0), &body.to_string()).unwrap();
+        assert_eq!(a.status, 201, "{:?}", a.body);
+        let patient = a.body["uuid"].as_str().unwrap().to_string();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let together = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (port, patient, seen, together) =
+                    (cluster.port(t), &patient, seen.clone(), &together);
+                s.spawn(move || {
+                    together.wait();
+                    let a = http(
+                        port,
+                        "GET",
+                        &format!("{REST}/patientflags/patientflag?patient={patient}"),
+                        None,
+                        Auth::Basic,
+                    )
+                    .unwrap();
+                    assert_eq!(a.status, 200, "{:?}", a.body);
+                    let uuids: Vec<String> = a.body["results"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|r| r["uuid"].as_str().unwrap().to_string())
+                        .collect();
+                    seen.lock().unwrap().push(uuids);
+                });
+            }
+        });
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen.iter().all(|u| u.len() == 1 && u == &seen[0]),
+            "round {round}: {seen:?}"
+        );
+    }
+}

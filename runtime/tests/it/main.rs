@@ -29,6 +29,7 @@ mod router_diagnosis;
 mod router_dispense;
 mod router_document;
 mod router_fhir;
+mod router_flag;
 mod router_form;
 mod router_immunization;
 mod router_inpatient;

@@ -104,6 +104,29 @@ pub fn evaluate(
     Ok(ReportData { data_sets })
 }
 
+/// Which of `criteria` one patient meets on `day` (both report dates that day), in one
+/// snapshot `txn`: the patient flags' evaluation. Every criterion is tested on her alone,
+/// through the indexes by patient, so a chart's flags cost a few range reads whatever the
+/// size of the store. A voided or unknown patient meets none.
+pub fn met_by(
+    txn: &ReadTransaction,
+    catalog: &Catalog,
+    criteria: &[&Criterion],
+    patient: &str,
+    day: NaiveDate,
+) -> StoreResult<Vec<bool>> {
+    let period = Period {
+        start: day,
+        end: day,
+        location: None,
+    };
+    let mut eval = Evaluator::new(txn, catalog, &period, "en");
+    if eval.facts(patient)?.is_none() {
+        return Ok(vec![false; criteria.len()]);
+    }
+    criteria.iter().map(|c| eval.test(c, patient)).collect()
+}
+
 /// The bounds of a window in key form, inclusive (`None`: open).
 type Bounds = (Option<String>, Option<String>);
 
