@@ -213,15 +213,6 @@ fn shipped_modules(project: &Project) -> Option<std::collections::BTreeSet<Strin
     pinned.then_some(names)
 }
 
-/// Modules a national distribution ships that this one leaves out on purpose, with why: the
-/// warning of a configuration that configures one says so.
-const LEFT_OUT: &[(&str, &str)] = &[(
-    "@openmrs/esm-patient-flags-app",
-    "the patient flags module computes a patient's flags from SQL, Groovy or CQL criteria \
-         run against OpenMRS's own database, which this runtime does not have: its resources \
-         (patientflags/flag, patientflags/patientflag) are not served",
-)];
-
 /// Warns of each module the configuration configures that the image does not ship: its
 /// settings do nothing, and the screens that expected it show raw translation keys or
 /// nothing at all.
@@ -258,9 +249,6 @@ fn unshipped_modules(
                 keys.join(", ")
             }
         ));
-        if let Some((_, why)) = LEFT_OUT.iter().find(|(m, _)| m == module) {
-            d.notes.push(format!("left out on purpose: {why}"));
-        }
         d.help = Some("remove its configuration, or add the module to frontend/spa-modules.json (and check the runtime serves what it calls)".into());
     }
 }

@@ -145,6 +145,7 @@ const ENGLISH = [
   "Queue Number",
   "Stock Status Report", "Stock-Out Report", "Stock Consumption Report", "Stock Expiry Report",
   "Patient records", "Duplicates and merge", "Change history", "Compare and merge", "Records merged", "Record to keep",
+  "Edit patient flags", "Flags updated", "Search for a flag", "risk flag", "Save & close", "Sort by",
   // Carbon's own (frontend/patch-modules.mjs).
   "Items per page", "of 1 page", "Page of 1", "Filter table", "items selected",
 ];

@@ -1,5 +1,5 @@
 // Clinical care in her visit: vital signs recorded (the body mass index worked out, the fever
-// and the high pressure flagged), the content's forms listed, filled and saved as the server
+// and the high pressure flagged, the content's fever flag shown on her summary and dismissed), the content's forms listed, filled and saved as the server
 // keeps them (the consultation with its group of coded answers, the vital signs, the HIV
 // enrolment), a visit note with its primary diagnosis; the care record: an allergy, a
 // condition and a vaccination; an enrolment in the HIV programme and its change of state, a
@@ -53,6 +53,31 @@ export async function run() {
     if ((await page.locator('[class*="abnormal"], [class*="critical"], [class*="high"]').count()) === 0) {
       throw new Error("no value is flagged as abnormal");
     }
+  });
+
+  await step("the-fever-flag", async () => {
+    // The content's flag "Fièvre du jour" (openmrs_config/flags/) holds for her now that
+    // 38.6 °C was recorded today: the summary shows it as a risk (the runtime evaluates the
+    // flags when the app reads them). The edit panel dismisses it for her.
+    const message = "Fièvre relevée aujourd'hui (38 °C ou plus)";
+    await page.goto(state.chartUrl);
+    await visible(page.getByText(message));
+    await visible(page.getByText("🚩"));
+    await page.getByRole("button", { name: "Modifier les drapeaux" }).click();
+    await visible(page.getByText("Modifier les drapeaux du patient"));
+    const toggle = page.getByRole("switch").first();
+    await visible(toggle);
+    if ((await toggle.getAttribute("aria-checked")) !== "true") throw new Error("the fever flag is not shown as active");
+    // Carbon's toggle: its drawn switch, in the label, takes the click.
+    await page.locator(`[id="${await toggle.getAttribute("id")}_label"]`).click();
+    if ((await toggle.getAttribute("aria-checked")) !== "false") throw new Error("the fever flag's switch did not turn off");
+    await page.getByRole("button", { name: "Sauvegarder et fermer" }).last().click();
+    await visible(page.getByText("Les drapeaux ont été mis à jour"));
+    const uuid = state.chartUrl.match(/patient\/([0-9a-f-]{36})/)[1];
+    const flags = await api("GET", `patientflags/patientflag?patient=${uuid}&v=full`);
+    const fever = flags.results.find((f) => f.flag.display === "Fièvre du jour");
+    if (!fever || fever.voided !== true) throw new Error(`the fever flag was not dismissed: ${JSON.stringify(flags.results)}`);
+    await page.getByText(message).first().waitFor({ state: "hidden" });
   });
 
   await step("clinical-forms-list", async () => {
