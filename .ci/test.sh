@@ -60,6 +60,31 @@ E2E_VIA=gateway bash frontend/e2e/run.sh target/debug/runtime
 
 step "the same walk through the gateway balancing two runtimes on one PostgreSQL database"
 E2E_VIA=gateway E2E_BACKEND=postgres bash frontend/e2e/run.sh target/debug/runtime
+
+step "the same walk on the distribution's content laid out as a national package publishes it (tools/national-package.py)"
+# The national package in OpenMRS's published layout, a thin base and the facility's site
+# over it, the national O3 configuration without French of its own, and the defects such
+# packages carry: the compiler must report exactly those, a baseline of them must build the
+# image, and the walk must pass on it. Built last: it replaces target/debug/runtime.
+national=$(mktemp -d /tmp/emr-national.XXXXXX)
+python3 tools/national-package.py "$national"
+mkdir -p "$national/baselines"
+if ./target/debug/compiler check --root "$national" --build-type site --site bondeko >/dev/null 2>&1; then
+  echo "the national package's known defects were not reported"; exit 1
+fi
+./target/debug/compiler check --root "$national" --build-type site --site bondeko --write-baseline "$national/baselines/national.json"
+python3 - "$national/baselines/national.json" <<'PY'
+import json, sys
+found = sorted((e["code"], e["path"].rsplit("/", 1)[-1]) for e in json.load(open(sys.argv[1]))["entries"])
+expected = [("E0004", "one_concept_v1_autoexpand-20260301.zip"), ("E0201", "national-sets.csv"), ("E0203", "config.json")]
+if found != expected:
+    sys.exit(f"the national package's findings are {found}, not {expected}")
+PY
+CONTENT_ROOT="$national" BUILD_TYPE=site MVN_PROJECT=bondeko VALIDATOR_BASELINE=baselines/national.json \
+  cargo build --locked -q -p runtime
+cp target/debug/runtime "$national/runtime"
+E2E_VIA=gateway bash frontend/e2e/run.sh "$national/runtime"
+rm -rf "$national"
 # The build checks config.json's keys against the built modules; sites' additions too, and
 # a stray key must be refused.
 for site_config in sites/*/frontend/config.json; do

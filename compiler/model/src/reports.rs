@@ -257,6 +257,9 @@ pub struct FlagDefinition {
     /// By locale.
     pub message: Localized,
     pub criterion: Criterion,
+    /// The criteria as the content wrote them (compact JSON, references as written): the
+    /// module's `criteria` text, which for its own flags is SQL.
+    pub criteria_text: String,
     /// A priority's uuid.
     pub priority: Option<String>,
     /// Tags' uuids.

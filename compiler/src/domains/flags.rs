@@ -334,6 +334,7 @@ impl Reader<'_, '_> {
         let (uuid, loc) = self.uuid_of(m)?;
         let name = self.string(m, "name", true)?;
         let message = self.localized(m, "message", true);
+        let criteria_text = m.get("criteria").map(Value::to_string).unwrap_or_default();
         let criterion = match m.get("criteria") {
             Some(v) => self.criterion(v, &Context { parameters: &[] }),
             None => {
@@ -366,6 +367,7 @@ impl Reader<'_, '_> {
                 name,
                 message,
                 criterion,
+                criteria_text,
                 priority,
                 tags: tag_uuids,
                 enabled,

@@ -205,9 +205,8 @@ impl Resource for FlagRes<'_> {
         let f = self.0;
         Some(match name {
             "name" => json!(f.name),
-            // The criterion as the content wrote it in resolved form: what the module shows
-            // as the flag's SQL or Groovy text.
-            "criteria" => serde_json::to_value(&f.criterion).unwrap_or(Value::Null),
+            // The criteria as the content wrote them, where the module shows its flags' SQL.
+            "criteria" => json!(f.criteria_text),
             "evaluator" => json!(EVALUATOR),
             "message" => json!(text_in(&f.message, ctx)),
             "priority" => nest(
