@@ -65,8 +65,10 @@ step "the same walk on the distribution's content laid out as a national package
 # The national package in OpenMRS's published layout, a thin base and the facility's site
 # over it, the national O3 configuration without French of its own, and the defects such
 # packages carry: the compiler must report exactly those, a baseline of them must build the
-# image, and the walk must pass on it. Built last: it replaces target/debug/runtime.
+# image, and the walk must pass on it. Its build replaces target/debug/runtime, which no later
+# step uses (cargo builds the distribution's again when asked: the content variables changed).
 national=$(mktemp -d /tmp/emr-national.XXXXXX)
+trap 'bash tools/pg-test-cluster.sh stop "$pg_dir" || true; rm -rf "$pg_dir" "$national"' EXIT
 python3 tools/national-package.py "$national"
 mkdir -p "$national/baselines"
 if ./target/debug/compiler check --root "$national" --build-type site --site bondeko >/dev/null 2>&1; then

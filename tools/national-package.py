@@ -33,6 +33,7 @@ builds; any other error still fails it.
 Usage: python3 tools/national-package.py OUT
 """
 
+import csv
 import json
 import shutil
 import sys
@@ -55,18 +56,16 @@ def empty_queue_sets(queues_dir: Path) -> int:
     """Blanks the status and priority concept set columns of every queues CSV."""
     changed = 0
     for csv_file in sorted(queues_dir.glob("*.csv")):
-        lines = csv_file.read_text(encoding="utf-8").splitlines()
-        header = lines[0].split(",")
-        blank = [i for i, h in enumerate(header) if h.strip().lower() in ("status concept set", "priority concept set")]
-        out = [lines[0]]
-        for line in lines[1:]:
-            cells = line.split(",")
+        with csv_file.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+        blank = [i for i, h in enumerate(rows[0]) if h.strip().lower() in ("status concept set", "priority concept set")]
+        for row in rows[1:]:
             for i in blank:
-                if i < len(cells) and cells[i]:
-                    cells[i] = ""
+                if i < len(row) and row[i]:
+                    row[i] = ""
                     changed += 1
-            out.append(",".join(cells))
-        csv_file.write_text("\n".join(out) + "\n", encoding="utf-8")
+        with csv_file.open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(rows)
     return changed
 
 

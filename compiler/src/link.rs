@@ -1529,12 +1529,19 @@ fn link_reports(
                 .map(|t| (t.name.as_str(), t.uuid.as_str())),
         ),
     };
-    let roles = named(
-        content
+    let roles = crate::domains::flags::Roles {
+        lookup: named(
+            content
+                .roles
+                .iter()
+                .map(|r| (r.name.as_str(), r.uuid.as_str())),
+        ),
+        names: content
             .roles
             .iter()
-            .map(|r| (r.name.as_str(), r.uuid.as_str())),
-    );
+            .map(|r| (r.uuid.clone(), r.name.clone()))
+            .collect(),
+    };
     (
         crate::domains::reports::compile(reports, &names, sink),
         crate::domains::flags::compile(flag_files, &names, &roles, sink),

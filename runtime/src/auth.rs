@@ -460,6 +460,8 @@ pub type CredentialsKey = [u8; 32];
 pub struct Grants {
     pub super_user: bool,
     role_privileges: Vec<Arc<HashSet<String>>>,
+    /// Every role the user holds, directly or through inheritance.
+    pub roles: HashSet<String>,
 }
 
 /// The privileges of a user's roles, through inheritance across the content's roles and
@@ -487,6 +489,7 @@ pub fn grants(user: &UserRecord, catalog: &Catalog, access: &crate::access::Acce
             stack.extend(role.inherited_roles.iter().map(String::as_str));
         }
     }
+    grants.roles = seen.into_iter().map(str::to_string).collect();
     grants
 }
 

@@ -24,6 +24,14 @@ use model::reports::{FlagDefinition, FlagPriority, FlagTag, PatientFlags};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+/// The content's roles, found by name or uuid; a tag keeps the role's name, as OpenMRS
+/// names roles.
+pub struct Roles {
+    pub lookup: Lookup,
+    /// uuid → name
+    pub names: std::collections::HashMap<String, String>,
+}
+
 /// Why Initializer's CSV flags are not read: said with the stray-file warning.
 pub const CSV_HELP: &str = "Initializer's flags CSV holds SQL or Groovy criteria, which this runtime does not evaluate: write each flag in a flags/*.json file, its criteria as a report's (docs/content.md, \"Patient flags\")";
 
@@ -85,7 +93,7 @@ fn place<T>(
 pub fn compile(
     files: Vec<LoadedReport>,
     names: &Names,
-    roles: &Lookup,
+    roles: &Roles,
     sink: &mut Sink,
 ) -> PatientFlags {
     let mut priorities: BTreeMap<String, Placed<FlagPriority>> = BTreeMap::new();
@@ -93,7 +101,9 @@ pub fn compile(
     for f in &files {
         let mut reader = reader(f, names, sink);
         reader.only_keys(&f.json, &["priorities", "tags", "flags"], "a flags file");
+        let mut cursor = 0;
         for item in reader.items(&f.json, "priorities") {
+            reader.enter(item, &mut cursor);
             if let Some((p, loc)) = reader.priority(item) {
                 place(
                     &mut priorities,
@@ -108,6 +118,7 @@ pub fn compile(
             }
         }
         for item in reader.items(&f.json, "tags") {
+            reader.enter(item, &mut cursor);
             if let Some((t, loc)) = reader.tag(item, roles) {
                 place(
                     &mut tags,
@@ -134,7 +145,9 @@ pub fn compile(
     let mut flags: BTreeMap<String, Placed<FlagDefinition>> = BTreeMap::new();
     for f in &files {
         let mut reader = reader(f, names, sink);
+        let mut cursor = 0;
         for item in reader.items(&f.json, "flags") {
+            reader.enter(item, &mut cursor);
             if let Some((flag, loc)) = reader.flag(item, &priority_names, &tag_names) {
                 place(
                     &mut flags,
@@ -166,6 +179,7 @@ fn reader<'a, 's>(f: &'a LoadedReport, names: &'a Names<'a>, sink: &'s mut Sink)
         errors: 0,
         code: Code::InvalidFlag,
         what: "flag",
+        from: 0,
     }
 }
 
@@ -244,6 +258,23 @@ impl Reader<'_, '_> {
         }
     }
 
+    /// Points the reader's searches at this item of a list: at the object that holds its
+    /// uuid, found after the items before it (`cursor`), so that a finding in the third
+    /// flag is shown in the third flag, not at the first flag's same key.
+    fn enter(&mut self, m: &Map<String, Value>, cursor: &mut usize) {
+        self.from = 0;
+        let Some(uuid) = m.get("uuid").and_then(Value::as_str) else {
+            return;
+        };
+        let quoted = Value::String(uuid.to_string()).to_string();
+        let text = &self.file.text;
+        if let Some(at) = text.get(*cursor..).and_then(|t| t.find(&quoted)) {
+            let at = *cursor + at;
+            self.from = text[..at].rfind('{').unwrap_or(at);
+            *cursor = at + quoted.len();
+        }
+    }
+
     fn priority(&mut self, m: &Map<String, Value>) -> Option<(FlagPriority, Loc)> {
         self.what = "priority";
         let errors = self.errors;
@@ -282,7 +313,7 @@ impl Reader<'_, '_> {
         ))
     }
 
-    fn tag(&mut self, m: &Map<String, Value>, roles: &Lookup) -> Option<(FlagTag, Loc)> {
+    fn tag(&mut self, m: &Map<String, Value>, roles: &Roles) -> Option<(FlagTag, Loc)> {
         self.what = "tag";
         let errors = self.errors;
         self.only_keys(
@@ -295,10 +326,8 @@ impl Reader<'_, '_> {
         let mut role_names = Vec::new();
         for role in self.texts(m, "roles") {
             let at = self.at_string(&role);
-            match roles.resolve(&role, "Role", &at, self.sink) {
-                // Roles are named by their names in OpenMRS; a uuid written here is kept as
-                // the role's name so the tag shows what the users hold.
-                Some(_) => role_names.push(role),
+            match roles.lookup.resolve(&role, "Role", &at, self.sink) {
+                Some(uuid) => role_names.push(roles.names.get(&uuid).cloned().unwrap_or(role)),
                 None => self.errors += 1,
             }
         }

@@ -101,6 +101,7 @@ pub fn compile(
             errors: 0,
             code: Code::InvalidReport,
             what: "report",
+            from: 0,
         };
         let Some(report) = reader.report(&r.json) else {
             continue;
@@ -137,17 +138,31 @@ pub(super) struct Reader<'a, 's> {
     pub(super) code: Code,
     /// What is being read, for messages: "report", "flag"...
     pub(super) what: &'static str,
+    /// Where in the file the item being read begins: positions are searched from there
+    /// first (a flags file holds lists of items with the same keys).
+    pub(super) from: usize,
 }
 
 impl Reader<'_, '_> {
     pub(super) fn at_string(&self, value: &str) -> Loc {
-        super::forms::locate_string(self.file, value, 0)
+        let quoted = serde_json::to_string(value).unwrap_or_default();
+        self.at_text(&quoted)
     }
 
-    /// Where a key is written (its first occurrence), or the whole file.
+    /// Where a key is written (its first occurrence from the item being read), or the
+    /// whole file.
     pub(super) fn at_key(&self, key: &str) -> Loc {
-        let quoted = format!("\"{key}\"");
-        match self.file.text.find(&quoted) {
+        self.at_text(&format!("\"{key}\""))
+    }
+
+    fn at_text(&self, quoted: &str) -> Loc {
+        let text = &self.file.text;
+        let found = text
+            .get(self.from..)
+            .and_then(|t| t.find(quoted))
+            .map(|i| self.from + i)
+            .or_else(|| text.find(quoted));
+        match found {
             Some(i) => self.file.loc(i, quoted.len()),
             None => self.file.whole(),
         }

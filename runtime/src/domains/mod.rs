@@ -121,6 +121,7 @@ pub static REGISTRY: Registry = Registry {
         order::both_with_active_orders_of_one_type,
     ],
     on_patient_voided: ON_PATIENT_VOIDED,
+    on_patient_purged: &[flag::store::purge_of_patient],
     extensions: &[
         &VISIT_DEPENDENTS,
         &VISIT_NESTING,
@@ -295,11 +296,6 @@ const PATIENT_RECORDS: &[PatientRecords] = &[
         kind: "bills",
         any: |s, p| Ok(!(bill::store::MERGE.of_patient)(s, p)?.is_empty()),
         moves: &[bill::store::MERGE],
-    },
-    PatientRecords {
-        kind: "patient flags",
-        any: flag::store::any_of_patient,
-        moves: &[flag::store::MERGE],
     },
 ];
 

@@ -152,6 +152,9 @@ impl Store {
                 txn.open_table(PATIENTS_BY_UPDATED)?.remove(key.as_str())?;
             }
             txn.open_table(PATIENT_SEARCH)?.remove(uuid)?;
+            for derived in self.registry().on_patient_purged {
+                derived(txn, uuid)?;
+            }
             Ok(())
         })
     }

@@ -150,6 +150,9 @@ pub struct Registry {
     pub merge_refusals: &'static [MergeRefusal],
     /// What voiding a patient does to other domains' records (her bed is freed).
     pub on_patient_voided: &'static [PatientVoided],
+    /// What purging a patient removes with her, in the purge's own write: records the
+    /// runtime derives from hers (her patient flags), which must not refuse the purge.
+    pub on_patient_purged: &'static [PatientPurged],
     /// What the domains above a domain register for it: what they do when its records
     /// change, what they nest in its representations (`extension`).
     pub extensions: &'static [&'static (dyn std::any::Any + Send + Sync)],
@@ -411,6 +414,9 @@ pub fn rewrite_all(txn: &WriteTransaction, rewrites: &[Rewrite]) -> StoreResult<
 /// Run after a patient has been voided, under the clinical write lock: (store, patient,
 /// user).
 pub type PatientVoided = fn(&crate::store::Store, &str, &str) -> StoreResult<()>;
+
+/// Removes, in the purge's write transaction, what a domain derived for the patient.
+pub type PatientPurged = fn(&WriteTransaction, &str) -> StoreResult<()>;
 
 /// An index table: key → flags.
 pub type Index = TableDefinition<&'static str, u8>;

@@ -12,6 +12,7 @@ const VITALS_TYPE: &str = "023c2721-8ffa-4ce2-a1d4-7a2a3ec45f42";
 const TEMPERATURE: &str = "5088AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 const FEVER: &str = "5b2e8d4f-1a7c-4f3e-a9b6-7c4e1d8f2b55";
 const UNDER_FIVE: &str = "2d8b5f1a-7e3c-4b9d-a6f2-5e1c9b3d7f88";
+const VIRAL_LOAD_DUE: &str = "e4c7a2d9-6b1f-4e5a-8d3c-9f2b6e1a4c66";
 const RISK: &str = "3f6b2a0e-8c41-4d7a-9e15-6a2b7c9d0e11";
 
 /// The app's list call.
@@ -27,6 +28,9 @@ async fn temperature(
     celsius: f64,
 ) -> String {
     let now = chrono::Utc::now();
+    // A minute ago, but today (UTC) even just after midnight: the flag is about today.
+    let midnight = now.date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let taken = (now - chrono::Duration::minutes(1)).max(midnight);
     let location = location_uuid(st, "Centre de santé Bondeko");
     let visits = c
         .get(&format!(
@@ -53,7 +57,7 @@ async fn temperature(
         .post(
             &format!("{REST}/encounter"),
             &json!({"patient": patient, "encounterType": VITALS_TYPE, "visit": visit, "location": location,
-                "encounterDatetime": (now - chrono::Duration::minutes(1)).format("%Y-%m-%dT%H:%M:%S.000+0000").to_string(),
+                "encounterDatetime": taken.format("%Y-%m-%dT%H:%M:%S.000+0000").to_string(),
                 "obs": [{"concept": TEMPERATURE, "value": celsius}]})
             .to_string(),
         )
@@ -311,13 +315,31 @@ async fn flags_on_age_follow_the_day_and_definitions_need_their_privilege() {
     assert_eq!(r.body["priority"]["name"], "Information");
     assert_eq!(r.body["criteria"], r#"{"age":{"max":4}}"#);
 
-    // A receptionist reads the patient's flags (Get Patients), but neither the
-    // definitions (Manage Flags or Test Flags) nor dismisses one (Manage Patient Flags).
+    // A receptionist reads the patient's flags (Get Patients), without the clinical ones
+    // (tagged "Clinique" for the roles that see charts), and the definitions (Test Flags,
+    // which every role that opens a chart holds, so the app shows their priority), but
+    // does not dismiss one (Manage Patient Flags).
+    let uuid = admin.get(&flags_of(&child)).await.body["results"][0]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut clerk = registration_clerk(&mut admin, &st, "accueil-drapeaux").await;
     let r = clerk.get(&flags_of(&child)).await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
-    let uuid = r.body["results"][0]["uuid"].as_str().unwrap().to_string();
+    assert_eq!(r.body["results"], json!([]));
     let r = clerk.get(&format!("{REST}/patientflags/flag?v=full")).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // A stock viewer reads neither.
+    let body = json!({"username": "magasin-drapeaux", "password": "Stock-pass-2026",
+        "person": {"names": [{"givenName": "Paul", "familyName": "Ilunga"}], "gender": "M"},
+        "roles": ["Stock Viewer"]});
+    let r = admin.post(&format!("{REST}/user"), &body.to_string()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let mut stock = Client::new(st.clone());
+    stock.login("magasin-drapeaux", "Stock-pass-2026").await;
+    let r = stock.get(&format!("{REST}/patientflags/flag?v=full")).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
+    let r = stock.get(&flags_of(&child)).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{:?}", r.body);
     let r = clerk
         .send(
@@ -335,4 +357,81 @@ async fn flags_on_age_follow_the_day_and_definitions_need_their_privilege() {
     // Nothing was dismissed.
     let r = admin.get(&flags_of(&child)).await;
     assert_eq!(flag_uuids(&r.body), vec![(UNDER_FIVE.to_string(), false)]);
+
+    // Her flag records are the runtime's own: they do not hold back her purge, and go
+    // with her.
+    let r = admin
+        .send(
+            "DELETE",
+            &format!("{REST}/patient/{child}?purge=true"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{:?}", r.body);
+    let r = admin
+        .get(&format!("{REST}/patientflags/patientflag/{uuid}"))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_flag_tagged_for_some_roles_is_shown_to_them_alone() {
+    let st = state();
+    let mut admin = Client::admin(st.clone()).await;
+    let p = register_patient(&mut admin, &st, "Odette", "Kanku", "610004").await;
+    // Enrolled in the HIV programme, no viral load result: "Charge virale due", tagged VIH
+    // for doctors.
+    let hiv = st
+        .catalog
+        .load()
+        .content
+        .programs
+        .iter()
+        .find(|p| p.name == "Programme VIH")
+        .unwrap()
+        .uuid
+        .clone();
+    let r = admin
+        .post(
+            &format!("{REST}/programenrollment"),
+            &json!({"patient": p, "program": hiv, "dateEnrolled": "2026-03-01T08:00:00.000+0000"})
+                .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let r = admin.get(&flags_of(&p)).await;
+    assert_eq!(
+        flag_uuids(&r.body),
+        vec![(VIRAL_LOAD_DUE.to_string(), false)]
+    );
+    let uuid = r.body["results"][0]["uuid"].as_str().unwrap().to_string();
+
+    // The reception desk does not see it, in either list nor by its uuid.
+    let mut clerk = registration_clerk(&mut admin, &st, "accueil-vih").await;
+    let r = clerk.get(&flags_of(&p)).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["results"], json!([]));
+    let r = clerk
+        .get(&format!("{REST}/patientflags/flag?patient={p}"))
+        .await;
+    assert_eq!(r.body["results"], json!([]), "{:?}", r.body);
+
+    // A doctor does.
+    let body = json!({"username": "medecin-vih", "password": "Doctor-pass-2026",
+        "person": {"names": [{"givenName": "Jean", "familyName": "Mputu"}], "gender": "M"},
+        "roles": ["Organizational: Doctor"]});
+    let r = admin.post(&format!("{REST}/user"), &body.to_string()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let mut doctor = Client::new(st.clone());
+    doctor.login("medecin-vih", "Doctor-pass-2026").await;
+    let r = doctor.get(&flags_of(&p)).await;
+    assert_eq!(
+        flag_uuids(&r.body),
+        vec![(VIRAL_LOAD_DUE.to_string(), false)]
+    );
+    let r = doctor
+        .get(&format!("{REST}/patientflags/patientflag/{uuid}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
 }

@@ -11,21 +11,27 @@
 //!   snapshot (`report::eval::met_by`);
 //! - a flag she meets and has no record of gets one, made by the daemon user;
 //! - a record of a flag she no longer meets (or that is retired, disabled or gone from the
-//!   content) is removed, voided or not: as the module deletes the flags it no longer
-//!   finds, and so that a flag dismissed once shows again when it holds again later;
+//!   content) is removed, voided or not, so that a flag dismissed once shows again when it
+//!   holds again later (the module deletes only the active records it no longer finds and
+//!   keeps every dismissal);
 //! - a dismissed (voided) record of a flag she still meets is kept as it is. The module
 //!   would add a second, active record beside it at her next save; here a dismissal lasts
 //!   while the flag holds (the O3 app's edit panel toggles one row per flag).
 //!
 //! The changes are written under the clinical write lock after the evaluation is made
 //! again under it, so two runtimes reading her flags at once make one record per flag. A
-//! write that fails (a full disk) leaves the stored records as they were, and they are
-//! answered: a chart still opens.
+//! write the store refuses (a full disk: redb refuses it before committing) leaves the
+//! stored records as they were, and they are answered: a chart still opens.
+//!
+//! The records are derived: purging the patient removes them with her
+//! (`Registry::on_patient_purged`), and a merge does not move them (the kept patient's are
+//! evaluated on her own record).
 //!
 //! Privileges (the module's): reading a patient's flags needs Get Patients, one record by
 //! uuid View Patient Flags, dismissing and restoring one Manage Patient Flags; the
 //! definitions (flags, priorities, tags) are read with Manage Flags or Test Flags. The
-//! definitions are content, read-only through the API.
+//! definitions are content, read-only through the API. A flag whose tags all name roles
+//! the reader holds none of is not shown to her (`rest::shown_to`).
 
 pub mod rest;
 pub mod store;

@@ -343,6 +343,25 @@ fn require_definitions(caller: &Caller) -> ApiResult<()> {
     caller.require(&[TEST_FLAGS])
 }
 
+/// Whether the caller sees a flag on a patient: unless every one of its tags names roles
+/// and she holds none of them (the module's filter by the user's roles, which its own
+/// pages apply): a flag about an HIV programme is not shown to the reception desk.
+fn shown_to(caller: &Caller, flag: &FlagDefinition, catalog: &crate::catalog::Catalog) -> bool {
+    if caller.grants.super_user {
+        return true;
+    }
+    let tags = &catalog.content.patient_flags.tags;
+    let restricting: Vec<&FlagTag> = flag
+        .tags
+        .iter()
+        .filter_map(|u| tags.iter().find(|t| &t.uuid == u))
+        .collect();
+    restricting.is_empty()
+        || restricting
+            .iter()
+            .any(|t| t.roles.is_empty() || t.roles.iter().any(|r| caller.grants.roles.contains(r)))
+}
+
 fn is_patient(state: &AppState, uuid: &str) -> ApiResult<bool> {
     Ok(state.store.patient(uuid)?.is_some_and(|p| !p.voided))
 }
@@ -370,7 +389,20 @@ pub async fn search_patient_flags(
         )?)
     })
     .await?;
-    let items: Vec<PatientFlagRes> = records.iter().map(PatientFlagRes).collect();
+    let catalog = state.catalog.load();
+    let items: Vec<PatientFlagRes> = records
+        .iter()
+        .filter(|r| {
+            catalog
+                .content
+                .patient_flags
+                .flags
+                .iter()
+                .find(|f| f.uuid == r.flag)
+                .is_some_and(|f| shown_to(&caller, f, &catalog))
+        })
+        .map(PatientFlagRes)
+        .collect();
     crate::http::render_list(
         &state,
         &caller,
@@ -389,6 +421,16 @@ pub async fn read_patient_flag(
     caller.require(&[VIEW_PATIENT_FLAGS])?;
     let r = store::get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
+    let shown = catalog
+        .content
+        .patient_flags
+        .flags
+        .iter()
+        .find(|f| f.uuid == r.flag)
+        .is_some_and(|f| shown_to(&caller, f, &catalog));
+    if !shown {
+        return Err(ApiError::NotFound);
+    }
     let ctx = caller.ctx(&state, &catalog);
     Ok(crate::http::ok(render(
         &PatientFlagRes(&r),
@@ -526,7 +568,10 @@ pub async fn search_flags(
                 .collect())
         })
         .await?;
-        all.flags.iter().filter(|f| met.contains(&f.uuid)).collect()
+        all.flags
+            .iter()
+            .filter(|f| met.contains(&f.uuid) && shown_to(&caller, f, &catalog))
+            .collect()
     } else {
         let q = param(&query, "q").map(str::to_lowercase);
         let evaluator = param(&query, "evaluator");

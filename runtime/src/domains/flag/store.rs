@@ -100,14 +100,20 @@ pub fn of_patient(store: &Store, patient: &str) -> StoreResult<Vec<PatientFlagRe
     of_patient_in(&txn, patient)
 }
 
-pub fn any_of_patient(store: &Store, patient: &str) -> StoreResult<bool> {
-    Ok(!of_patient(store, patient)?.is_empty())
+/// Removes her flag records with her (`Registry::on_patient_purged`): the runtime made
+/// them from her record, so they do not hold a purge back. A merge does not move them
+/// either: the kept patient's flags are evaluated on her own record when next read.
+pub fn purge_of_patient(txn: &WriteTransaction, patient: &str) -> StoreResult<()> {
+    let mut uuids = Vec::new();
+    crate::store::record::walk(&txn.open_table(BY_PATIENT)?, patient, 0, true, |k| {
+        uuids.push(crate::store::record::uuid_of(k).to_string());
+        true
+    })?;
+    let mut table = txn.open_table(TABLE)?;
+    let mut index = txn.open_table(BY_PATIENT)?;
+    for uuid in uuids {
+        table.remove(uuid.as_str())?;
+        index.remove(key(&[patient, &uuid]).as_str())?;
+    }
+    Ok(())
 }
-
-/// Where a merge finds a patient's flag records (voided ones included).
-pub const MERGE: crate::store::record::MergeMove = crate::store::record::MergeMove {
-    table: &RECORDS,
-    of_patient: |store, patient| crate::store::record::uuids_under(store, BY_PATIENT, patient),
-    adjust: None,
-    counted_as: None,
-};
