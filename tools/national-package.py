@@ -24,6 +24,9 @@ What a national package does that this distribution's own content does not:
   concept the package does not contain (E0201);
 - a form uuid in an encounter list's formList that the package does not contain, as a form's
   earlier version left it (E0203), in a tab of a dashboard slot no page mounts;
+- a yes/no question whose concept is of datatype Boolean (the HIV enrolment's cotrimoxazole
+  prophylaxis), which its form answers with the true and false concepts (the concepts of
+  `concept.true` and `concept.false`), and which the chart's HIV dashboard shows;
 and, as this distribution's content already does: the EMR API's settings given as metadata term
 mappings, yes/no questions answered with the true and false concepts.
 
@@ -45,6 +48,7 @@ NATIONAL = "rdc-national"
 BASE_DOMAINS = ("reports", "flags")
 STALE_FORM = "0c3e5a7b-9d1f-4b2c-8e4a-6f8b0d2c4e61"
 MISSING_CONCEPT = "7e9a1c3b-5d2f-4a6e-8b0c-2e4f6a8c0b99"
+COTRIMOXAZOLE = "a7f021fe-40f9-49d5-9755-e71ea484fbf3"
 
 
 def write(path: Path, text: str) -> None:
@@ -66,6 +70,22 @@ def empty_queue_sets(queues_dir: Path) -> int:
                     changed += 1
         with csv_file.open("w", encoding="utf-8", newline="") as f:
             csv.writer(f, lineterminator="\n").writerows(rows)
+    return changed
+
+
+def make_boolean(concepts_csv: Path, uuid: str) -> int:
+    """Gives a coded yes/no question the Boolean datatype (and no answers of its own)."""
+    with concepts_csv.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    header = [h.strip().lower() for h in rows[0]]
+    datatype, answers = header.index("data type"), header.index("answers")
+    changed = 0
+    for row in rows[1:]:
+        if row and row[0] == uuid:
+            row[datatype], row[answers] = "Boolean", ""
+            changed += 1
+    with concepts_csv.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
     return changed
 
 
@@ -111,6 +131,8 @@ def main() -> None:
         if (site / "openmrs_config" / "queues").is_dir():
             blanked += empty_queue_sets(site / "openmrs_config" / "queues")
     assert blanked > 0, "no queue had concept sets of its own to empty"
+    booleans = make_boolean(backend / "concepts" / "formulaires.csv", COTRIMOXAZOLE)
+    assert booleans == 1, "the cotrimoxazole question was not found"
     write(backend / "ocl" / "one_concept_v1_autoexpand-20260301.zip", "not a zip archive: a failed export\n")
     write(backend / "concepts" / "national-sets.csv",
           "Uuid,Fully specified name:fr,Data class,Data type,Members\n"

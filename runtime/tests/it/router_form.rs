@@ -151,3 +151,83 @@ async fn the_form_engine_looks_concepts_up_in_one_post() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
+
+/// A yes/no question of datatype Boolean, as national forms write them: answered with the
+/// true and false concepts (or `true`/`false`), kept, and answered back as OpenMRS stores a
+/// Boolean observation: its coded answer, the concept of `concept.true` or `concept.false`,
+/// whose name the chart shows ("Oui" in French), never the word `true`.
+#[tokio::test]
+async fn a_boolean_answer_is_the_yes_or_no_concept_on_the_way_in_and_out() {
+    const SCREENED: &str = "0a1b2c3d-0000-4000-8000-000000000004";
+    const ID_TYPE: &str = "0a1b2c3d-0000-4000-8000-000000000030";
+    let bundle = bundle_of(&[
+        (
+            "openmrs_config/concepts/concepts.csv",
+            "Uuid,Fully specified name:fr,Fully specified name:en,Data class,Data type\n\
+             1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA,Oui,Yes,Misc,N/A\n\
+             1066AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA,Non,No,Misc,N/A\n\
+             0a1b2c3d-0000-4000-8000-000000000004,Dépistage fait,Screening done,Question,Boolean\n",
+        ),
+        (
+            "openmrs_config/patientidentifiertypes/types.csv",
+            "Uuid,Name,Description,Required\n0a1b2c3d-0000-4000-8000-000000000030,Numéro national,,true\n",
+        ),
+    ]);
+    let st = state_with(bundle, crate::common::test_store());
+    let mut c = Client::admin(st).await;
+    let r = c
+        .post(
+            &format!("{REST}/patient"),
+            &serde_json::json!({"person": {"gender": "F", "birthdate": "1990-01-01",
+                "names": [{"givenName": "Anne", "familyName": "Mbala"}]},
+                "identifiers": [{"identifier": "N-001", "identifierType": ID_TYPE, "preferred": true}]})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let patient = r.body["uuid"].as_str().unwrap().to_string();
+    for (sent, yes) in [
+        (
+            serde_json::json!("1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+            true,
+        ),
+        (
+            serde_json::json!({"uuid": "1066AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}),
+            false,
+        ),
+        (serde_json::json!(true), true),
+        (serde_json::json!("false"), false),
+    ] {
+        let r = c
+            .post(
+                &format!("{REST}/obs"),
+                &serde_json::json!({"person": patient, "concept": SCREENED,
+                    "obsDatetime": "2026-11-02T09:00:00.000+0000", "value": sent})
+                .to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{sent}: {:?}", r.body);
+        let (uuid, name) = if yes {
+            ("1065AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "Yes")
+        } else {
+            ("1066AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "No")
+        };
+        assert_eq!(r.body["value"]["uuid"], uuid, "{sent}: {:?}", r.body);
+        assert_eq!(r.body["value"]["display"], name, "{sent}: {:?}", r.body);
+        assert_eq!(
+            r.body["display"],
+            format!("Screening done: {name}"),
+            "{sent}"
+        );
+    }
+    // Anything else is refused, naming the value.
+    let r = c
+        .post(
+            &format!("{REST}/obs"),
+            &serde_json::json!({"person": patient, "concept": SCREENED,
+                "obsDatetime": "2026-11-02T09:00:00.000+0000", "value": "peut-être"})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+}
