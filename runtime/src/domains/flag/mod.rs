@@ -89,8 +89,14 @@ fn plan(
     let stored = store::of_patient_in(&txn, patient)?;
     let flags: Vec<&FlagDefinition> = active_flags(catalog).collect();
     let criteria: Vec<_> = flags.iter().map(|f| &f.criterion).collect();
-    let met =
-        crate::domains::report::eval::met_by(&txn, catalog, &criteria, patient, now.date_naive())?;
+    let met = crate::domains::report::eval::met_by(
+        &txn,
+        catalog,
+        crate::domains::report::eval::YesNo::of(store, catalog),
+        &criteria,
+        patient,
+        now.date_naive(),
+    )?;
     let holding: BTreeSet<&str> = flags
         .iter()
         .zip(&met)

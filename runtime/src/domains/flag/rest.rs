@@ -556,6 +556,7 @@ pub async fn search_flags(
             let met = crate::domains::report::eval::met_by(
                 &txn,
                 &catalog,
+                crate::domains::report::eval::YesNo::of(&st.store, &catalog),
                 &criteria,
                 &patient,
                 chrono::Utc::now().date_naive(),

@@ -96,7 +96,7 @@ pub fn evaluate(
     locale: &str,
 ) -> StoreResult<ReportData> {
     let txn = store.begin_read()?;
-    let mut eval = Evaluator::new(&txn, catalog, period, locale);
+    let mut eval = Evaluator::new(&txn, catalog, period, locale, YesNo::of(store, catalog));
     let mut data_sets = Vec::with_capacity(report.data_sets.len());
     for d in &report.data_sets {
         data_sets.push(eval.data_set(d)?);
@@ -111,6 +111,7 @@ pub fn evaluate(
 pub fn met_by(
     txn: &ReadTransaction,
     catalog: &Catalog,
+    yes_no: YesNo,
     criteria: &[&Criterion],
     patient: &str,
     day: NaiveDate,
@@ -120,11 +121,48 @@ pub fn met_by(
         end: day,
         location: None,
     };
-    let mut eval = Evaluator::new(txn, catalog, &period, "en");
+    let mut eval = Evaluator::new(txn, catalog, &period, "en", yes_no);
     if eval.facts(patient)?.is_none() {
         return Ok(vec![false; criteria.len()]);
     }
     criteria.iter().map(|c| eval.test(c, patient)).collect()
+}
+
+/// The concepts a Boolean answer is (`concept.true`, `concept.false`): OpenMRS stores a
+/// Boolean observation as that coded answer, so the reporting module's coded criteria and
+/// columns see "Yes" and "No" where this store keeps `true` and `false`.
+#[derive(Debug, Clone, Default)]
+pub struct YesNo {
+    pub yes: Option<String>,
+    pub no: Option<String>,
+}
+
+impl YesNo {
+    pub fn of(store: &Store, catalog: &Catalog) -> YesNo {
+        let concept = |setting: &str| {
+            crate::clinic::setting(store, catalog, setting)
+                .and_then(|v| catalog.concept(v.trim()).map(|c| c.uuid.clone()))
+        };
+        YesNo {
+            yes: concept("concept.true"),
+            no: concept("concept.false"),
+        }
+    }
+
+    /// A Boolean answer as its concept; any other value as it is.
+    fn coded<'v>(
+        &self,
+        value: &'v encounter::ObsValue,
+    ) -> std::borrow::Cow<'v, encounter::ObsValue> {
+        use encounter::ObsValue;
+        match value {
+            ObsValue::Boolean(b) => match if *b { &self.yes } else { &self.no } {
+                Some(c) => std::borrow::Cow::Owned(ObsValue::Coded(c.clone())),
+                None => std::borrow::Cow::Borrowed(value),
+            },
+            _ => std::borrow::Cow::Borrowed(value),
+        }
+    }
 }
 
 /// The bounds of a window in key form, inclusive (`None`: open).
@@ -135,6 +173,7 @@ struct Evaluator<'t> {
     catalog: &'t Catalog,
     period: &'t Period,
     locale: &'t str,
+    yes_no: YesNo,
     /// What the tests read of each patient met (`None`: voided or gone).
     facts: HashMap<String, Option<Facts>>,
     /// Whole records, for the line lists' columns.
@@ -257,12 +296,14 @@ impl<'t> Evaluator<'t> {
         catalog: &'t Catalog,
         period: &'t Period,
         locale: &'t str,
+        yes_no: YesNo,
     ) -> Self {
         Evaluator {
             txn,
             catalog,
             period,
             locale,
+            yes_no,
             facts: HashMap::new(),
             records: HashMap::new(),
             visits: HashMap::new(),
@@ -603,7 +644,9 @@ impl<'t> Evaluator<'t> {
                     Which::First => list.first().into_iter().collect(),
                     Which::Last => list.last().into_iter().collect(),
                 };
-                chosen.iter().any(|o| passes(test, &o.value))
+                chosen
+                    .iter()
+                    .any(|o| passes(test, &self.yes_no.coded(&o.value)))
             }
             Criterion::Enrolled {
                 programme,
@@ -848,7 +891,7 @@ impl<'t> Evaluator<'t> {
 
     fn value_text(&self, v: &encounter::ObsValue) -> String {
         use encounter::ObsValue;
-        match v {
+        match self.yes_no.coded(v).as_ref() {
             ObsValue::Numeric(n) => {
                 if n.fract() == 0.0 && n.abs() < 1e15 {
                     format!("{}", *n as i64)
@@ -968,5 +1011,24 @@ mod tests {
         };
         assert!(passes(&range, &ObsValue::Numeric(1000.0)));
         assert!(!passes(&range, &ObsValue::Numeric(999.0)));
+    }
+
+    #[test]
+    fn a_boolean_answer_is_its_yes_or_no_concept() {
+        use encounter::ObsValue;
+        let yes_no = YesNo {
+            yes: Some("yes".into()),
+            no: Some("no".into()),
+        };
+        let yes = ValueTest::In(vec!["yes".into()]);
+        let not_yes = ValueTest::NotIn(vec!["yes".into()]);
+        assert!(passes(&yes, &yes_no.coded(&ObsValue::Boolean(true))));
+        assert!(!passes(&yes, &yes_no.coded(&ObsValue::Boolean(false))));
+        assert!(passes(&not_yes, &yes_no.coded(&ObsValue::Boolean(false))));
+        // Without the concepts, a Boolean is in no set, as any value of another kind.
+        assert!(!passes(
+            &yes,
+            &YesNo::default().coded(&ObsValue::Boolean(true))
+        ));
     }
 }
