@@ -684,9 +684,14 @@ pub struct AddressTemplate {
     /// Each line: the field names on it.
     pub lines: Vec<Vec<String>>,
     pub element_defaults: BTreeMap<String, String>,
+    /// The template's own required fields (`layout.address.format`'s `requiredElements`).
     pub required_elements: Vec<String>,
     /// Hierarchy levels, top first (e.g. `country`, `stateProvince`, `countyDistrict`).
     pub hierarchy_levels: Vec<String>,
+    /// The levels `addressConfiguration.xml` marks `requiredInHierarchy`: the address
+    /// hierarchy module marks those levels required, and leaves the template's
+    /// `requiredElements` alone.
+    pub hierarchy_required: Vec<String>,
 }
 
 /// One node of the address hierarchy: `path` runs from the top level down.

@@ -129,7 +129,7 @@ pub fn load_hierarchy(files: &[&InputFile], loaded: &mut Loaded, sink: &mut Sink
             if c.child_text("requiredInHierarchy")
                 .is_some_and(|v| v.eq_ignore_ascii_case("true"))
             {
-                template.required_elements.push(field.clone());
+                template.hierarchy_required.push(field.clone());
             }
             template.hierarchy_levels.push(field);
         }
@@ -326,6 +326,7 @@ pub fn parse_template_property(value: &str, loc: &Loc, sink: &mut Sink) -> Optio
         element_defaults: properties("elementDefaults").into_iter().collect(),
         required_elements: strings("requiredElements"),
         hierarchy_levels: Vec::new(),
+        hierarchy_required: Vec::new(),
     };
     check_template_fields(&template, loc, sink);
     Some(template)

@@ -33,7 +33,7 @@ pub async fn levels(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
             t.hierarchy_levels.iter().map(|field| {
                 let code = t.name_mappings.get(field).cloned().unwrap_or_else(|| field.clone());
                 let name = catalog.message(&code, &locale).map(str::to_string).unwrap_or(code);
-                json!({"name": name, "addressField": field, "required": t.required_elements.contains(field)})
+                json!({"name": name, "addressField": field, "required": t.hierarchy_required.contains(field)})
             })
         })
         .collect();

@@ -197,6 +197,35 @@ async fn registration_metadata_is_served_from_the_content() {
     );
     let r = c.get("/openmrs/ws/rest/v1/addresstemplate").await;
     assert_eq!(r.body["lines"][2][0]["displayText"], "Province");
+    // `requiredInHierarchy` marks hierarchy levels required, as the address hierarchy
+    // module does, not the template's fields: the template the module installs from
+    // addressConfiguration.xml has no required elements, so registration asks for none.
+    assert_eq!(r.body["requiredElements"], json!([]));
+    let levels = c
+        .get("/openmrs/module/addresshierarchy/ajax/getOrderedAddressHierarchyLevels.form")
+        .await;
+    let required: Vec<(&str, bool)> = levels
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["addressField"].as_str().unwrap(),
+                l["required"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        required,
+        vec![
+            ("country", true),
+            ("stateProvince", true),
+            ("countyDistrict", false),
+            ("cityVillage", false),
+            ("address1", false)
+        ]
+    );
     assert_eq!(
         r.body["elementDefaults"]["country"],
         "République démocratique du Congo"
