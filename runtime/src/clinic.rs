@@ -84,6 +84,22 @@ pub fn emr_metadata(store: &Store, catalog: &Catalog, code: &str) -> Option<Stri
         .filter(|v| !v.is_empty())
 }
 
+/// The concept a Boolean answer is: core stores a Boolean observation as its coded answer,
+/// the concept of the setting `concept.true` or `concept.false` (CIEL's Yes and No by
+/// default), by uuid or reference.
+pub fn boolean_concept<'c>(
+    store: &Store,
+    catalog: &'c Catalog,
+    value: bool,
+) -> Option<&'c model::Concept> {
+    let property = if value {
+        "concept.true"
+    } else {
+        "concept.false"
+    };
+    setting(store, catalog, property).and_then(|v| catalog.concept(v.trim()))
+}
+
 /// A setting's value: the API-made one, else the content's, else OpenMRS's built-in
 /// default. A store that cannot be read leaves the content's value (logged).
 pub fn setting(store: &Store, catalog: &Catalog, property: &str) -> Option<String> {

@@ -224,18 +224,12 @@ fn value_of(
                 let answer = crate::http::body::ref_uuid(other)
                     .and_then(|r| catalog.concept(&r))
                     .map(|c| c.uuid.clone());
-                let named = |setting: &str| {
-                    state
-                        .setting(setting)
-                        .and_then(|value| catalog.concept(value.trim()).map(|c| c.uuid.clone()))
+                let named = |b| {
+                    crate::clinic::boolean_concept(state.store, &catalog, b).map(|c| c.uuid.clone())
                 };
                 match answer {
-                    Some(a) if Some(&a) == named("concept.true").as_ref() => {
-                        Ok(ObsValue::Boolean(true))
-                    }
-                    Some(a) if Some(&a) == named("concept.false").as_ref() => {
-                        Ok(ObsValue::Boolean(false))
-                    }
+                    Some(a) if Some(&a) == named(true).as_ref() => Ok(ObsValue::Boolean(true)),
+                    Some(a) if Some(&a) == named(false).as_ref() => Ok(ObsValue::Boolean(false)),
                     _ => Err(format!("{v} is not true or false")),
                 }
             }

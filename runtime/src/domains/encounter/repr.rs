@@ -310,15 +310,6 @@ pub(crate) fn role<'c>(ctx: &Ctx<'c>, uuid: &str) -> Option<NamedRes<'c>> {
 
 pub struct ObsRes<'a>(pub &'a ObsRecord);
 
-/// The concept a Boolean answer is in OpenMRS: core stores a Boolean observation as its
-/// coded answer, the concept of the setting `concept.true` or `concept.false` (CIEL's Yes
-/// and No by default), and the REST API answers that concept as the value.
-fn boolean_concept<'c>(b: bool, ctx: &Ctx<'c>) -> Option<&'c model::Concept> {
-    let setting = if b { "concept.true" } else { "concept.false" };
-    crate::clinic::setting(ctx.store, ctx.catalog, setting)
-        .and_then(|v| ctx.catalog.concept(v.trim()))
-}
-
 pub fn value_display(o: &ObsRecord, ctx: &Ctx) -> String {
     match &o.value {
         ObsValue::Numeric(n) => format_number(*n),
@@ -328,7 +319,7 @@ pub fn value_display(o: &ObsRecord, ctx: &Ctx) -> String {
             .map(|c| ConceptRes(c).display(ctx))
             .unwrap_or_default(),
         ObsValue::Text(t) => t.clone(),
-        ObsValue::Boolean(b) => boolean_concept(*b, ctx)
+        ObsValue::Boolean(b) => crate::clinic::boolean_concept(ctx.store, ctx.catalog, *b)
             .map(|c| ConceptRes(c).display(ctx))
             .unwrap_or_else(|| b.to_string()),
         ObsValue::Datetime(t) => wire_datetime(t).as_str().unwrap_or_default().to_string(),
@@ -487,10 +478,12 @@ impl Resource for ObsRes<'_> {
                 ObsValue::Numeric(n) => json!(n),
                 ObsValue::Coded(c) => nest(ctx.catalog.concept(c).map(ConceptRes), rep, ctx),
                 ObsValue::Text(t) => json!(t),
-                ObsValue::Boolean(b) => match boolean_concept(*b, ctx) {
-                    Some(c) => nest(Some(ConceptRes(c)), rep, ctx),
-                    None => json!(b),
-                },
+                ObsValue::Boolean(b) => {
+                    match crate::clinic::boolean_concept(ctx.store, ctx.catalog, *b) {
+                        Some(c) => nest(Some(ConceptRes(c)), rep, ctx),
+                        None => json!(b),
+                    }
+                }
                 ObsValue::Datetime(t) => wire_datetime(t),
                 ObsValue::Date(d) => crate::wire::format_date(d),
                 ObsValue::Time(t) => json!(t),

@@ -28,8 +28,8 @@ fn text_in(texts: &model::Localized, ctx: &Ctx) -> String {
         .to_string()
 }
 
-fn definition<'a>(ctx: &Ctx<'a>, uuid: &str) -> Option<&'a FlagDefinition> {
-    ctx.catalog
+fn definition<'a>(catalog: &'a crate::catalog::Catalog, uuid: &str) -> Option<&'a FlagDefinition> {
+    catalog
         .content
         .patient_flags
         .flags
@@ -82,7 +82,7 @@ impl Resource for PatientFlagRes<'_> {
         format!("patientflags/patientflag/{}", self.0.uuid)
     }
     fn display(&self, ctx: &Ctx) -> String {
-        definition(ctx, &self.0.flag)
+        definition(ctx.catalog, &self.0.flag)
             .map(|f| text_in(&f.message, ctx))
             .unwrap_or_default()
     }
@@ -114,7 +114,7 @@ impl Resource for PatientFlagRes<'_> {
     }
     fn prop(&self, name: &str, rep: &Rep, ctx: &Ctx) -> Option<Value> {
         let r = self.0;
-        let def = definition(ctx, &r.flag);
+        let def = definition(ctx.catalog, &r.flag);
         Some(match name {
             "message" => json!(self.display(ctx)),
             "patient" => nest(
@@ -312,22 +312,15 @@ impl Resource for TagRes<'_> {
         let t = self.0;
         Some(match name {
             "name" => json!(t.name),
-            "roles" => Value::Array(
-                t.roles
-                    .iter()
-                    .map(|name| {
-                        let uuid = ctx
-                            .catalog
-                            .content
-                            .roles
-                            .iter()
-                            .find(|r| &r.name == name)
-                            .map(|r| r.uuid.clone())
-                            .unwrap_or_default();
-                        json!({"uuid": uuid, "display": name, "links": [{"rel": "self", "uri": format!("{}/role/{uuid}", ctx.base), "resourceAlias": "role"}]})
-                    })
-                    .collect(),
-            ),
+            "roles" => {
+                let access = ctx.access.load();
+                Value::Array(
+                    t.roles
+                        .iter()
+                        .map(|name| crate::domains::role::rest::role_ref(name, ctx, &access))
+                        .collect(),
+                )
+            }
             "displayPoints" => json!(t.display_points),
             "retired" => json!(t.retired),
             _ => return None,
@@ -392,15 +385,7 @@ pub async fn search_patient_flags(
     let catalog = state.catalog.load();
     let items: Vec<PatientFlagRes> = records
         .iter()
-        .filter(|r| {
-            catalog
-                .content
-                .patient_flags
-                .flags
-                .iter()
-                .find(|f| f.uuid == r.flag)
-                .is_some_and(|f| shown_to(&caller, f, &catalog))
-        })
+        .filter(|r| definition(&catalog, &r.flag).is_some_and(|f| shown_to(&caller, f, &catalog)))
         .map(PatientFlagRes)
         .collect();
     crate::http::render_list(
@@ -421,13 +406,7 @@ pub async fn read_patient_flag(
     caller.require(&[VIEW_PATIENT_FLAGS])?;
     let r = store::get(&state.store, &uuid)?.ok_or(ApiError::NotFound)?;
     let catalog = state.catalog.load();
-    let shown = catalog
-        .content
-        .patient_flags
-        .flags
-        .iter()
-        .find(|f| f.uuid == r.flag)
-        .is_some_and(|f| shown_to(&caller, f, &catalog));
+    let shown = definition(&catalog, &r.flag).is_some_and(|f| shown_to(&caller, f, &catalog));
     if !shown {
         return Err(ApiError::NotFound);
     }
@@ -606,21 +585,31 @@ pub async fn search_flags(
     )
 }
 
+/// One definition by uuid (`render_found` renders it, or finds none: 404).
+fn one_definition(
+    state: &AppState,
+    caller: &Caller,
+    query: &[(String, String)],
+    render_found: impl FnOnce(&Ctx, &Rep) -> Option<ApiResult<Value>>,
+) -> ApiResult<Response> {
+    require_definitions(caller)?;
+    let rep = rep_of(query)?;
+    let catalog = state.catalog.load();
+    let ctx = caller.ctx(state, &catalog);
+    Ok(crate::http::ok(
+        render_found(&ctx, &rep).ok_or(ApiError::NotFound)??,
+    ))
+}
+
 pub async fn read_flag(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(uuid): Path<String>,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
-    require_definitions(&caller)?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let f = definition(&ctx, &uuid).ok_or(ApiError::NotFound)?;
-    Ok(crate::http::ok(render(
-        &FlagRes(f),
-        &rep_of(&query)?,
-        &ctx,
-    )?))
+    one_definition(&state, &caller, &query, |ctx, rep| {
+        definition(ctx.catalog, &uuid).map(|f| render(&FlagRes(f), rep, ctx))
+    })
 }
 
 pub async fn search_priorities(
@@ -652,15 +641,9 @@ pub async fn read_priority(
     Path(uuid): Path<String>,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
-    require_definitions(&caller)?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let p = priority_of(&ctx, &uuid).ok_or(ApiError::NotFound)?;
-    Ok(crate::http::ok(render(
-        &PriorityRes(p),
-        &rep_of(&query)?,
-        &ctx,
-    )?))
+    one_definition(&state, &caller, &query, |ctx, rep| {
+        priority_of(ctx, &uuid).map(|p| render(&PriorityRes(p), rep, ctx))
+    })
 }
 
 pub async fn search_tags(
@@ -692,11 +675,9 @@ pub async fn read_tag(
     Path(uuid): Path<String>,
     QueryPairs(query): QueryPairs,
 ) -> ApiResult<Response> {
-    require_definitions(&caller)?;
-    let catalog = state.catalog.load();
-    let ctx = caller.ctx(&state, &catalog);
-    let t = tag_of(&ctx, &uuid).ok_or(ApiError::NotFound)?;
-    Ok(crate::http::ok(render(&TagRes(t), &rep_of(&query)?, &ctx)?))
+    one_definition(&state, &caller, &query, |ctx, rep| {
+        tag_of(ctx, &uuid).map(|t| render(&TagRes(t), rep, ctx))
+    })
 }
 
 /// Definitions come from the content: writing them through the API is refused.

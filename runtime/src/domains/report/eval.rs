@@ -139,13 +139,10 @@ pub struct YesNo {
 
 impl YesNo {
     pub fn of(store: &Store, catalog: &Catalog) -> YesNo {
-        let concept = |setting: &str| {
-            crate::clinic::setting(store, catalog, setting)
-                .and_then(|v| catalog.concept(v.trim()).map(|c| c.uuid.clone()))
-        };
+        let concept = |b| crate::clinic::boolean_concept(store, catalog, b).map(|c| c.uuid.clone());
         YesNo {
-            yes: concept("concept.true"),
-            no: concept("concept.false"),
+            yes: concept(true),
+            no: concept(false),
         }
     }
 
