@@ -83,6 +83,14 @@ pub fn datetime_key(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
+/// A key-form datetime cut to the second (`2026-11-23T09:15:30`), for comparing clinical
+/// times as OpenMRS compares them: its databases (MySQL, MariaDB) keep whole seconds, so
+/// there a visit started at 09:15:30.600 holds an encounter sent as 09:15:30, and a visit
+/// may end in the second it started. Keys sort the same cut or whole.
+pub fn to_the_second(key: &str) -> &str {
+    key.get(..19).unwrap_or(key)
+}
+
 /// Whether `s` has exactly the shape `datetime_key` writes (`2026-11-23T09:15:30.000Z`),
 /// so that formatting it again is a matter of cutting and appending: answers render
 /// hundreds of stored datetimes, and parsing each one cost a tenth of an encounter page.

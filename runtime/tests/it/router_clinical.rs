@@ -683,6 +683,54 @@ async fn an_encounter_without_a_visit_joins_the_visit_holding_it_or_gets_its_own
     );
 }
 
+/// Times are compared to the second, as OpenMRS compares them (its databases keep whole
+/// seconds): a visit started at 10:00:00.600 holds an encounter sent as 10:00:00 without
+/// milliseconds (the O3 ward suite starts a visit, then at once posts an admission request
+/// without a visit, `dayjs().format()`), and a visit may end within the second it started.
+#[tokio::test]
+async fn visit_times_hold_encounters_to_the_second() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    let facility = location_uuid(&st, "Centre de santé Bondeko");
+    let p = patient(&mut c, &st, "200092").await;
+    let base = chrono::Utc::now() - chrono::Duration::minutes(5);
+    let second = base.format("%Y-%m-%dT%H:%M:%S").to_string();
+    let r = c
+        .post(&format!("{REST}/visit"), &json!({"patient": p, "visitType": OUTPATIENT, "location": facility, "startDatetime": format!("{second}.600+0000")}).to_string())
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let visit = r.body["uuid"].as_str().unwrap().to_string();
+    let r = c
+        .post(
+            &format!("{REST}/encounter"),
+            &json!({"patient": p, "encounterType": CONSULTATION_TYPE,
+            "location": facility, "encounterDatetime": format!("{second}+00:00")})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    assert_eq!(r.body["visit"]["uuid"], visit.as_str(), "{:?}", r.body);
+    // Ended 400 ms before its start, within the same second: one second, as OpenMRS keeps it.
+    let r = c
+        .post(
+            &format!("{REST}/visit/{visit}"),
+            &json!({"stopDatetime": format!("{second}.200+0000")}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // A second earlier is before its start, and refused.
+    let before = (base - chrono::Duration::seconds(1))
+        .format("%Y-%m-%dT%H:%M:%S.999+0000")
+        .to_string();
+    let r = c
+        .post(
+            &format!("{REST}/visit/{visit}"),
+            &json!({"stopDatetime": before}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+}
+
 /// Changes a system setting as an administrator does (`POST systemsetting/{property}`).
 async fn set_setting(c: &mut Client, property: &str, value: &str) {
     let r = c

@@ -15,7 +15,7 @@ use crate::clinic::Clinic;
 use crate::invalid::Invalid;
 use crate::store::record::{Audit, Cascade, DAEMON_USER, Effect, Holds, Voiding};
 use crate::store::{Store, StoreResult};
-use crate::wire::{CLOCK_SKEW, datetime_key, parse_key};
+use crate::wire::{CLOCK_SKEW, datetime_key, parse_key, to_the_second};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -42,9 +42,11 @@ impl VisitRecord {
         self.stop.is_none() && !self.voiding.voided
     }
 
-    /// Whether `t` (key form) falls inside the visit.
+    /// Whether `t` (key form) falls inside the visit, to the second (`to_the_second`).
     pub fn contains(&self, t: &str) -> bool {
-        t >= self.start.as_str() && self.stop.as_deref().is_none_or(|s| t <= s)
+        let t = to_the_second(t);
+        t >= to_the_second(&self.start)
+            && self.stop.as_deref().is_none_or(|s| t <= to_the_second(s))
     }
 
     fn overlaps(&self, other: &VisitRecord) -> bool {
@@ -91,7 +93,7 @@ pub fn validate(
         );
     }
     if let Some(stop) = &v.stop {
-        if stop < &v.start {
+        if to_the_second(stop) < to_the_second(&v.start) {
             inv.field(
                 "stopDatetime",
                 "Visit.error.endDateBeforeStartDate",
@@ -108,7 +110,7 @@ pub fn validate(
     }
     if let Some(t) = encounter_times.iter().find(|t| !v.contains(t)) {
         inv.field(
-            if t < &v.start {
+            if to_the_second(t) < to_the_second(&v.start) {
                 "startDatetime"
             } else {
                 "stopDatetime"
