@@ -61,6 +61,15 @@ async fn a_valid_patient_is_created_and_read_back_in_the_default_representation(
         custom.body["person"]["attributes"][0]["value"],
         "+243810000000"
     );
+    // An attribute shows its value (webservices.rest 2.44 and later), not "type = value" as
+    // identifiers do: the O3 registration suite reads the telephone number back from it.
+    let full = c
+        .get(&format!("/openmrs/ws/rest/v1/patient/{uuid}?v=full"))
+        .await;
+    assert_eq!(
+        full.body["person"]["attributes"][0]["display"],
+        "+243810000000"
+    );
     assert_eq!(
         custom.body["patientIdentifier"]["identifier"],
         emr_id("100001").as_str()

@@ -1,6 +1,8 @@
 //! The patient's and person's REST representations (and their names, identifiers, addresses
 //! and attributes), and the displays other records name a person by.
 
+use crate::content::concept::ConceptRes;
+use crate::content::location::LocationRes;
 use crate::content::person_types::{AttributeTypeRes, IdentifierTypeRes};
 use crate::http::repr::{Ctx, Props, Rep, Resource, nested, nested_list};
 use crate::store::{AddressRecord, AttributeRecord, IdentifierRecord, NameRecord, PatientRecord};
@@ -478,13 +480,26 @@ impl Resource for AttributeRes<'_> {
     fn path(&self) -> String {
         format!("person/{}/attribute/{}", self.0, self.1.uuid)
     }
+    /// As webservices.rest writes it since 2.44 (`PersonAttribute#toString`): the value as
+    /// its type shows it, a concept's or a location's name, else the value as written (the
+    /// registration suite reads a telephone number back from it).
     fn display(&self, ctx: &Ctx) -> String {
-        let type_name = ctx
+        let format = ctx
             .catalog
             .person_attribute_type(&self.1.attribute_type)
-            .map(|t| t.name.clone())
-            .unwrap_or_default();
-        format!("{type_name} = {}", self.1.value)
+            .and_then(|t| t.format.as_deref());
+        match format {
+            Some("org.openmrs.Concept") => ctx
+                .catalog
+                .concept(&self.1.value)
+                .map(|c| ConceptRes(c).display(ctx)),
+            Some("org.openmrs.Location") => ctx
+                .catalog
+                .location(&self.1.value)
+                .map(|l| LocationRes(l).display(ctx)),
+            _ => None,
+        }
+        .unwrap_or_else(|| self.1.value.clone())
     }
     fn default_props(&self) -> Props {
         &[
