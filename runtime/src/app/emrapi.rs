@@ -8,8 +8,10 @@
 //! a visit type's uuid, and so on). A property whose mapping and setting are unset, or name
 //! nothing of the right kind, is `null` (`[]` for the extra identifier types, the members of
 //! a metadata set); so is every property the distribution does not use. Dispositions are the content's
-//! `dispositions/`, and the disposition descriptor's concepts those mapped in the module's
-//! concept source (`org.openmrs.module.emrapi: Disposition`…), as the module finds them.
+//! `dispositions/`, and the disposition descriptor's concepts and the other concepts those
+//! mapped in the module's concept source (`org.openmrs.module.emrapi: Disposition`, `…:
+//! Consult Free Text Comments`…), as the module finds them (for the other concepts, the
+//! setting `emr.<property>` when no concept is mapped).
 //!
 //! `emrapi/locationThatSupportsVisits?location=` walks up from a location (a login room)
 //! to the first one carrying the visits tag: where the O3 visit form opens visits.
@@ -115,6 +117,28 @@ properties!(
     ("visitNoteEncounterType", EncounterType),
 );
 
+/// The code each concept of the configuration is mapped to in the module's source, by which
+/// the module finds it (`EmrApiProperties`).
+const CONCEPT_CODES: &[(&str, &str)] = &[
+    ("admissionDecisionConcept", "Admission Decision"),
+    (
+        "consultFreeTextCommentsConcept",
+        "Consult Free Text Comments",
+    ),
+    ("denyAdmissionConcept", "Deny Admission"),
+    ("patientDiedConcept", "Patient Died"),
+    ("unknownCauseOfDeathConcept", "Unknown Cause of Death"),
+];
+
+/// The location tags of the configuration, each as the module names it: a tag of that name
+/// is the property's when no setting or term mapping names one.
+const TAG_NAMES: &[(&str, &str)] = &[
+    ("supportsAdmissionLocationTag", "Admission Location"),
+    ("supportsLoginLocationTag", "Login Location"),
+    ("supportsTransferLocationTag", "Transfer Location"),
+    ("supportsVisitsLocationTag", "Visit Location"),
+];
+
 /// The configuration, resolved against the content and the settings of this request.
 struct ConfigurationRes<'s> {
     state: &'s AppState,
@@ -147,7 +171,29 @@ impl Resource for ConfigurationRes<'_> {
         if let Kind::Dispositions = kind {
             return Some(dispositions(name, ctx));
         }
-        let Some(uuid) = self.state.emr_metadata(&format!("emr.{name}")) else {
+        if let Kind::Concept = kind {
+            let code = CONCEPT_CODES.iter().find(|(p, _)| *p == name)?.1;
+            let concept = self.state.clinic().emr_concept(code, name);
+            return Some(
+                concept
+                    .and_then(|uuid| ctx.catalog.concept(&uuid))
+                    .map_or(Value::Null, |c| nested(Some(&ConceptRes(c)), rep, ctx)),
+            );
+        }
+        let configured = self
+            .state
+            .emr_metadata(&format!("emr.{name}"))
+            .or_else(|| match kind {
+                // The module names these tags, and finds them by name.
+                Kind::LocationTag => {
+                    let tag = TAG_NAMES.iter().find(|(p, _)| *p == name)?.1;
+                    let content = &ctx.catalog.content;
+                    let found = content.location_tags.iter().find(|t| t.name == tag);
+                    found.map(|t| t.uuid.clone())
+                }
+                _ => None,
+            });
+        let Some(uuid) = configured else {
             return Some(match kind {
                 Kind::IdentifierTypes => Value::Array(Vec::new()),
                 _ => Value::Null,

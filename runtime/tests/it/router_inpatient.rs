@@ -168,6 +168,45 @@ async fn the_configuration_carries_the_content_dispositions() {
     }
     let beds = c.get(&format!("{REST}/beds?patientUuid=x")).await;
     assert_eq!(beds.body, json!({"results": []}));
+    // The module finds these concepts by their mapping in its source, not by a setting: the
+    // reference application's content maps them and sets nothing, and the ward app posts its
+    // notes with the concept it reads here. A setting naming another concept changes nothing.
+    let r = c
+        .post(
+            &format!("{REST}/systemsetting/emr.consultFreeTextCommentsConcept"),
+            &json!({"value": DISPOSITION}).to_string(),
+        )
+        .await;
+    assert!(r.status.is_success(), "{:?}", r.body);
+    let config = c
+        .get(&format!(
+            "{REST}/emrapi/configuration?v=custom:(consultFreeTextCommentsConcept:ref)"
+        ))
+        .await;
+    assert_eq!(
+        config.body["consultFreeTextCommentsConcept"]["uuid"], COMMENT,
+        "{:?}",
+        config.body
+    );
+    // Without a setting, the transfer tag is the one the module names, "Transfer Location"
+    // (the ward app's transfer form reads its name, and fails on null).
+    let r = c
+        .post(
+            &format!("{REST}/systemsetting/emr.supportsTransferLocationTag"),
+            &json!({"value": ""}).to_string(),
+        )
+        .await;
+    assert!(r.status.is_success(), "{:?}", r.body);
+    let config = c
+        .get(&format!(
+            "{REST}/emrapi/configuration?v=custom:(supportsTransferLocationTag:(name))"
+        ))
+        .await;
+    assert_eq!(
+        config.body["supportsTransferLocationTag"]["name"], "Transfer Location",
+        "{:?}",
+        config.body
+    );
 }
 
 #[tokio::test]

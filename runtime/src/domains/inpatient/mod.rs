@@ -76,8 +76,8 @@ impl Adt {
             disposition_concept: mapped("Disposition"),
             admission_location_concept: mapped("Admission Location"),
             transfer_location_concept: mapped("Internal Transfer Location"),
-            admission_decision: state.emr_metadata("emr.admissionDecisionConcept"),
-            deny_admission: state.emr_metadata("emr.denyAdmissionConcept"),
+            admission_decision: state.emr_concept("Admission Decision", "admissionDecisionConcept"),
+            deny_admission: state.emr_concept("Deny Admission", "denyAdmissionConcept"),
         })
     }
 
