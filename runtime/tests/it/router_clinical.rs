@@ -278,6 +278,27 @@ async fn an_encounter_with_nested_obs_is_validated_saved_read_edited_and_voided(
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["value"], 37.2);
     assert_eq!(results[0]["previousVersion"]["uuid"], temp_obs.as_str());
+    // Its history, as the O3 ward app's inpatient notes read it: the obs's creation and
+    // creator, and every earlier version (the latest first) with its value.
+    let rep = "custom:(uuid,obs:(uuid,concept:(uuid),dateCreated,value:(uuid),previousVersions:(value,dateCreated,creator),creator))";
+    let notes = c
+        .get(&format!("{REST}/encounter?patient={p}&v={rep}"))
+        .await;
+    assert_eq!(notes.status, StatusCode::OK, "{:?}", notes.body);
+    let edited = notes.body["results"][0]["obs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["concept"]["uuid"] == temperature.as_str())
+        .expect("the edited temperature, not null")
+        .clone();
+    assert_eq!(edited["value"], 37.2);
+    assert!(edited["dateCreated"].is_string(), "{edited:?}");
+    assert_eq!(edited["creator"]["display"], "admin", "{edited:?}");
+    let versions = edited["previousVersions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{versions:?}");
+    assert_ne!(versions[0]["value"], 37.2, "{versions:?}");
+    assert!(versions[0]["creator"]["uuid"].is_string(), "{versions:?}");
     let old = c.get(&format!("{REST}/obs/{temp_obs}")).await;
     assert_eq!(old.body["voided"], true);
     let with_voided = c

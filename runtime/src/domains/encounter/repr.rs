@@ -10,7 +10,7 @@ use crate::domains::order::rest as order_rest;
 use crate::domains::patient::repr::PatientRes;
 use crate::domains::provider::rest::ProviderRes;
 use crate::domains::visit::rest::VisitRes;
-use crate::http::answer::{audit_info, nest};
+use crate::http::answer::{audit_info, nest, user_ref};
 use crate::http::repr::{
     Ctx, Props, Rep, Resource, nested_list, nested_list_to, nested_to, write_json,
 };
@@ -507,6 +507,29 @@ impl Resource for ObsRes<'_> {
                 .map(|u| json!({"uuid": u}))
                 .unwrap_or(Value::Null),
             "auditInfo" => audit_info(&o.audit, ctx),
+            // Bean properties a custom representation may name, as OpenMRS reads them off
+            // the obs (the ward app's inpatient notes ask for them, with their history).
+            "dateCreated" => wire_datetime(&o.audit.date_created),
+            "creator" => user_ref(&o.audit.creator, ctx),
+            // Every earlier version, the latest first (webservices.rest's `previousVersions`).
+            "previousVersions" => {
+                let mut versions = Vec::new();
+                let mut next = o.previous_version.clone();
+                while let Some(uuid) = next.take() {
+                    let Some(earlier) = store::obs(ctx.store, &uuid).ok().flatten() else {
+                        break;
+                    };
+                    next = earlier.previous_version.clone();
+                    versions.push(earlier);
+                    // A chain is as long as the edits made to one answer; a loop would be
+                    // a damaged store, not a reason to spin.
+                    if versions.len() > 1000 {
+                        break;
+                    }
+                }
+                let res: Vec<ObsRes> = versions.iter().map(ObsRes).collect();
+                nested_list(res.iter().map(|r| r as &dyn Resource), rep, ctx)
+            }
             _ => return None,
         })
     }
