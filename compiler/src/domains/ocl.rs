@@ -482,6 +482,11 @@ fn extra_bool(extras: &serde_json::Map<String, serde_json::Value>, key: &str) ->
     }
 }
 
+/// 32 hexadecimal digits: a uuid written without its dashes.
+fn is_dashless_uuid(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 impl Merger {
     fn add_concept(
         &mut self,
@@ -494,6 +499,19 @@ impl Merger {
         let url = c.url.clone().unwrap_or_default();
         let uuid = match c.external_id.as_deref().filter(|s| !s.trim().is_empty()) {
             Some(ext) if is_standard_uuid(ext.trim()) => ext.trim().to_string(),
+            // OCL keeps what the dictionary's author wrote, and OpenMRS stores it as it
+            // comes (a uuid is a string of at most 38 characters there): the reference
+            // application's SOAP template exports its concepts' uuids without their dashes,
+            // and its forms name them so.
+            Some(ext) if is_dashless_uuid(ext.trim()) => {
+                sink.emit(
+                    Code::NonStandardUuid,
+                    &loc,
+                    format!("External id '{ext}' is a uuid without its dashes: kept as written, as OpenMRS keeps it"),
+                )
+                .help = Some("the dashed form (8-4-4-4-12) is what other tools expect; forms must name the concept as written here".into());
+                ext.trim().to_string()
+            }
             Some(ext) => {
                 sink.emit(Code::InvalidUuid, &loc, format!("Invalid UUID '{ext}' in the concept's external_id"))
                     .help = Some("a concept uuid is 8-4-4-4-12 hexadecimal digits, or 36 letters and digits (CIEL style)".into());

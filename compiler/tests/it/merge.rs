@@ -136,6 +136,38 @@ fn a_later_archive_replaces_names_and_class_while_relations_accumulate() {
     );
 }
 
+/// The reference application's SOAP template exports concepts whose `external_id` is a uuid
+/// without dashes; OpenMRS keeps it as written, and the demo's SOAP note form names them so.
+#[test]
+fn an_ocl_concept_keeps_a_uuid_written_without_dashes() {
+    let dashless = "81a60a0dbc0c478caa714d372ac533d5";
+    let concept = ocl_concept("1000", "Question", "Subjective findings")
+        .replace("1000AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", dashless);
+    let text = format!(
+        "//- openmrs_config/ocl/a_core_v1_autoexpand-1.zip!export.json\n{}",
+        ocl(&concept, "")
+    );
+    let (content, problems) = compile(&text, Selection::distro());
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("W0006"), "{problems:?}");
+    let c = content
+        .concept(dashless)
+        .expect("kept under its uuid as written");
+    assert_eq!(c.names[0].name, "Subjective findings");
+    // Anything else that is not a uuid is still refused.
+    let bad = ocl_concept("1001", "Question", "Bad")
+        .replace("1001AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "not-a-uuid");
+    let text = format!(
+        "//- openmrs_config/ocl/a_core_v1_autoexpand-1.zip!export.json\n{}",
+        ocl(&bad, "")
+    );
+    let (_, problems) = compile(&text, Selection::distro());
+    assert!(
+        problems.iter().any(|p| p.starts_with("E0106")),
+        "{problems:?}"
+    );
+}
+
 #[test]
 fn a_csv_row_overrides_an_ocl_concept_and_keeps_answers_it_does_not_cover() {
     let archive = ocl(
