@@ -310,6 +310,18 @@ pub fn setting_fingerprint(gp: Option<&GlobalProperty>) -> String {
 /// modules read (`visits.enabled` hides the visit screens when missing): (property, default,
 /// description). The content may set any of them; its value then wins.
 pub const BUILT_IN: &[(&str, &str, &str)] = &[
+    // The FHIR module's own defaults (its config.xml): the reference application's
+    // Immunizations encounter type and the module's administering role.
+    (
+        "fhir2.immunizationsEncounterTypeUuid",
+        "29c02aff-9a93-46c9-bf6f-48b552fcb1fa",
+        "The encounter type immunizations are recorded in",
+    ),
+    (
+        "fhir2.administeringEncounterRoleUuid",
+        "546cce2d-6d58-4097-ba92-206c1a2a0462",
+        "The encounter role of the provider who gives a vaccine",
+    ),
     (
         "visits.enabled",
         "true",

@@ -184,6 +184,25 @@ async fn settings_the_modules_read_have_their_built_in_defaults() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert_eq!(r.body["value"], "true");
+    // The FHIR module's defaults for immunizations (the reference application's content
+    // defines the encounter type and sets neither).
+    for (property, default) in [
+        (
+            "fhir2.immunizationsEncounterTypeUuid",
+            "29c02aff-9a93-46c9-bf6f-48b552fcb1fa",
+        ),
+        (
+            "fhir2.administeringEncounterRoleUuid",
+            "546cce2d-6d58-4097-ba92-206c1a2a0462",
+        ),
+    ] {
+        let r = c
+            .get(&format!(
+                "/openmrs/ws/rest/v1/systemsetting/{property}?v=custom:(value)"
+            ))
+            .await;
+        assert_eq!(r.body["value"], default, "{property}: {:?}", r.body);
+    }
     let r = c
         .get("/openmrs/ws/rest/v1/systemsetting/no.such.setting")
         .await;
