@@ -388,7 +388,7 @@ async fn a_flag_tagged_for_some_roles_is_shown_to_them_alone() {
         .content
         .programs
         .iter()
-        .find(|p| p.name == "Programme VIH")
+        .find(|p| p.name == "Programme de soins et traitement du VIH")
         .unwrap()
         .uuid
         .clone();

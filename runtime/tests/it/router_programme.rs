@@ -38,7 +38,10 @@ async fn programmes_list_their_workflows_and_states() {
         .iter()
         .find(|p| p["uuid"] == HIV)
         .expect("the HIV programme");
-    assert_eq!(hiv["name"], "Programme VIH");
+    assert_eq!(hiv["name"], "Programme de soins et traitement du VIH");
+    // Its display is its name, as webservices.rest writes a metadata's display, not its
+    // concept's name (the O3 programmes app shows it; the chart suite reads the name).
+    assert_eq!(hiv["display"], hiv["name"]);
     let states = hiv["allWorkflows"][0]["states"].as_array().unwrap();
     assert!(
         states
@@ -366,4 +369,37 @@ async fn the_emr_api_configuration_and_visit_location_come_from_the_content() {
         .get(&format!("{REST}/emrapi/locationThatSupportsVisits"))
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+/// A programme's display is its name, not its concept's name, as webservices.rest writes a
+/// metadata's display; an enrolment's is its programme's name (the reference application's
+/// "HIV Care and Treatment" over the concept "HIV disease", as the O3 chart suite reads it).
+#[tokio::test]
+async fn a_programme_is_shown_by_its_name_not_its_concepts() {
+    let program = "64f950e6-1b07-4ac0-8e7e-f3e148f3463f";
+    let bundle = bundle_of(&[
+        (
+            "openmrs_config/concepts/concepts.csv",
+            "Uuid,Fully specified name:en,Data class,Data type\n\
+             138405AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA,Human immunodeficiency virus (HIV) disease,Diagnosis,N/A\n",
+        ),
+        (
+            "openmrs_config/programs/programs.csv",
+            "Uuid,Void/Retire,Name,Description,Program concept,Outcomes concept\n\
+             64f950e6-1b07-4ac0-8e7e-f3e148f3463f,,HIV Care and Treatment,HIV care,138405AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA,\n",
+        ),
+    ]);
+    let st = state_with(bundle, crate::common::test_store());
+    let mut c = Client::admin(st).await;
+    let r = c
+        .get(&format!(
+            "{REST}/program/{program}?v=custom:(display,concept:(display))"
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.body["display"], "HIV Care and Treatment");
+    assert_eq!(
+        r.body["concept"]["display"],
+        "Human immunodeficiency virus (HIV) disease"
+    );
 }

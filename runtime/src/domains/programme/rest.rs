@@ -52,11 +52,14 @@ impl Resource for ProgramRes<'_> {
     fn uuid(&self) -> String {
         self.0.uuid.clone()
     }
-    /// The programme's concept in the caller's language, else its name.
+    /// As webservices.rest writes a metadata's display: the content's message
+    /// `ui.i18n.Program.name.<uuid>` in the caller's language, else the programme's name
+    /// (not its concept's: the O3 programmes app shows this, and the suites read the name).
     fn display(&self, ctx: &Ctx) -> String {
-        Some(concept_display(&self.0.concept, ctx))
-            .filter(|d| !d.is_empty())
-            .unwrap_or_else(|| self.0.name.clone())
+        let code = format!("ui.i18n.Program.name.{}", self.0.uuid);
+        ctx.catalog
+            .message(&code, &ctx.locale)
+            .map_or_else(|| self.0.name.clone(), str::to_string)
     }
     fn flag(&self) -> Option<(&'static str, bool)> {
         Some(("retired", self.0.retired))
@@ -218,13 +221,14 @@ impl Resource for EnrolmentRes<'_> {
     fn uuid(&self) -> String {
         self.0.uuid.clone()
     }
+    /// The programme's name, as webservices.rest writes an enrolment's display.
     fn display(&self, ctx: &Ctx) -> String {
         ctx.catalog
             .content
             .programs
             .iter()
             .find(|p| p.uuid == self.0.program)
-            .map(|p| ProgramRes(p).display(ctx))
+            .map(|p| p.name.clone())
             .unwrap_or_default()
     }
     fn flag(&self) -> Option<(&'static str, bool)> {
