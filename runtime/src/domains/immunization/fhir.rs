@@ -71,6 +71,17 @@ fn no_concepts() -> Response {
 }
 
 /// An immunization as fhir2's translator writes it.
+/// A date question's answer as FHIR writes a moment. A content may define the date
+/// questions as Date rather than Datetime (the reference application's does); OpenMRS keeps
+/// both in one column, so the date is its midnight.
+fn moment(v: Option<&ObsValue>) -> Option<Value> {
+    match v {
+        Some(ObsValue::Datetime(t)) => Some(iso(t)),
+        Some(ObsValue::Date(d)) => Some(iso(&format!("{d}T00:00:00.000Z"))),
+        _ => None,
+    }
+}
+
 fn immunization_json(
     group: &ObsRecord,
     members: &[ObsRecord],
@@ -106,8 +117,8 @@ fn immunization_json(
             r["performer"] = json!([{"actor": {"reference": format!("Practitioner/{}", p.provider), "type": "Practitioner"}}]);
         }
     }
-    if let Some(ObsValue::Datetime(t)) = value(DATE) {
-        r["occurrenceDateTime"] = iso(t);
+    if let Some(t) = moment(value(DATE)) {
+        r["occurrenceDateTime"] = t;
     }
     if let Some(ObsValue::Numeric(n)) = value(DOSE) {
         r["protocolApplied"] = json!([{"doseNumberPositiveInt": *n as u64}]);
@@ -124,8 +135,8 @@ fn immunization_json(
     if let Some(ObsValue::Text(n)) = value(NOTE) {
         r["note"] = json!([{"text": n}]);
     }
-    if let Some(ObsValue::Datetime(t)) = value(NEXT_DOSE) {
-        r["extension"] = json!([{"url": NEXT_DOSE_EXTENSION, "valueDateTime": iso(t)}]);
+    if let Some(t) = moment(value(NEXT_DOSE)) {
+        r["extension"] = json!([{"url": NEXT_DOSE_EXTENSION, "valueDateTime": t}]);
     }
     r
 }
@@ -834,4 +845,24 @@ pub fn routes(paths: &crate::http::Paths) -> axum::Router<std::sync::Arc<crate::
                 .put(crate::domains::immunization::fhir::update)
                 .delete(crate::domains::immunization::fhir::delete),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The O3 immunization form read its saved dose back as undated when the content's
+    /// vaccination date question is of type Date (found by the O3 chart suite).
+    #[test]
+    fn a_date_answer_is_a_moment_as_a_datetime_is() {
+        assert_eq!(
+            moment(Some(&ObsValue::Date("2024-03-08".into()))),
+            Some(json!("2024-03-08T00:00:00+00:00"))
+        );
+        assert_eq!(
+            moment(Some(&ObsValue::Datetime("2024-03-08T09:30:00.000Z".into()))),
+            Some(json!("2024-03-08T09:30:00+00:00"))
+        );
+        assert_eq!(moment(Some(&ObsValue::Text("2024-03-08".into()))), None);
+    }
 }
