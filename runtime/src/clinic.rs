@@ -34,7 +34,11 @@ impl<'a> Clinic<'a> {
     /// finds it, else the concept the setting `emr.<property>` names (how this distribution's
     /// content first gave them).
     pub fn emr_concept(&self, code: &str, property: &str) -> Option<String> {
-        emr_concept(self.store, &self.catalog, code, property)
+        let catalog = &self.catalog;
+        catalog
+            .concept(&format!("{EMRAPI_SOURCE}:{code}"))
+            .or_else(|| catalog.concept(self.setting(&format!("emr.{property}"))?.trim()))
+            .map(|c| c.uuid.clone())
     }
 
     /// The location tag (a uuid) marking the locations visits happen at, a facility: the
@@ -90,17 +94,6 @@ pub fn emr_metadata(store: &Store, catalog: &Catalog, code: &str) -> Option<Stri
         .or_else(|| setting(store, catalog, code))
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
-}
-
-/// `Clinic::emr_concept`, for callers holding the store and the catalog apart.
-pub fn emr_concept(store: &Store, catalog: &Catalog, code: &str, property: &str) -> Option<String> {
-    catalog
-        .concept(&format!("{EMRAPI_SOURCE}:{code}"))
-        .map(|c| c.uuid.clone())
-        .or_else(|| {
-            let named = setting(store, catalog, &format!("emr.{property}"))?;
-            catalog.concept(named.trim()).map(|c| c.uuid.clone())
-        })
 }
 
 /// The concept a Boolean answer is: core stores a Boolean observation as its coded answer,

@@ -14,7 +14,8 @@ const suites = recordOnly ? [process.argv[3]] : (process.env.O3_E2E_SUITES || ''
 const specs = (process.env.O3_E2E_SPECS || '').split(' ').filter(Boolean);
 const resultsDir = process.env.O3_E2E_RESULTS || join(import.meta.dirname, 'results');
 
-// The reference application's demo locations the suites log in at and admit to.
+// What this distribution's run gives the suite; the rest of its .env (the demo locations,
+// visit and encounter types the suites name) stays as its example.env writes it.
 const environment = {
   E2E_BASE_URL: `${process.env.E2E_BASE}/openmrs`,
   E2E_USER_ADMIN_USERNAME: 'admin',

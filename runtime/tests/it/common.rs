@@ -331,3 +331,14 @@ pub fn fhir_ids(bundle: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Changes a system setting as an administrator does (`POST systemsetting/{property}`).
+pub async fn set_setting(c: &mut Client, property: &str, value: &str) {
+    let r = c
+        .post(
+            &format!("/openmrs/ws/rest/v1/systemsetting/{property}"),
+            &serde_json::json!({"value": value}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, axum::http::StatusCode::OK, "{:?}", r.body);
+}

@@ -752,17 +752,6 @@ async fn visit_times_hold_encounters_to_the_second() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
 }
 
-/// Changes a system setting as an administrator does (`POST systemsetting/{property}`).
-async fn set_setting(c: &mut Client, property: &str, value: &str) {
-    let r = c
-        .post(
-            &format!("{REST}/systemsetting/{property}"),
-            &json!({"value": value}).to_string(),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
-}
-
 /// The handler follows its setting: an encounter type the mapping leaves out is refused a
 /// visit with core's message, core's other handlers make none (the existing-visit one joins
 /// the open visit), and a user who may not add visits gets none made for her.

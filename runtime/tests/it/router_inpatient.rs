@@ -171,13 +171,7 @@ async fn the_configuration_carries_the_content_dispositions() {
     // The module finds these concepts by their mapping in its source, not by a setting: the
     // reference application's content maps them and sets nothing, and the ward app posts its
     // notes with the concept it reads here. A setting naming another concept changes nothing.
-    let r = c
-        .post(
-            &format!("{REST}/systemsetting/emr.consultFreeTextCommentsConcept"),
-            &json!({"value": DISPOSITION}).to_string(),
-        )
-        .await;
-    assert!(r.status.is_success(), "{:?}", r.body);
+    set_setting(&mut c, "emr.consultFreeTextCommentsConcept", DISPOSITION).await;
     let config = c
         .get(&format!(
             "{REST}/emrapi/configuration?v=custom:(consultFreeTextCommentsConcept:ref)"
@@ -190,13 +184,7 @@ async fn the_configuration_carries_the_content_dispositions() {
     );
     // Without a setting, the transfer tag is the one the module names, "Transfer Location"
     // (the ward app's transfer form reads its name, and fails on null).
-    let r = c
-        .post(
-            &format!("{REST}/systemsetting/emr.supportsTransferLocationTag"),
-            &json!({"value": ""}).to_string(),
-        )
-        .await;
-    assert!(r.status.is_success(), "{:?}", r.body);
+    set_setting(&mut c, "emr.supportsTransferLocationTag", "").await;
     let config = c
         .get(&format!(
             "{REST}/emrapi/configuration?v=custom:(supportsTransferLocationTag:(name))"

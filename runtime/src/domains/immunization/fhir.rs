@@ -70,7 +70,6 @@ fn no_concepts() -> Response {
     )
 }
 
-/// An immunization as fhir2's translator writes it.
 /// A date question's answer as FHIR writes a moment. A content may define the date
 /// questions as Date rather than Datetime (the reference application's does); OpenMRS keeps
 /// both in one column, so the date is its midnight.
@@ -82,6 +81,7 @@ fn moment(v: Option<&ObsValue>) -> Option<Value> {
     }
 }
 
+/// An immunization as fhir2's translator writes it.
 fn immunization_json(
     group: &ObsRecord,
     members: &[ObsRecord],
