@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step says when it began, so a slow run shows which step took the time.
+step() { printf '\n== %s (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 # Node.js 22 for the front end's build and the FHIR validator (an older one cannot run it,
 # and the FHIR check then fails): already on PATH under .ci/run, put there when run alone.
 source tools/node.sh
@@ -52,8 +53,11 @@ bash .ci/gateway_test.sh target/debug/runtime
 step "docker-compose.yml and .env.example"
 python3 .ci/compose_check.py
 
-step "the README's first command (run.sh: one binary with the front end), driven in Chromium"
-bash frontend/e2e/run.sh
+# The walk whole runs twice below, through the gateway on each storage backend; here, on the
+# README's first command, its first journey (log-in, search, registration, the chart, a visit
+# and the triage queue) shows that one binary serves the whole application.
+step "the README's first command (run.sh: one binary with the front end), its first journey driven in Chromium"
+E2E_JOURNEY=reception bash frontend/e2e/run.sh
 
 step "the same walk through the compose layout (front-end and gateway nginx configurations)"
 E2E_VIA=gateway bash frontend/e2e/run.sh target/debug/runtime
@@ -61,11 +65,13 @@ E2E_VIA=gateway bash frontend/e2e/run.sh target/debug/runtime
 step "the same walk through the gateway balancing two runtimes on one PostgreSQL database"
 E2E_VIA=gateway E2E_BACKEND=postgres bash frontend/e2e/run.sh target/debug/runtime
 
-step "the same walk on the distribution's content laid out as a national package publishes it (tools/national-package.py)"
+step "the walk's reception and clinical journeys on the distribution's content laid out as a national package publishes it (tools/national-package.py)"
 # The national package in OpenMRS's published layout, a thin base and the facility's site
 # over it, the national O3 configuration without French of its own, and the defects such
 # packages carry: the compiler must report exactly those, a baseline of them must build the
-# image, and the walk must pass on it. Its build replaces target/debug/runtime, which no later
+# image, and the journeys that read what the layout changes (registration and its address
+# hierarchy, the queues' statuses, the forms, the HIV dashboard's yes/no answers, French from
+# the translations) must pass on it. Its build replaces target/debug/runtime, which no later
 # step uses (cargo builds the distribution's again when asked: the content variables changed).
 national=$(mktemp -d /tmp/emr-national.XXXXXX)
 trap 'bash tools/pg-test-cluster.sh stop "$pg_dir" || true; rm -rf "$pg_dir" "$national"' EXIT
@@ -85,7 +91,7 @@ PY
 CONTENT_ROOT="$national" BUILD_TYPE=site MVN_PROJECT=bondeko VALIDATOR_BASELINE=baselines/national.json \
   cargo build --locked -q -p runtime
 cp target/debug/runtime "$national/runtime"
-E2E_VIA=gateway bash frontend/e2e/run.sh "$national/runtime"
+E2E_VIA=gateway E2E_JOURNEY=reception,clinical bash frontend/e2e/run.sh "$national/runtime"
 rm -rf "$national"
 # The build checks config.json's keys against the built modules; sites' additions too, and
 # a stray key must be refused.
@@ -134,3 +140,4 @@ grep -q "Invalid parent location 'Zone inconnue'" <<<"$refused" || { echo "$refu
 rm -rf "$ctx"
 python3 .ci/dockerfile_check.py frontend/Dockerfile frontend
 python3 .ci/dockerfile_check.py gateway/Dockerfile gateway
+step "every check passed"

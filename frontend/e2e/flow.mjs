@@ -10,7 +10,9 @@
 // left (the administrator logged in at reception, the patient registered, her visit, the
 // bill of her check-in, as that journey needs) is first made through the REST API, in a step
 // of its own, "state-of-the-earlier-journeys". clinical-review needs what the clinical
-// journey saves through its forms and refuses to run alone. Unset or empty: the whole walk.
+// journey saves through its forms and refuses to run alone. E2E_JOURNEY=<a>,<b>,… runs
+// several journeys that follow one another in the walk (reception,clinical), from the first
+// one's seed. Unset or empty: the whole walk.
 import { finish, start, step } from "./lib.mjs";
 import * as reception from "./journeys/reception.mjs";
 import * as clinical from "./journeys/clinical.mjs";
@@ -42,25 +44,27 @@ const journeys = {
 };
 const names = Object.keys(journeys);
 
-const only = process.env.E2E_JOURNEY;
-if (only) {
-  const at = names.indexOf(only);
-  if (at < 0) {
-    console.error(`E2E_JOURNEY=${only}: no such journey; the journeys are ${names.join(", ")}`);
+// The journeys asked for: all of them, or a run of consecutive ones.
+const asked = (process.env.E2E_JOURNEY || "").split(",").map((n) => n.trim()).filter(Boolean);
+for (const name of asked) {
+  if (!names.includes(name)) {
+    console.error(`E2E_JOURNEY=${name}: no such journey; the journeys are ${names.join(", ")}`);
     process.exit(2);
   }
-  // The first journey needs nothing before it; the others run alone from their seed().
-  if (at > 0 && !journeys[only].seed) {
-    console.error(`journey ${only} needs the earlier journeys (${names.slice(0, at).join(", ")}) and cannot run alone; run the whole walk (E2E_JOURNEY unset)`);
-    process.exit(2);
-  }
+}
+const first = asked.length ? names.indexOf(asked[0]) : 0;
+const chosen = asked.length ? names.slice(first, first + asked.length) : names;
+if (asked.join() !== chosen.join()) {
+  console.error(`E2E_JOURNEY=${asked.join()}: the journeys must follow one another as the walk runs them (${names.join(", ")})`);
+  process.exit(2);
+}
+// The first journey needs nothing before it; a later one starts from its seed().
+if (first > 0 && !journeys[names[first]].seed) {
+  console.error(`journey ${names[first]} needs the earlier journeys (${names.slice(0, first).join(", ")}) and cannot run first; run it after them`);
+  process.exit(2);
 }
 
 await start();
-if (only) {
-  if (journeys[only].seed) await step("state-of-the-earlier-journeys", journeys[only].seed);
-  await journeys[only].run();
-} else {
-  for (const name of names) await journeys[name].run();
-}
+if (first > 0) await step("state-of-the-earlier-journeys", journeys[names[first]].seed);
+for (const name of chosen) await journeys[name].run();
 await finish();

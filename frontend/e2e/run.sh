@@ -14,7 +14,8 @@
 #   behind that gateway, which balances between them.
 # E2E_JOURNEY=<journey> runs one journey of journeys/ alone (orders, ward…; see flow.mjs),
 # from the state the journeys before it would leave, made through the REST API first;
-# clinical-review cannot run alone. Unset: the whole walk.
+# clinical-review cannot run alone; E2E_JOURNEY=reception,clinical runs consecutive journeys.
+# Unset: the whole walk.
 # Usage: bash frontend/e2e/run.sh                          (one binary)
 #        E2E_VIA=gateway bash frontend/e2e/run.sh [runtime]  (gateway; needs frontend/spa)
 #        E2E_JOURNEY=orders bash frontend/e2e/run.sh       (one journey; either way)
