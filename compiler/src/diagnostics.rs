@@ -59,6 +59,7 @@ codes! {
     FormSchema = "E0114", "invalid-form", Error;
     InvalidReport = "E0115", "invalid-report", Error;
     InvalidFlag = "E0116", "invalid-flag", Error;
+    InvalidCriteria = "E0117", "invalid-criteria", Error;
     UnknownConcept = "E0201", "unknown-concept", Error;
     AmbiguousConcept = "E0202", "ambiguous-concept-name", Error;
     UnknownReference = "E0203", "unknown-reference", Error;

@@ -29,6 +29,7 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
         concept_classes,
         ocl,
         csv_concepts,
+        concept_reference_ranges,
         location_tags,
         locations,
         location_column_tags,
@@ -715,6 +716,9 @@ pub fn link(loaded: Loaded, sink: &mut Sink) -> Content {
     content.messages = messages;
     content.opaque_files = sorted(opaque_files, |f| &f.path);
 
+    content.concept_reference_ranges =
+        link_reference_ranges(concept_reference_ranges, &concepts, &index, sink);
+
     // Concepts last: indexes point into the final sorted list.
     content.concepts = concepts.into_values().map(|e| e.value).collect();
     content.indexes = build_indexes(&content.concepts, &content.concept_sources);
@@ -1009,6 +1013,42 @@ fn link_order_types(order_types: Registry<OrderType>, content: &mut Content, sin
 }
 
 /// The diagnostic just emitted, to add a note to it.
+/// Resolves each range's concept, which must be numeric, and orders the ranges by concept
+/// then uuid for the runtime's lookups.
+fn link_reference_ranges(
+    ranges: Registry<model::ConceptReferenceRange>,
+    concepts: &BTreeMap<String, crate::store::Entry<Concept>>,
+    index: &ConceptIndex,
+    sink: &mut Sink,
+) -> Vec<model::ConceptReferenceRange> {
+    let mut out = Vec::new();
+    for (_, mut e) in ranges.items {
+        let loc = e.at("concept").clone();
+        let Some(uuid) = index.resolve(&e.value.concept, &loc, sink) else {
+            continue;
+        };
+        if concepts
+            .get(&uuid)
+            .is_none_or(|c| c.value.numeric.is_none())
+        {
+            sink.emit(
+                Code::WrongReferenceKind,
+                &loc,
+                format!(
+                    "Concept '{}' is not numeric: a reference range applies only to a numeric concept",
+                    e.value.concept
+                ),
+            )
+            .help = Some("name a concept of datatype Numeric".into());
+            continue;
+        }
+        e.value.concept = uuid;
+        out.push(e.value);
+    }
+    out.sort_by(|a, b| (&a.concept, &a.uuid).cmp(&(&b.concept, &b.uuid)));
+    out
+}
+
 fn sink_last(sink: &mut Sink) -> Option<&mut crate::diagnostics::Diagnostic> {
     sink.last_mut()
 }

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 /// First bytes of every bundle.
 pub const MAGIC: [u8; 8] = *b"EMRBNDL\0";
 /// Bumped on every change of `Header` or `Content`; see docs/bundle-format.md.
-pub const FORMAT_VERSION: u16 = 12;
+pub const FORMAT_VERSION: u16 = 13;
 
 const PREFIX_LEN: usize = MAGIC.len() + 2 + 4;
 

@@ -7,12 +7,14 @@
 
 mod codec;
 mod entities;
+pub mod ranges;
 pub mod reports;
 
 pub use codec::{
     DecodeError, FORMAT_VERSION, MAGIC, decode, decode_header, encode, encode_to, hex,
 };
 pub use entities::*;
+pub use ranges::{ConceptReferenceRange, Limits};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -103,6 +105,9 @@ pub struct Content {
     pub concept_datatypes: Vec<ConceptDatatype>,
     pub concept_map_types: Vec<NamedMetadata>,
     pub concepts: Vec<Concept>,
+    /// Ranges of numeric concepts by patient (`conceptreferencerange/`), sorted by
+    /// concept then uuid.
+    pub concept_reference_ranges: Vec<ConceptReferenceRange>,
     pub location_tags: Vec<NamedMetadata>,
     pub locations: Vec<Location>,
     pub privileges: Vec<Privilege>,
@@ -176,6 +181,14 @@ impl Content {
         find_by_uuid(&self.concepts, uuid, |c| &c.uuid)
     }
 
+    /// The content's ranges of a numeric concept by patient (none for most concepts).
+    pub fn reference_ranges(&self, concept: &str) -> &[ConceptReferenceRange] {
+        let r = &self.concept_reference_ranges;
+        let start = r.partition_point(|x| x.concept.as_str() < concept);
+        let end = start + r[start..].partition_point(|x| x.concept == concept);
+        &r[start..end]
+    }
+
     /// Resolves `uuid`, or `SOURCE:CODE`, to a concept.
     pub fn concept_by_reference(&self, reference: &str) -> Option<&Concept> {
         if let Some(c) = self.concept(reference) {
@@ -216,6 +229,10 @@ impl Content {
             ("concept_datatypes", self.concept_datatypes.len()),
             ("concept_map_types", self.concept_map_types.len()),
             ("concepts", self.concepts.len()),
+            (
+                "concept_reference_ranges",
+                self.concept_reference_ranges.len(),
+            ),
             ("location_tags", self.location_tags.len()),
             ("locations", self.locations.len()),
             ("privileges", self.privileges.len()),

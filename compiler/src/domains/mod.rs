@@ -18,6 +18,7 @@ pub mod metadata;
 pub mod ocl;
 pub mod orders;
 pub mod programs;
+pub mod reference_ranges;
 pub mod reports;
 pub mod roles;
 pub mod services;
@@ -44,6 +45,7 @@ pub struct Loaded {
     pub ocl: ocl::OclLoaded,
     /// Concepts from CSV files (they override OCL concepts with the same uuid).
     pub csv_concepts: Registry<Concept>,
+    pub concept_reference_ranges: Registry<model::ConceptReferenceRange>,
     pub location_tags: Registry<NamedMetadata>,
     pub locations: Registry<Location>,
     /// Location uuid → the tags its `Tag|<name>` columns set.
@@ -100,6 +102,7 @@ const DOMAINS: &[(&str, &str)] = &[
     ("addresshierarchy", "*"),
     ("ocl", "zip"),
     ("concepts", "csv"),
+    ("conceptreferencerange", "csv"),
     ("paymentmodes", "csv"),
     ("programs", "csv"),
     ("programworkflows", "csv"),
@@ -264,6 +267,7 @@ fn columns_of(domain: &str) -> &'static Columns {
     }
     match domain {
         "concepts" => &concepts::COLUMNS,
+        "conceptreferencerange" => &reference_ranges::COLUMNS,
         "locations" => &locations::COLUMNS,
         "roles" => &roles::ROLE_COLUMNS,
         "privileges" => &roles::PRIVILEGE_COLUMNS,
@@ -294,6 +298,7 @@ fn columns_of(domain: &str) -> &'static Columns {
 fn load_row(domain: &str, ctx: &Ctx, loaded: &mut Loaded, sink: &mut Sink) {
     match domain {
         "concepts" => concepts::load_row(ctx, loaded, sink),
+        "conceptreferencerange" => reference_ranges::load_row(ctx, loaded, sink),
         "locations" => locations::load_row(ctx, loaded, sink),
         "roles" => roles::load_role(ctx, loaded, sink),
         "privileges" => roles::load_privilege(ctx, loaded, sink),

@@ -1043,6 +1043,135 @@ async fn vital_signs_carry_ciel_identifiers_and_their_reference_ranges() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
 
+/// A patient of the given birth date and sex, registered at reception.
+async fn patient_born(
+    c: &mut Client,
+    st: &runtime::http::AppState,
+    id: &str,
+    birthdate: &str,
+    gender: &str,
+) -> String {
+    let mut body: Value = serde_json::from_str(&patient_body(st, "Bébé", "Mukendi", id)).unwrap();
+    body["person"]["birthdate"] = json!(birthdate);
+    body["person"]["gender"] = json!(gender);
+    let r = send_json(c, "POST", &format!("{REST}/patient"), &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    r.body["uuid"].as_str().unwrap().to_string()
+}
+
+/// The content's ranges by patient (`conceptreferencerange/`: a child's fast breathing, as
+/// WHO's IMCI counts it) apply to the patients their criteria select: the range the chart
+/// reads, and the interpretation recorded when an observation is saved, which FHIR gives
+/// as fhir2 does (the O3 vitals table reads its display).
+#[tokio::test]
+async fn a_childs_vital_signs_are_judged_by_the_range_for_her_age() {
+    let st = state();
+    let mut c = Client::admin(st.clone()).await;
+    const RESPIRATORY_RATE: &str = "5242AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    let today = chrono::Utc::now().date_naive();
+    let toddler_birth = (today - chrono::Months::new(18))
+        .format("%Y-%m-%d")
+        .to_string();
+    let infant_birth = (today - chrono::Months::new(5))
+        .format("%Y-%m-%d")
+        .to_string();
+    let toddler = patient_born(&mut c, &st, "100781", &toddler_birth, "F").await;
+    let infant = patient_born(&mut c, &st, "100782", &infant_birth, "M").await;
+    let adult = patient(&mut c, &st, "100783").await;
+
+    let range = |body: &Value| {
+        let r = &body["results"][0];
+        (
+            r["uuid"].as_str().unwrap().to_string(),
+            r["hiNormal"].clone(),
+            r["lowNormal"].clone(),
+        )
+    };
+    let mut seen = Vec::new();
+    for p in [&toddler, &infant, &adult] {
+        let r = c
+            .get(&format!(
+                "{REST}/conceptreferencerange?patient={p}&concept=CIEL:5242&v=full"
+            ))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+        assert_eq!(r.body["results"][0]["concept"], RESPIRATORY_RATE);
+        seen.push(range(&r.body));
+    }
+    // Fast breathing from 40 a minute at 18 months, from 50 at five months; an adult's is
+    // the concept's own range (12 to 20), under the concept's uuid.
+    assert_eq!(seen[0].0, "d19c9f51-2e93-4aaf-b75b-0dc5c02cc20c");
+    assert_eq!(seen[0].1, 39.0);
+    assert_eq!(seen[1].0, "2b6a5f15-8e31-4a32-94cb-dc59911d6492");
+    assert_eq!(seen[1].1, 49.0);
+    assert_eq!(
+        seen[2],
+        (RESPIRATORY_RATE.to_string(), json!(20.0), json!(12.0))
+    );
+
+    // 30 breaths a minute: normal for the toddler, high for the adult; 45 is fast for the
+    // toddler, not for the infant. The interpretation is kept with the observation.
+    let mut saved = Vec::new();
+    for (p, value) in [(&toddler, 30), (&adult, 30), (&toddler, 45), (&infant, 45)] {
+        let r = c
+            .post(
+                &format!("{REST}/obs"),
+                &json!({"person": p, "concept": RESPIRATORY_RATE, "obsDatetime": ago(5), "value": value}).to_string(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        saved.push(r.body["interpretation"].clone());
+    }
+    assert_eq!(
+        saved,
+        [
+            json!("NORMAL"),
+            json!("HIGH"),
+            json!("HIGH"),
+            json!("NORMAL")
+        ]
+    );
+
+    // FHIR gives it as fhir2 does: the v3 code, and the name capitalised word by word.
+    let r = c
+        .get(&format!(
+            "/openmrs/ws/fhir2/R4/Observation?subject:Patient={toddler}&code={RESPIRATORY_RATE}&_sort=-date"
+        ))
+        .await;
+    let codes: Vec<(Value, Value)> = r.body["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let coding = &e["resource"]["interpretation"][0]["coding"][0];
+            (coding["code"].clone(), coding["display"].clone())
+        })
+        .collect();
+    assert!(codes.contains(&(json!("H"), json!("High"))), "{codes:?}");
+    assert!(codes.contains(&(json!("N"), json!("Normal"))), "{codes:?}");
+
+    // A client's own interpretation stands, and reads back as fhir2 writes it.
+    let r = c
+        .post(
+            &format!("{REST}/obs"),
+            &json!({"person": adult, "concept": RESPIRATORY_RATE, "obsDatetime": ago(1), "value": 60, "interpretation": "CRITICALLY_HIGH"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    let r = c
+        .get(&format!(
+            "/openmrs/ws/fhir2/R4/Observation/{}",
+            r.body["uuid"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(r.body["interpretation"][0]["coding"][0]["code"], "HH");
+    assert_eq!(
+        r.body["interpretation"][0]["coding"][0]["display"],
+        "Critically High"
+    );
+    assert_eq!(r.body["interpretation"][0]["text"], "Critically High");
+}
+
 /// The form engine reads a saved encounter back in its own representation before editing
 /// it; every provider must come back as an object (a null one breaks the edit).
 #[tokio::test]

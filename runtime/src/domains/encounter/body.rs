@@ -104,6 +104,22 @@ pub fn parse_obs(
             }
         },
     };
+    // OpenMRS 2.7 judges a new numeric value by the concept's range for the patient and
+    // keeps the result with the observation; a client's own interpretation stands.
+    let interpretation = match (opt_str(body, "interpretation")?, &value) {
+        (Some(given), _) => Some(given),
+        (None, Some(ObsValue::Numeric(n))) => {
+            crate::content::reference_range::interpretation_on_save(
+                state,
+                &catalog.content,
+                concept,
+                person,
+                *n,
+            )?
+            .map(str::to_string)
+        }
+        _ => None,
+    };
     let record = ObsRecord {
         v: 1,
         uuid: uuid.clone(),
@@ -118,7 +134,7 @@ pub fn parse_obs(
         form_field_namespace: opt_str(body, "formFieldNamespace")?,
         form_field_path: opt_str(body, "formFieldPath")?,
         status: opt_str(body, "status")?.unwrap_or_else(|| "FINAL".into()),
-        interpretation: opt_str(body, "interpretation")?,
+        interpretation,
         order: opt_ref(body, "order")?,
         previous_version: None,
         audit: audit.clone(),

@@ -1,7 +1,8 @@
 //! FHIR R4 `Observation` and `Encounter` (search and read), as the O3 vitals, biometrics
 //! and results widgets read them: the concept's uuid as the first coding, numeric values
-//! as quantities with their units, reference ranges from the concept, and an
-//! interpretation computed from those ranges when the observation has none of its own.
+//! as quantities with their units, reference ranges from the concept, and the
+//! interpretation recorded when the observation was saved (judged by the concept's own
+//! range for one saved before interpretations were recorded).
 
 use crate::domains::encounter::store::{self, EncounterQuery, ObsQuery};
 use crate::domains::encounter::{Comparison, EncounterRecord, ObsRecord, ObsValue, ValueFilter};
@@ -25,20 +26,40 @@ const OPENMRS_RANGE: &str = "http://fhir.openmrs.org/ext/obs/reference-range";
 const INTERPRETATION: &str = "http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation";
 const CATEGORY: &str = "http://terminology.hl7.org/CodeSystem/observation-category";
 
-fn interpretation(n: f64, num: &model::ConceptNumeric) -> Option<(&'static str, &'static str)> {
-    Some(if num.hi_critical.is_some_and(|h| n > h) {
-        ("HH", "Critically high")
-    } else if num.low_critical.is_some_and(|l| n < l) {
-        ("LL", "Critically low")
-    } else if num.hi_normal.is_some_and(|h| n > h) {
-        ("H", "High")
-    } else if num.low_normal.is_some_and(|l| n < l) {
-        ("L", "Low")
-    } else if num.hi_normal.is_some() || num.low_normal.is_some() {
-        ("N", "Normal")
-    } else {
-        return None;
+/// An observation's interpretation (`Obs.Interpretation`'s name) as fhir2 writes it: the
+/// v3 code, and the name with each word capitalised (`Critically High`), which the O3
+/// vitals table reads.
+fn interpretation_coding(name: &str) -> Option<(&'static str, &'static str)> {
+    Some(match name {
+        "NORMAL" => ("N", "Normal"),
+        "ABNORMAL" => ("A", "Abnormal"),
+        "CRITICALLY_ABNORMAL" => ("AA", "Critically Abnormal"),
+        "CRITICALLY_HIGH" => ("HH", "Critically High"),
+        "CRITICALLY_LOW" => ("LL", "Critically Low"),
+        "HIGH" => ("H", "High"),
+        "LOW" => ("L", "Low"),
+        "OFF_SCALE_LOW" => ("<", "Off Scale Low"),
+        "OFF_SCALE_HIGH" => (">", "Off Scale High"),
+        "SIGNIFICANT_CHANGE_DOWN" => ("D", "Significant Change Down"),
+        "SIGNIFICANT_CHANGE_UP" => ("U", "Significant Change Up"),
+        "RESISTANT" => ("R", "Resistant"),
+        "SUSCEPTIBLE" => ("S", "Susceptible"),
+        "INTERMEDIATE" => ("I", "Intermediate"),
+        "POSITIVE" => ("POS", "Positive"),
+        "NEGATIVE" => ("NEG", "Negative"),
+        _ => return None,
     })
+}
+
+fn interpretation_of(name: &str) -> [Codeable<'_>; 1] {
+    match interpretation_coding(name) {
+        Some((code, display)) => {
+            let mut c = one_coding(INTERPRETATION, Some(code), Some(display));
+            c[0].text = Some(display);
+            c
+        }
+        None => one_coding(INTERPRETATION, None, Some(name)),
+    }
 }
 
 /// A FHIR R4 Observation, serialised straight from the record (a chart's vitals page holds
@@ -475,10 +496,12 @@ pub fn observation_resource<'a>(
             r.value_quantity = Some(Quantity::of(*n, unit, own.ucum));
             if let Some(num) = numeric {
                 r.reference_range = own.reference_range.as_deref();
+                // Observations saved before their interpretation was recorded are judged
+                // by the concept's own range.
                 if o.interpretation.is_none()
-                    && let Some((code, display)) = interpretation(*n, num)
+                    && let Some(name) = num.limits().interpretation(*n)
                 {
-                    r.interpretation = Some(one_coding(INTERPRETATION, Some(code), Some(display)));
+                    r.interpretation = Some(interpretation_of(name));
                 }
             }
         }
@@ -498,7 +521,7 @@ pub fn observation_resource<'a>(
         }
     }
     if let Some(i) = &o.interpretation {
-        r.interpretation = Some(one_coding(INTERPRETATION, None, Some(i)));
+        r.interpretation = Some(interpretation_of(i));
     }
     r
 }
