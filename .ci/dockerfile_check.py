@@ -10,7 +10,13 @@ their `COPY --from=<stage>` sources checked. It catches a context that lacks a f
 command that fails, and an artifact the final stage expects but the build does not make.
 It does not check base images, users or the runtime behaviour of the image.
 
+With --cargo-dev-profile, `cargo build --release` runs with Cargo's dev profile (and
+`target/release/` reads `target/debug/`): the same crates, content checks and commands, a
+third of the compile time. The test command's own release build (run.sh's) compiles the
+release profile; the replays only need to show that the Dockerfile builds from its context.
+
 Usage: .ci/dockerfile_check.py <Dockerfile> <context> [--build-arg K=V ...] [--cargo-target DIR]
+                               [--cargo-dev-profile]
 """
 
 import argparse
@@ -101,6 +107,7 @@ def main():
     parser.add_argument("context")
     parser.add_argument("--build-arg", action="append", default=[])
     parser.add_argument("--cargo-target", help="reuse this folder as the build's target/ (a cache; Docker would start empty)")
+    parser.add_argument("--cargo-dev-profile", action="store_true", help="build with Cargo's dev profile where the Dockerfile asks for --release")
     args = parser.parse_args()
     context = Path(args.context).resolve()
     overrides = dict(a.split("=", 1) for a in args.build_arg)
@@ -169,6 +176,9 @@ def main():
             elif word == "RUN":
                 # Absolute paths of the image become paths in the scratch folder.
                 command = re.sub(r"(?<![\w./$-])/(out|spa|build|src|data|app)\b", lambda m: str(host(m.group(0))), rest)
+                if args.cargo_dev_profile:
+                    command = re.sub(r"(cargo (?:build|run)[^&|;]*?) --release\b", r"\1", command)
+                    command = command.replace("target/release/", "target/debug/")
                 print(f"RUN {rest[:100]}{'…' if len(rest) > 100 else ''}", flush=True)
                 subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=host(workdir), env=env, check=True)
                 steps += 1

@@ -112,10 +112,13 @@ if node frontend/check-config-keys.mjs frontend/spa "$stray" 2>/dev/null; then
 fi
 rm -f "$stray"
 
-step "Dockerfiles replayed without a Docker engine (sharing target/ with run.sh's release build)"
-python3 .ci/dockerfile_check.py Dockerfile . --cargo-target target
+step "Dockerfiles replayed without a Docker engine (with Cargo's dev profile, sharing target/ with the tests' build)"
+# run.sh's build above compiled the release profile; the replays show that the image builds
+# from its context, and that its content check refuses and accepts what it should.
+replay() { python3 .ci/dockerfile_check.py "$@" --cargo-target target --cargo-dev-profile; }
+replay Dockerfile .
 # A bad selection must fail the image build, with the compiler's diagnostic.
-if refused=$(python3 .ci/dockerfile_check.py Dockerfile . --build-arg BUILD_TYPE=site --build-arg MVN_PROJECT=no-such-site --cargo-target target 2>&1); then
+if refused=$(replay Dockerfile . --build-arg BUILD_TYPE=site --build-arg MVN_PROJECT=no-such-site 2>&1); then
   echo "the image build accepted an unknown site"; exit 1
 fi
 grep -q "sites that exist: goma, makala" <<<"$refused" || { echo "$refused"; echo "the refused image build did not say why"; exit 1; }
@@ -128,12 +131,12 @@ for module in frontend/modules/*/; do
   mkdir -p "$ctx/$module" && cp "$module/package.json" "$ctx/$module"
 done
 printf 'Uuid,Name,Parent\n4e1f0a52-7c3b-4d8e-9a61-2b5c7d9e0f13,Poste en attente,Zone à créer\n' > "$ctx/openmrs_config/locations/zz-known.csv"
-cargo run -q --release -p compiler -- check --root "$ctx" --write-baseline "$ctx/baselines/known.json" 2>/dev/null || true
-built=$(python3 .ci/dockerfile_check.py Dockerfile "$ctx" --build-arg VALIDATOR_BASELINE=baselines/known.json --cargo-target target 2>&1) \
+./target/debug/compiler check --root "$ctx" --write-baseline "$ctx/baselines/known.json" 2>/dev/null || true
+built=$(replay Dockerfile "$ctx" --build-arg VALIDATOR_BASELINE=baselines/known.json 2>&1) \
   || { echo "$built"; echo "the image build refused content whose only problem the baseline records"; exit 1; }
 grep -q "baselines/known.json: 1 known problem(s) accepted, 0 stale entries" <<<"$built" || { echo "$built"; echo "the image build did not summarise the baseline"; exit 1; }
 printf 'Uuid,Name,Parent\n7d2c9b1e-3f4a-4b5c-8d6e-9f0a1b2c3d4e,Poste nouveau,Zone inconnue\n' > "$ctx/openmrs_config/locations/zz-new.csv"
-if refused=$(python3 .ci/dockerfile_check.py Dockerfile "$ctx" --build-arg VALIDATOR_BASELINE=baselines/known.json --cargo-target target 2>&1); then
+if refused=$(replay Dockerfile "$ctx" --build-arg VALIDATOR_BASELINE=baselines/known.json 2>&1); then
   echo "the image build accepted an error the baseline does not record"; exit 1
 fi
 grep -q "Invalid parent location 'Zone inconnue'" <<<"$refused" || { echo "$refused"; echo "the refused image build did not say why"; exit 1; }
