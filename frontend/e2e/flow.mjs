@@ -54,7 +54,7 @@ for (const name of asked) {
 }
 const first = asked.length ? names.indexOf(asked[0]) : 0;
 const chosen = asked.length ? names.slice(first, first + asked.length) : names;
-if (asked.join() !== chosen.join()) {
+if (asked.length > 0 && asked.join() !== chosen.join()) {
   console.error(`E2E_JOURNEY=${asked.join()}: the journeys must follow one another as the walk runs them (${names.join(", ")})`);
   process.exit(2);
 }
