@@ -176,10 +176,13 @@ def main():
             elif word == "RUN":
                 # Absolute paths of the image become paths in the scratch folder.
                 command = re.sub(r"(?<![\w./$-])/(out|spa|build|src|data|app)\b", lambda m: str(host(m.group(0))), rest)
+                note = ""
                 if args.cargo_dev_profile:
-                    command = re.sub(r"(cargo (?:build|run)[^&|;]*?) --release\b", r"\1", command)
-                    command = command.replace("target/release/", "target/debug/")
-                print(f"RUN {rest[:100]}{'…' if len(rest) > 100 else ''}", flush=True)
+                    dev = re.sub(r"(cargo (?:build|run)[^&|;]*?) --release\b", r"\1", command)
+                    dev = dev.replace("target/release/", "target/debug/")
+                    note = " (with Cargo's dev profile)" if dev != command else ""
+                    command = dev
+                print(f"RUN {rest[:100]}{'…' if len(rest) > 100 else ''}{note}", flush=True)
                 subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=host(workdir), env=env, check=True)
                 steps += 1
     except subprocess.CalledProcessError as e:
